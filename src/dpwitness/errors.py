@@ -1,0 +1,52 @@
+"""Errors that name what was wrong. Raised before any noise is drawn or budget spent."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+class ParameterError(ValueError):
+    """A parameter is outside its documented range. ``.parameter`` names it."""
+
+    def __init__(self, parameter: str, expected: str, got: Any) -> None:
+        self.parameter = parameter
+        self.expected = expected
+        super().__init__(f"{parameter} must be {expected}; got {got!r}")
+
+
+class BudgetExceeded(RuntimeError):
+    """The requested ε is more than what remains. Nothing was released or spent."""
+
+
+def check_positive_finite(parameter: str, value: Any) -> float:
+    number = check_finite(parameter, value, "a finite number > 0")
+    if number <= 0:
+        raise ParameterError(parameter, "a finite number > 0", value)
+    return number
+
+
+def check_non_negative_finite(parameter: str, value: Any) -> float:
+    number = check_finite(parameter, value, "a finite number ≥ 0")
+    if number < 0:
+        raise ParameterError(parameter, "a finite number ≥ 0", value)
+    return number
+
+
+def check_finite(parameter: str, value: Any, expected: str = "a finite number") -> float:
+    if isinstance(value, bool):
+        raise ParameterError(parameter, expected, value)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(parameter, expected, value) from None
+    if not math.isfinite(number):
+        raise ParameterError(parameter, expected, value)
+    return number
+
+
+def check_alpha(alpha: Any) -> float:
+    number = check_finite("alpha", alpha, "a number strictly between 0 and 1")
+    if not 0.0 < number < 1.0:
+        raise ParameterError("alpha", "a number strictly between 0 and 1", alpha)
+    return number
