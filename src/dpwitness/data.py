@@ -13,11 +13,12 @@ ADULT_ROWS = 32_561
 
 
 def adult_path() -> Path | None:
-    """``$DPWITNESS_ADULT``, else ``../shared/data/adult.csv`` beside the working folder or the checkout."""
-    candidates = []
-    if os.environ.get("DPWITNESS_ADULT"):
-        candidates.append(Path(os.environ["DPWITNESS_ADULT"]))
-    candidates.append(Path.cwd().parent / "shared" / "data" / "adult.csv")
+    """``$DPWITNESS_ADULT`` when set (None if it is not a file), else ``../shared/data/adult.csv``
+    beside the working folder or beside the checkout."""
+    override = os.environ.get("DPWITNESS_ADULT")
+    if override is not None:
+        return Path(override) if Path(override).is_file() else None
+    candidates = [Path.cwd().parent / "shared" / "data" / "adult.csv"]
     candidates.append(Path(__file__).resolve().parents[3] / "shared" / "data" / "adult.csv")
     return next((p for p in candidates if p.is_file()), None)
 

@@ -47,7 +47,8 @@ class Laplace:
         if isinstance(self.dimension, bool) or not isinstance(self.dimension, int) or self.dimension < 1:
             raise ParameterError("dimension", "a whole number ≥ 1", self.dimension)
         if sensitivity > 0 and not math.isfinite(sensitivity / epsilon):
-            raise ParameterError("epsilon", "large enough that the scale Δ/ε is finite (ε → 0 means unbounded noise)", self.epsilon)
+            expected = "large enough that the scale Δ/ε is finite (ε → 0 means unbounded noise)"
+            raise ParameterError("epsilon", expected, self.epsilon)
         if sensitivity > 0 and sensitivity / epsilon == 0:
             raise ParameterError("epsilon", "small enough that the scale Δ/ε is not zero", self.epsilon)
         object.__setattr__(self, "sensitivity", sensitivity)
@@ -171,10 +172,10 @@ class Laplace:
             )
         if not np.all(np.isfinite(values)):
             raise ParameterError("value", "finite (no NaN or ∞)", value)
-        if self.noise is not None and values.size and np.max(np.abs(values)) >= math.ldexp(1.0, 61 + self.noise.granularity_log2):
-            raise ParameterError(
-                "value", f"smaller than 2^61 grid steps (|value| < {math.ldexp(1.0, 61 + self.noise.granularity_log2):.3g} at this scale)", value
-            )
+        if self.noise is not None and values.size:
+            limit = math.ldexp(1.0, 61 + self.noise.granularity_log2)
+            if np.max(np.abs(values)) >= limit:
+                raise ParameterError("value", f"smaller than 2^61 grid steps (|value| < {limit:.3g} at this scale)", value)
         return values
 
     @staticmethod

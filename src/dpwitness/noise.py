@@ -169,22 +169,24 @@ class GridLaplace:
     _deviation: float = field(repr=False, compare=False, default=float("nan"))
 
     @staticmethod
+    @lru_cache(maxsize=256)
     def calibrate(*, sensitivity: float, epsilon: float, dimension: int = 1) -> GridLaplace:
         """The grid noise whose privacy loss for an L1 shift of ``sensitivity`` is ≤ ε.
 
         Inputs are rounded to the grid; a rounded shift is at most
-        ceil(Δ/γ) + dimension − 1 steps, and that whole count is charged.
+        ceil(Δ/γ) + dimension − 1 steps, and that whole count is charged, together with
+        the tables' quantisation (so m is raised until the exact loss fits under ε).
         """
         scale = sensitivity / epsilon
         exponent = math.frexp(scale * LN2)[1] - 1  # 2^exponent ≤ scale·ln2 < 2^(exponent+1)
         granularity_log2 = exponent - GRID_STEPS_LOG2
         steps = _max_steps(sensitivity, granularity_log2, dimension)
-        m = math.ceil(steps * LN2 / (epsilon * (1.0 - _MARGIN)))
+        budget = epsilon * (1.0 - _MARGIN)
         while True:
-            candidate = GridLaplace(granularity_log2, m)
+            candidate = GridLaplace(granularity_log2, math.ceil(steps * LN2 / budget))
             if candidate.loss_for_steps(steps) <= epsilon:
                 return candidate
-            m += max(1, m >> 26)
+            budget -= max(candidate.loss_for_steps(steps) - epsilon, epsilon * _MARGIN)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_deviation", self._table_deviation())
@@ -303,6 +305,11 @@ class GridLaplace:
         g = h * self.m + r
         accepted &= ~(negative & (g == 0))
         return np.where(negative, -g, g), accepted
+
+
+@lru_cache(maxsize=1024)
+def _calibrated(sensitivity: float, epsilon: float, dimension: int) -> GridLaplace:
+    return GridLaplace._calibrate_uncached(sensitivity, epsilon, dimension)
 
 
 def _geometric_half(n: int, bits: BitSource) -> npt.NDArray[np.int64]:

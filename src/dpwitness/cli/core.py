@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -91,14 +90,17 @@ def release(
         if samples < 1:
             raise ParameterError("samples", "a whole number ≥ 1", samples)
         accountant = Accountant()
+        releases = []
         for i in range(samples):
+            # Each resample steps the seed (seed, seed+1, …) so every release is reproducible alone.
             accountant.spend(mechanism.privacy_loss(mechanism.sensitivity), f"release {i + 1}")
-        result = mechanism.release(value, size=samples if samples > 1 else None, seed=seed)
+            releases.append(mechanism.release(value, seed=None if seed is None else seed + i))
+    result = releases[0]
     report = witness(mechanism)
     half = mechanism.interval(0.05)
-    values: list[float] = [float(v) for v in np.atleast_1d(np.asarray(result.value, dtype=np.float64))]
+    values = [float(r) for r in releases]
     payload = {
-        "release": result.to_dict()["value"],
+        "release": values[0] if samples == 1 else values,
         "scale": mechanism.scale,
         "epsilon": mechanism.epsilon,
         "epsilon_spent": accountant.spent,
@@ -183,7 +185,8 @@ def explain() -> None:
     ]
     table = Table("query", "add/remove one", "replace one")
     for name, add_remove, replace in rows:
-        table.add_row(name, "n is private: noisy sum / noisy count" if math.isnan(add_remove) else f"{add_remove:g}", f"{replace:g}")
+        add_remove_text = "n is private: noisy sum / noisy count" if math.isnan(add_remove) else f"{add_remove:g}"
+        table.add_row(name, add_remove_text, f"{replace:g}")
     console.print(table)
     unit = Laplace(sensitivity=1.0, epsilon=1.0)
     console.print("[bold]Edge cases[/] (Δ = 1, ε = 1)")

@@ -1,0 +1,3 @@
+from dpwitness.cli import main
+
+main()

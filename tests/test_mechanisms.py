@@ -1,0 +1,179 @@
+"""The Laplace mechanism's contract: names, guarantee, support, reproducibility, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpwitness import Laplace, ParameterError
+
+positive = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False, allow_infinity=False)
+
+
+def test_contract_values_for_the_worked_example() -> None:
+    mech = Laplace(sensitivity=0.1, epsilon=1.0)
+    assert mech.scale == pytest.approx(0.1)
+    assert mech.variance == pytest.approx(0.02)
+    assert mech.std == pytest.approx(0.1414, abs=1e-4)
+    assert mech.interval(0.05) == pytest.approx(0.1 * math.log(20))
+    assert round(mech.interval(0.05), 2) == 0.30
+
+
+@settings(max_examples=60, deadline=None)
+@given(sensitivity=positive, epsilon=st.floats(min_value=1e-2, max_value=50), fraction=st.floats(0, 1))
+def test_privacy_loss_is_bounded_by_epsilon(sensitivity: float, epsilon: float, fraction: float) -> None:
+    mech = Laplace(sensitivity=sensitivity, epsilon=epsilon)
+    d = sensitivity * fraction
+    loss = mech.privacy_loss(d)
+    assert loss <= epsilon
+    # and it is the ideal d/b, up to the grid's rounding charge (one step ≈ b·2^-27)
+    assert loss == pytest.approx(d / mech.scale, abs=1e-7 * max(1.0, epsilon) + 1e-8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sensitivity=positive,
+    epsilon=st.floats(min_value=1e-2, max_value=10),
+    f=st.floats(-1e4, 1e4),
+    fraction=st.floats(-1, 1),
+    z=st.floats(-1e6, 1e6),
+)
+def test_log_density_ratio_never_leaves_plus_minus_epsilon(
+    sensitivity: float, epsilon: float, f: float, fraction: float, z: float
+) -> None:
+    mech = Laplace(sensitivity=sensitivity, epsilon=epsilon)
+    ratio = mech.log_density_ratio(z, f, f + fraction * sensitivity)
+    assert abs(ratio) <= epsilon * (1 + 1e-9) + 1e-9
+
+
+def test_log_density_ratio_is_exactly_epsilon_in_the_tails_and_sign_flips() -> None:
+    mech = Laplace(sensitivity=1.0, epsilon=0.5)
+    assert mech.log_density_ratio(1e9, 1.0, 0.0) == pytest.approx(0.5)
+    assert mech.log_density_ratio(-1e9, 1.0, 0.0) == pytest.approx(-0.5)
+    assert mech.log_density_ratio(0.5, 1.0, 0.0) == pytest.approx(0.0)
+    assert mech.log_density_ratio(3.0, 2.0, 2.0) == 0.0
+
+
+def test_vector_release_uses_l1_sensitivity_and_independent_noise() -> None:
+    mech = Laplace(sensitivity=2.0, epsilon=1.0, dimension=3)
+    out = mech.release([1.0, 2.0, 3.0], size=50_000, seed=4).value
+    assert isinstance(out, np.ndarray) and out.shape == (50_000, 3)
+    noise = out - np.array([1.0, 2.0, 3.0])
+    assert np.allclose(noise.var(axis=0), 8.0, rtol=0.05)
+    assert abs(np.corrcoef(noise.T)[0, 1]) < 0.02
+    assert mech.log_density_ratio([0, 0, 0], [1, 1, 0], [0, 0, 0]) == pytest.approx(-1.0)
+    assert mech.privacy_loss(2.0) <= 1.0
+
+
+def test_release_shapes() -> None:
+    mech = Laplace(sensitivity=1.0, epsilon=1.0)
+    assert isinstance(mech.release(3.0).value, float)
+    many = mech.release(3.0, size=7).value
+    assert isinstance(many, np.ndarray) and many.shape == (7,)
+
+
+def test_seeded_release_is_reproducible_and_says_not_for_production() -> None:
+    mech = Laplace(sensitivity=1.0, epsilon=1.0)
+    first, again = mech.release(10.0, seed=42), mech.release(10.0, seed=42)
+    assert first.value == again.value
+    assert mech.release(10.0, seed=43).value != first.value
+    assert first.seeded and "NOT for production" in first.notice
+    assert "NOT for production" in first.to_dict()["notice"]
+    secure = mech.release(10.0)
+    assert not secure.seeded and "secure" in secure.randomness
+    assert mech.release(10.0).value != secure.value
+
+
+def test_neighbouring_inputs_have_identical_support() -> None:
+    """Mironov 2012: every output lies on γ·ℤ whatever the input, so none identifies it."""
+    mech = Laplace(sensitivity=1.0, epsilon=1.0)
+    assert mech.noise is not None
+    gamma = mech.noise.granularity
+    for value in (0.0, 1.0, 0.1, 0.3, 123.456):
+        out = mech.release(value, size=100_000, seed=1).value
+        steps = np.asarray(out) / gamma
+        assert np.array_equal(steps, np.round(steps)), value
+        assert np.all(np.abs(steps) < 2**53)
+
+
+def test_exact_same_noise_for_same_seed_regardless_of_value() -> None:
+    mech = Laplace(sensitivity=1.0, epsilon=1.0)
+    a = np.asarray(mech.release(0.0, size=1000, seed=9).value)
+    b = np.asarray(mech.release(1.0, size=1000, seed=9).value)
+    assert np.allclose(b - a, 1.0)
+
+
+def test_zero_sensitivity_releases_the_exact_value_at_no_cost() -> None:
+    mech = Laplace(sensitivity=0.0, epsilon=1.0)
+    release = mech.release(5.25)
+    assert release.value == 5.25 and release.epsilon == 0.0
+    assert mech.privacy_loss(0) == 0.0 and mech.scale == 0.0 and mech.interval() == 0.0
+    assert "no noise is needed" in release.notice
+    assert math.isinf(mech.privacy_loss(1.0))  # an exact answer to a query that can move is not private
+
+
+def test_interval_covers_the_stated_fraction() -> None:
+    mech = Laplace(sensitivity=1.0, epsilon=1.0)
+    noise = np.asarray(mech.release(0.0, size=200_000, seed=12).value)
+    for alpha in (0.05, 0.2):
+        outside = float(np.mean(np.abs(noise) > mech.interval(alpha)))
+        assert abs(outside - alpha) < 0.005
+    release = mech.release(2.0, seed=1)
+    low, high = release.interval  # type: ignore[misc]
+    assert high - low == pytest.approx(2 * mech.interval(0.05))
+    low90, high90 = release.with_alpha(0.1).interval  # type: ignore[misc]
+    assert high90 - low90 < high - low
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [
+        ({"sensitivity": 1, "epsilon": 0}, "epsilon"),
+        ({"sensitivity": 1, "epsilon": -1}, "epsilon"),
+        ({"sensitivity": 1, "epsilon": math.nan}, "epsilon"),
+        ({"sensitivity": 1, "epsilon": math.inf}, "epsilon"),
+        ({"sensitivity": 1, "epsilon": 1e-320}, "epsilon"),
+        ({"sensitivity": -1, "epsilon": 1}, "sensitivity"),
+        ({"sensitivity": math.nan, "epsilon": 1}, "sensitivity"),
+        ({"sensitivity": "one", "epsilon": 1}, "sensitivity"),
+        ({"sensitivity": 1, "epsilon": 1, "dimension": 0}, "dimension"),
+    ],
+)
+def test_bad_parameters_name_themselves(kwargs: dict[str, object], parameter: str) -> None:
+    with pytest.raises(ParameterError, match=parameter) as info:
+        Laplace(**kwargs)  # type: ignore[arg-type]
+    assert info.value.parameter == parameter
+
+
+@pytest.mark.parametrize(
+    ("value", "size", "parameter"),
+    [
+        (math.nan, None, "value"),
+        (math.inf, None, "value"),
+        ([1.0, 2.0], None, "value"),
+        ([[1.0]], None, "value"),
+        ("abc", None, "value"),
+        (1e30, None, "value"),
+        (1.0, 0, "size"),
+        (1.0, 2.5, "size"),
+    ],
+)
+def test_bad_release_input_draws_no_noise(value: object, size: object, parameter: str) -> None:
+    mech = Laplace(sensitivity=1.0, epsilon=1.0)
+    with pytest.raises(ParameterError, match=parameter):
+        mech.release(value, size=size)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("alpha", [0, 1, -0.1, 1.5, math.nan])
+def test_bad_alpha(alpha: float) -> None:
+    with pytest.raises(ParameterError, match="alpha"):
+        Laplace(sensitivity=1, epsilon=1).interval(alpha)
+
+
+def test_bad_shift_for_privacy_loss() -> None:
+    with pytest.raises(ParameterError, match="d must be"):
+        Laplace(sensitivity=1, epsilon=1).privacy_loss(-1)

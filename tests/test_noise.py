@@ -1,0 +1,136 @@
+"""The exact grid sampler: its distribution, its tables and its support."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpwitness.noise import (
+    LN2,
+    SECURE_BITS,
+    GridLaplace,
+    SeededBits,
+    _alias_from_weights,
+    bit_source,
+    round_to_grid,
+)
+
+N = 200_000
+
+
+def laplace_cdf(scale: float):  # type: ignore[no-untyped-def]
+    return lambda x: stats.laplace.cdf(x, scale=scale)
+
+
+@pytest.fixture(scope="module")
+def unit_noise() -> GridLaplace:
+    return GridLaplace.calibrate(sensitivity=1.0, epsilon=1.0)
+
+
+@pytest.fixture(scope="module")
+def draws(unit_noise: GridLaplace) -> np.ndarray:
+    return unit_noise.sample(N, SeededBits(20061)) * unit_noise.granularity
+
+
+def test_realised_scale_is_the_calibrated_one(unit_noise: GridLaplace) -> None:
+    assert unit_noise.scale == pytest.approx(1.0, rel=1e-7)
+    assert unit_noise.scale >= 1.0  # never less noise than claimed
+
+
+def test_samples_follow_laplace_and_reject_wrong_scales(draws: np.ndarray) -> None:
+    assert stats.kstest(draws, laplace_cdf(1.0)).pvalue > 1e-3
+    # The same test must reject 0.8× and 1.25× the scale: too little and too much noise.
+    assert stats.kstest(draws, laplace_cdf(0.8)).pvalue < 1e-12
+    assert stats.kstest(draws, laplace_cdf(1.25)).pvalue < 1e-12
+
+
+def test_moments_match_and_wrong_variance_is_excluded(draws: np.ndarray) -> None:
+    # Var(X²) for Laplace(1) is E[X⁴] − 4 = 20; the mean of N draws of X² has sd sqrt(20/N) ≈ 0.01.
+    second_moment = float(np.mean(draws**2))
+    assert abs(second_moment - 2.0) < 0.06
+    assert abs(second_moment - 2.0 * 0.8**2) > 0.6 and abs(second_moment - 2.0 * 1.25**2) > 1.0
+    assert abs(float(np.mean(draws))) < 0.02
+
+
+def test_block_index_is_exactly_geometric_half(unit_noise: GridLaplace) -> None:
+    steps = unit_noise.sample(N, SeededBits(7))
+    blocks = np.abs(steps) // unit_noise.m
+    observed = np.bincount(np.minimum(blocks, 8), minlength=9)
+    # P(|X| in block h) for the sign-symmetric law: ≈ 2^-(h+1) (the rejected (−, 0) pair is negligible).
+    expected_p = np.array([2.0 ** -(h + 1) for h in range(8)] + [2.0**-8])
+    chi2 = stats.chisquare(observed, expected_p * N)
+    assert chi2.pvalue > 1e-3
+    wrong = np.array([(2 / 3) * (1 / 3) ** h for h in range(8)] + [(1 / 3) ** 8])
+    assert stats.chisquare(observed, wrong / wrong.sum() * N).pvalue < 1e-12
+
+
+def test_sign_is_balanced(unit_noise: GridLaplace) -> None:
+    steps = unit_noise.sample(N, SeededBits(8))
+    assert stats.binomtest(int((steps > 0).sum()), int((steps != 0).sum())).pvalue > 1e-3
+
+
+def test_alias_table_reproduces_its_weights_exactly() -> None:
+    one = 1 << 32
+    weights = [3 * one, one // 2, one // 2, 0]
+    table = _alias_from_weights(weights, 4)
+    assert table.pmf_numerators().tolist() == [float(w) for w in weights]
+
+
+def test_alias_sampling_matches_pmf() -> None:
+    one = 1 << 32
+    table = _alias_from_weights([2 * one, one, one // 2, one // 2], 4)
+    rng = np.random.default_rng(3)
+    column = rng.integers(0, 4, size=N)
+    u = rng.integers(0, one, size=N, dtype=np.uint64)
+    picked = np.where(u < table.threshold[column], column, table.alias[column])
+    counts = np.bincount(picked, minlength=4)
+    assert stats.chisquare(counts, table.pmf_numerators() / (4 * one) * N).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(
+    ("sensitivity", "epsilon", "dimension"), [(1, 1, 1), (0.1, 1, 1), (3, 0.01, 1), (1, 20, 5), (1e-6, 1e3, 1)]
+)
+def test_calibration_never_exceeds_epsilon_and_wastes_little(sensitivity: float, epsilon: float, dimension: int) -> None:
+    noise = GridLaplace.calibrate(sensitivity=sensitivity, epsilon=epsilon, dimension=dimension)
+    loss = noise.loss_for_steps(noise.steps_for_shift(sensitivity, dimension))
+    assert loss <= epsilon
+    assert loss >= epsilon * (1 - 1e-6)
+    assert noise.scale == pytest.approx(sensitivity / epsilon, rel=1e-5)
+
+
+def test_variance_from_tables_matches_discrete_laplace(unit_noise: GridLaplace) -> None:
+    t = unit_noise.m / LN2
+    q = math.exp(-1 / t)
+    ideal_steps = 2 * q / (1 - q) ** 2  # variance of the ideal discrete Laplace with ratio q
+    assert unit_noise.variance_steps() == pytest.approx(ideal_steps, rel=1e-7)
+
+
+def test_rounding_is_half_up_and_exact() -> None:
+    values = np.array([0.5, 1.5, -0.5, -1.5, 2.4999999999999996, 1e6 + 0.25])
+    assert round_to_grid(values, 0).tolist() == [1, 2, 0, -1, 2, 1_000_000]
+    assert round_to_grid(np.array([0.75]), -1).tolist() == [2]
+
+
+def test_rounded_shift_never_exceeds_the_charged_steps() -> None:
+    rng = np.random.default_rng(11)
+    a = rng.uniform(-50, 50, size=100_000)
+    d = rng.uniform(0, 3.7, size=a.size)
+    shift = round_to_grid(a + d, 0) - round_to_grid(a, 0)
+    assert shift.max() <= math.ceil(3.7)
+
+
+def test_seeded_source_is_reproducible_and_secure_source_is_not() -> None:
+    assert np.array_equal(SeededBits(5).words(10), SeededBits(5).words(10))
+    assert not np.array_equal(SeededBits(5).words(10), SeededBits(6).words(10))
+    assert not np.array_equal(SECURE_BITS.words(4), SECURE_BITS.words(4))
+    assert bit_source(None).secure and not bit_source(3).secure
+    assert "NOT for production" in bit_source(3).name
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, "7", True])
+def test_bad_seeds_are_refused(seed: object) -> None:
+    with pytest.raises((TypeError, ValueError), match="seed"):
+        bit_source(seed)  # type: ignore[arg-type]
