@@ -149,7 +149,8 @@ def _high_table(m: int) -> tuple[_AliasTable, int]:
 def _low_thresholds(m: int) -> npt.NDArray[np.uint64]:
     """Accept L = l with probability thresholds[l] / 2^32 ≈ 2^(−l/m)."""
     ideal = np.exp2(-np.arange(_LOW_SIZE, dtype=np.float64) / m) * _THRESHOLD_ONE
-    return np.minimum(np.floor(ideal), _THRESHOLD_ONE - 1).astype(np.uint64)
+    thresholds: npt.NDArray[np.uint64] = np.minimum(np.floor(ideal), _THRESHOLD_ONE - 1).astype(np.uint64)
+    return thresholds
 
 
 def _trailing_zeros(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
@@ -305,11 +306,6 @@ class GridLaplace:
         g = h * self.m + r
         accepted &= ~(negative & (g == 0))
         return np.where(negative, -g, g), accepted
-
-
-@lru_cache(maxsize=1024)
-def _calibrated(sensitivity: float, epsilon: float, dimension: int) -> GridLaplace:
-    return GridLaplace._calibrate_uncached(sensitivity, epsilon, dimension)
 
 
 def _geometric_half(n: int, bits: BitSource) -> npt.NDArray[np.int64]:
