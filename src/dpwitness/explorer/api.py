@@ -1,0 +1,151 @@
+"""The explorer's JSON API: thin FastAPI routes over :mod:`~dpwitness.explorer.compute`.
+
+Bad input never crashes the server: FastAPI's type errors and the project's
+:class:`~dpwitness.ParameterError` both become a 422 whose ``detail`` names the parameter,
+what it must be and what was given; any other ``ValueError`` becomes a 400.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from dpwitness.explorer import compute, redteam
+from dpwitness.explorer.strings import DEFAULT_LANGUAGE, languages, strings
+
+router = APIRouter(prefix="/api")
+
+Epsilon = Annotated[float, Query(description="ε > 0 (at most 100 here)")]
+Sensitivity = Annotated[float, Query(description="Δ ≥ 0: the most one record moves the query (L1)")]
+Value = Annotated[float, Query(description="the true answer f(D)")]
+Shift = Annotated[float, Query(description="d = f(D) − f(D′), |d| ≤ Δ")]
+Seed = Annotated[int, Query(description="seed of the reproducible release (not for production)")]
+Tamper = Annotated[bool, Query(description="red team: invert the calibration (scale ε/Δ)")]
+
+
+def _safe(payload: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = compute.json_safe(payload)
+    return result
+
+
+@router.get("/strings")
+def get_strings(lang: str = DEFAULT_LANGUAGE) -> dict[str, Any]:
+    """The page's strings table (English fills any gap) and the languages available."""
+    return {"lang": lang, "languages": languages(), "strings": strings(lang)}
+
+
+@router.get("/live")
+def get_live(
+    epsilon: Epsilon = 0.5,
+    sensitivity: Sensitivity = 1.0,
+    value: Value = 42.0,
+    d: Shift = 1.0,
+    seed: Seed = 1,
+    tamper: Tamper = False,
+    releases: Annotated[int, Query(description="k releases for composition")] = 1,
+) -> dict[str, Any]:
+    """Everything the live panel and the witness badge draw, for one setting."""
+    eps, delta = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
+    return _safe(
+        compute.live(
+            epsilon=eps,
+            sensitivity=delta,
+            value=compute.value_param(value),
+            shift=compute.shift_param(d, delta),
+            seed=compute.seed_param(seed),
+            tamper=tamper,
+            releases=compute.count_param(releases, "releases", 1, compute.MAX_RELEASES),
+        )
+    )
+
+
+@router.get("/witness")
+def get_witness(epsilon: Epsilon = 0.5, sensitivity: Sensitivity = 1.0, tamper: Tamper = False) -> dict[str, Any]:
+    """The analytic witness: worst log density ratio and variance against the claim."""
+    return _safe(compute.witness_payload(compute.sensitivity_param(sensitivity), compute.epsilon_param(epsilon), tamper))
+
+
+@router.get("/release")
+def get_release(
+    epsilon: Epsilon = 0.5, sensitivity: Sensitivity = 1.0, value: Value = 42.0, seed: Seed = 1, tamper: Tamper = False
+) -> dict[str, Any]:
+    """One fixed-seed release f(D) + noise (the same seed always gives the same release)."""
+    eps, delta = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
+    return _safe(compute.release_payload(compute.value_param(value), delta, eps, compute.seed_param(seed), tamper))
+
+
+@router.get("/walkthrough/neighbour")
+def get_neighbour(query: str = "sum", relation: str = "add-remove", row: int = 1, replacement: float = 100.0) -> dict[str, Any]:
+    """The spreadsheet, one neighbour, the gap f(D) − f(D′) and the fan of one-person changes."""
+    return _safe(compute.neighbour(query, relation, row, replacement))
+
+
+@router.get("/walkthrough/tails")
+def get_tails(epsilon: Epsilon = 1.0, sensitivity: Sensitivity = 1.0) -> dict[str, Any]:
+    """Log densities of Laplace and Gaussian (same variance) for two neighbours, and their log ratios."""
+    return _safe(compute.tails(compute.sensitivity_param(sensitivity), compute.epsilon_param(epsilon)))
+
+
+@router.get("/walkthrough/derivation")
+def get_derivation(
+    epsilon: Epsilon = 1.0, sensitivity: Sensitivity = 1.0, value: Value = 0.0, d: Shift = 1.0, z: float = 2.5
+) -> dict[str, Any]:
+    """The reverse triangle inequality at one output z, live numbers filled in."""
+    eps, delta = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
+    return _safe(
+        compute.derivation(delta, eps, compute.value_param(value), compute.shift_param(d, delta), compute.value_param(z, "z"))
+    )
+
+
+@router.get("/walkthrough/edge-cases")
+def get_edge_cases(epsilon: Epsilon = 1.0, sensitivity: Sensitivity = 1.0) -> dict[str, Any]:
+    """d = 0, negative d, far tails, ε → 0, ε → ∞, Δ = 0, add/remove vs replace-one."""
+    return _safe(compute.edge_cases(compute.sensitivity_param(sensitivity), compute.epsilon_param(epsilon)))
+
+
+@router.get("/walkthrough/worked-example")
+def get_worked_example(epsilon: Epsilon = 1.0) -> dict[str, Any]:
+    """Mean of 1000 ages at ε, and the two traps."""
+    return _safe(compute.worked_example(compute.epsilon_param(epsilon)))
+
+
+@router.get("/myths")
+def get_myths(epsilon: Epsilon = 1.0) -> dict[str, Any]:
+    """Numbers behind the myths (likelihood factors e^ε, uncalibrated noise)."""
+    return _safe(compute.myths(compute.epsilon_param(epsilon)))
+
+
+@router.get("/redteam/membership")
+def get_membership(
+    epsilon: Epsilon = 0.5,
+    sensitivity: Sensitivity = 1.0,
+    tamper: Tamper = False,
+    simulate: bool = False,
+    trials: int = 1000,
+    seed: Seed = 1,
+) -> dict[str, Any]:
+    """The attacker's likelihood ratio vs e^ε, the best test's ROC vs its cap; optionally the simulated attack."""
+    eps, delta = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
+    payload = {"analytic": redteam.membership_analytic(delta, eps, tamper)}
+    if simulate:
+        runs = compute.count_param(trials, "trials", 10, redteam.MAX_SAMPLES)
+        payload["simulation"] = redteam.membership_simulation(eps, runs, compute.seed_param(seed))
+    return _safe(payload)
+
+
+@router.get("/redteam/differencing")
+def get_differencing(
+    epsilon: Annotated[float | None, Query(description="ε per answer; leave out for exact answers")] = None,
+    seed: Seed = 1,
+) -> dict[str, Any]:
+    """Q5 − Q4 on the fictional clinic: exact answers reveal patient 5, noisy ones do not."""
+    eps = None if epsilon is None else compute.epsilon_param(epsilon)
+    return _safe(redteam.differencing(eps, compute.seed_param(seed)))
+
+
+@router.get("/redteam/floating-point")
+def get_floating_point(epsilon: Epsilon = 1.0, samples: int = 5000, seed: Seed = 1) -> dict[str, Any]:
+    """Mironov's floating-point leak: naive sampler vs the project's grid sampler."""
+    runs = compute.count_param(samples, "samples", 10, redteam.MAX_SAMPLES)
+    return _safe(redteam.floating_point(compute.epsilon_param(epsilon), runs, compute.seed_param(seed)))

@@ -1,0 +1,178 @@
+"""The red team's windows: membership inference, differencing, the floating-point leak.
+
+The attacks live in :mod:`dpwitness.attacks`; they are imported inside each function so the
+explorer still starts (and says "not available") when one of them is missing. The analytic
+parts (likelihood ratio, best-test ROC, exact and noisy differencing queries) use only the
+core mechanism and are always shown.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dpwitness.explorer.compute import BOUNDS, CURVE_POINTS, PEOPLE, json_safe, mechanism, realised_scale
+from dpwitness.neighbours import Neighbours, count_sensitivity
+
+#: A clearly fictional clinic: patient number → diagnosed with diabetes (1) or not (0).
+DIABETES: tuple[tuple[str, int], ...] = (
+    ("Patient 1 (fictional)", 0),
+    ("Patient 2 (fictional)", 1),
+    ("Patient 3 (fictional)", 0),
+    ("Patient 4 (fictional)", 1),
+    ("Patient 5 (fictional)", 1),
+)
+#: Most samples/trials an attack may be asked for from the page (keeps a click under a few seconds).
+MAX_SAMPLES = 20_000
+
+
+def _attack(module: str, name: str) -> Any | None:
+    """The attack function, or None when its module is not there (yet)."""
+    try:
+        return getattr(importlib.import_module(f"dpwitness.attacks.{module}"), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _unavailable(module: str) -> dict[str, Any]:
+    return {"available": False, "reason": f"dpwitness.attacks.{module} is not installed in this build"}
+
+
+# --- membership inference ---------------------------------------------------------------------
+def _survival(x: npt.NDArray[np.float64], scale: float) -> npt.NDArray[np.float64]:
+    """P(Laplace(0, scale) > x)."""
+    result: npt.NDArray[np.float64] = np.where(x >= 0, 0.5 * np.exp(-np.abs(x) / scale), 1.0 - 0.5 * np.exp(-np.abs(x) / scale))
+    return result
+
+
+@lru_cache(maxsize=128)
+def membership_analytic(sensitivity: float, epsilon: float, tamper: bool = False) -> dict[str, Any]:
+    """ "Was this record in D?" for a count (in: f = 1, out: f = 0 … shifted by Δ).
+
+    The attacker's likelihood ratio p(z | in)/p(z | out), from ``Laplace.log_density_ratio``
+    at the scale the sampler really uses, never exceeds e^ε for an honest mechanism; the ROC
+    of the best test (threshold on z, Neyman-Pearson) stays under TPR ≤ e^ε·FPR and
+    TPR ≤ 1 − e^-ε·(1 − FPR) (Kairouz, Oh, Viswanath 2015, δ = 0).
+    """
+    mech = mechanism(sensitivity, epsilon, tamper)
+    if mech.noise is None:
+        from dpwitness.errors import ParameterError
+
+        raise ParameterError("sensitivity", "> 0 here (with Δ = 0 the output cannot depend on the record)", sensitivity)
+    scale = realised_scale(mech)
+    f_in, f_out = sensitivity, 0.0
+    span = 6.0 * max(scale, mech.scale)
+    z = np.linspace(f_out - span, f_in + span, CURVE_POINTS)
+    # The ratio at the realised scale: the honest formula's log ratio, rescaled from b to the real scale.
+    log_ratio = np.asarray(mech.log_density_ratio(z, f_in, f_out), dtype=np.float64) * (mech.scale / scale)
+    thresholds = z[::-1]  # reject "out" when z > t; from strict to lax
+    fpr = np.concatenate([[0.0], _survival(thresholds - f_out, scale), [1.0]])
+    tpr = np.concatenate([[0.0], _survival(thresholds - f_in, scale), [1.0]])
+    fpr_grid = np.linspace(0.0, 1.0, 101)
+    bound = np.minimum(np.minimum(math.exp(epsilon) * fpr_grid, 1.0 - math.exp(-epsilon) * (1.0 - fpr_grid)), 1.0)
+    return {
+        "z": z.tolist(),
+        "likelihood_ratio": np.exp(log_ratio).tolist(),
+        "max_likelihood_ratio": float(np.exp(np.max(log_ratio))),
+        "cap": math.exp(epsilon),
+        "epsilon": epsilon,
+        "scale": scale,
+        "roc": {"fpr": fpr.tolist(), "tpr": tpr.tolist()},
+        "bound": {"fpr": fpr_grid.tolist(), "tpr": bound.tolist()},
+        "tpr_at_1pct": float(_survival(np.array([f_out + _threshold_at(0.01, scale) - f_in]), scale)[0]),
+        "tpr_cap_at_1pct": min(1.0, math.exp(epsilon) * 0.01),
+    }
+
+
+def _threshold_at(fpr: float, scale: float) -> float:
+    """The threshold t with P(Laplace(0, b) > t) = fpr (fpr < 1/2)."""
+    return -scale * math.log(2.0 * fpr)
+
+
+@lru_cache(maxsize=32)
+def membership_simulation(epsilon: float, trials: int, seed: int) -> dict[str, Any]:
+    """The red team's simulated attack on the spreadsheet (target: its oldest person)."""
+    attack = _attack("membership", "membership_attack")
+    if attack is None:
+        return _unavailable("membership")
+    population = np.array([age for _, age in PEOPLE], dtype=np.float64)
+    target = float(population.max())
+    result = attack(population, target_value=target, bounds=BOUNDS, epsilon=epsilon, trials=trials, seed=seed)
+    return {
+        "available": True,
+        "target_value": target,
+        "auc": float(result.auc),
+        "advantage": float(result.advantage),
+        "tpr_at_1pct": float(result.tpr_at_fpr(0.01)),
+        "bound": json_safe(result.bound),
+        "result": json_safe(result.to_dict()),
+    }
+
+
+# --- differencing -------------------------------------------------------------------------------
+@lru_cache(maxsize=128)
+def differencing(epsilon: float | None, seed: int) -> dict[str, Any]:
+    """Q5 − Q4 on the fictional clinic: exact answers reveal patient 5, noisy ones do not.
+
+    Q4 counts the diagnosed among patients 1-4, Q5 among patients 1-5. The noisy answers are
+    releases of the core mechanism (count, add/remove: Δ = 1) at ε each, seeds ``seed`` and
+    ``seed + 1``; the attack's own estimate comes from ``dpwitness.attacks.differencing``.
+    """
+    values = [diagnosis for _, diagnosis in DIABETES]
+    q4, q5 = float(sum(values[:4])), float(sum(values))
+    payload: dict[str, Any] = {
+        "patients": [{"name": n, "diagnosis": v} for n, v in DIABETES],
+        "epsilon": epsilon,
+        "exact": {"q4": q4, "q5": q5, "difference": q5 - q4},
+        "target": len(values),
+        "target_value": values[-1],
+    }
+    if epsilon is not None:
+        mech = mechanism(count_sensitivity(Neighbours.ADD_REMOVE), epsilon)
+        noisy4 = float(mech.release(q4, seed=seed).value)  # type: ignore[arg-type]
+        noisy5 = float(mech.release(q5, seed=seed + 1).value)  # type: ignore[arg-type]
+        payload["noisy"] = {
+            "q4": noisy4,
+            "q5": noisy5,
+            "difference": noisy5 - noisy4,
+            "scale": mech.scale,
+            "seeds": [seed, seed + 1],
+        }
+    attack = _attack("differencing", "differencing_attack")
+    if attack is None:
+        payload["attack"] = _unavailable("differencing")
+        return payload
+    result = attack(values, target=len(values) - 1, bounds=(0.0, 1.0), epsilon=epsilon, repeats=1, seed=seed)
+    payload["attack"] = {
+        "available": True,
+        "estimate": float(result.estimate),
+        "true_value": float(result.true_value),
+        "recovered": bool(result.recovered),
+        "success_probability": float(result.success_probability),
+        "bound": json_safe(result.bound),
+        "result": json_safe(result.to_dict()),
+    }
+    return payload
+
+
+# --- floating point ------------------------------------------------------------------------------
+@lru_cache(maxsize=32)
+def floating_point(epsilon: float, samples: int, seed: int) -> dict[str, Any]:
+    """Mironov's leak: how often one output identifies the input, naive sampler vs the project's."""
+    attack = _attack("floating_point", "floating_point_attack")
+    if attack is None:
+        return _unavailable("floating_point")
+    result = attack(value=0.0, neighbour=1.0, sensitivity=1.0, epsilon=epsilon, samples=samples, seed=seed)
+    data = json_safe(result.to_dict())
+    return {
+        "available": True,
+        "naive_rate": float(data["naive"]["identification_rate"]),
+        "dpwitness_rate": float(data["dpwitness"]["identification_rate"]),
+        "samples": samples,
+        "result": data,
+    }

@@ -1,0 +1,113 @@
+// The red team's windows: membership inference, differencing, the floating-point leak.
+import { debounce, getJSON } from "./api.js";
+import { fmt, t } from "./i18n.js";
+import { bars, linePlot } from "./plot.js";
+import { onChange, state } from "./state.js";
+
+const $ = (id) => document.getElementById(id);
+const pct = (v) => `${fmt(100 * v, 3)}%`;
+let lastKey = "";
+
+function fail(id, error) {
+  $(id).textContent = t("common.error", { message: error.message });
+}
+
+async function membership() {
+  const key = `${state.epsilon}|${state.sensitivity}|${state.tamper}`;
+  if (key === lastKey) return;
+  lastKey = key;
+  let data;
+  try {
+    data = (await getJSON("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, tamper: state.tamper })).analytic;
+  } catch (error) {
+    fail("membership-result", error);
+    return;
+  }
+  const top = Math.max(data.cap, data.max_likelihood_ratio) * 1.2;
+  linePlot($("plot-lr"), {
+    title: t("red.membership_lr"), xLabel: t("live.axis_z"), yLabel: t("live.axis_ratio"), yMin: 0, yMax: top, legend: true,
+    series: [{ x: data.z, y: data.likelihood_ratio, cls: "s4", label: "p(z | in) / p(z | out)" }],
+    hlines: [{ y: data.cap, label: `e^ε = ${fmt(data.cap)}` }],
+  });
+  linePlot($("plot-roc"), {
+    title: t("red.membership_roc"), xLabel: t("red.axis_fpr"), yLabel: t("red.axis_tpr"), xMin: 0, xMax: 1, yMin: 0, yMax: 1, legend: true,
+    series: [
+      { x: data.roc.fpr, y: data.roc.tpr, cls: "s0", label: t("plot.best_test") },
+      { x: data.bound.fpr, y: data.bound.tpr, cls: "bound", label: t("plot.dp_bound") },
+      { x: [0, 1], y: [0, 1], cls: "marker", label: "" },
+    ],
+  });
+  $("membership-result").textContent = t("red.membership_result", {
+    lr: data.max_likelihood_ratio, cap: data.cap, tpr: pct(data.tpr_at_1pct), captpr: pct(data.tpr_cap_at_1pct),
+  });
+}
+
+async function simulate() {
+  $("membership-sim").textContent = t("common.loading");
+  try {
+    const sim = (await getJSON("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, simulate: true, seed: state.seed })).simulation;
+    $("membership-sim").textContent = sim.available
+      ? t("red.membership_sim_result", { auc: sim.auc, tpr: pct(sim.tpr_at_1pct), adv: sim.advantage, bound: sim.bound })
+      : t("common.not_available", { reason: sim.reason });
+  } catch (error) {
+    fail("membership-sim", error);
+  }
+}
+
+async function differencing(noisy) {
+  $("diff-exact").setAttribute("aria-pressed", String(!noisy));
+  $("diff-noisy").setAttribute("aria-pressed", String(noisy));
+  $("diff-result").textContent = t("common.loading");
+  let data;
+  try {
+    data = await getJSON("redteam/differencing", noisy ? { epsilon: state.epsilon, seed: state.seed } : { seed: state.seed });
+  } catch (error) {
+    fail("diff-result", error);
+    return;
+  }
+  const rows = data.patients.map((p) => {
+    const tr = document.createElement("tr");
+    for (const v of [p.name, String(p.diagnosis)]) {
+      const td = document.createElement("td");
+      td.textContent = v;
+      tr.append(td);
+    }
+    return tr;
+  });
+  $("diabetes").querySelector("tbody").replaceChildren(...rows);
+  const e = data.exact, n = data.noisy;
+  $("diff-result").textContent = noisy
+    ? t("red.differencing_noisy_result", { eps: data.epsilon, b: n.scale, q5: n.q5, q4: n.q4, diff: n.difference })
+    : t("red.differencing_exact_result", { q5: e.q5, q4: e.q4, diff: e.difference, target: data.target_value });
+  const a = data.attack;
+  $("diff-attack").textContent = a.available
+    ? t("red.differencing_attack", { estimate: a.estimate, truth: a.true_value, recovered: String(a.recovered), p: a.success_probability, bound: a.bound })
+    : t("common.not_available", { reason: a.reason });
+}
+
+async function floatingPoint() {
+  $("fp-result").textContent = t("common.loading");
+  try {
+    const data = await getJSON("redteam/floating-point", { epsilon: state.epsilon, seed: state.seed });
+    if (!data.available) {
+      $("fp-result").textContent = t("common.not_available", { reason: data.reason });
+      return;
+    }
+    $("fp-result").textContent = t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples });
+    bars($("plot-fp"), {
+      title: t("red.floating_plot"), xLabel: t("red.floating_plot"), max: 1,
+      bars: [{ label: t("red.naive"), value: data.naive_rate, cls: "bar1" }, { label: t("red.dpwitness"), value: data.dpwitness_rate, cls: "bar0" }],
+    });
+  } catch (error) {
+    fail("fp-result", error);
+  }
+}
+
+export function initRedTeam() {
+  $("membership-run").addEventListener("click", simulate);
+  $("diff-exact").addEventListener("click", () => differencing(false));
+  $("diff-noisy").addEventListener("click", () => differencing(true));
+  $("fp-run").addEventListener("click", floatingPoint);
+  onChange(debounce(membership, 80));
+  return Promise.all([membership(), differencing(false)]);
+}

@@ -1,0 +1,361 @@
+"""The explorer's JSON API, in process (FastAPI's TestClient over the real app and real mechanism)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the explorer needs the web extra")
+
+with warnings.catch_warnings():  # starlette's notice about httpx, not about this code
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from dpwitness import Laplace, witness
+from dpwitness.cli import app as cli_app
+from dpwitness.explorer import create_app
+from dpwitness.explorer.strings import STATIC
+
+
+@pytest.fixture(scope="module")
+def client() -> TestClient:
+    return TestClient(create_app())
+
+
+def get(client: TestClient, path: str, **params: Any) -> dict[str, Any]:
+    response = client.get(f"/api/{path}", params=params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+# --- the page and its assets ---------------------------------------------------------------------
+def test_page_and_assets_are_served_from_the_package(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    scripts = re.findall(r'(?:src|href)="(/static/[^"]+)"', page.text)
+    assert "/static/js/main.js" in scripts and "/static/explorer.css" in scripts
+    for asset in scripts:
+        assert client.get(asset).status_code == 200, asset
+
+
+def test_assets_work_offline_no_cdn() -> None:
+    for path in STATIC.rglob("*"):
+        if path.suffix in {".html", ".js", ".css", ".json"}:
+            text = path.read_text(encoding="utf-8")
+            urls = set(re.findall(r"https?://[^\s\"'`)]+", text)) - {"http://www.w3.org/2000/svg"}
+            assert not urls, (path, urls)
+
+
+def test_every_string_key_used_by_the_page_is_in_the_english_table(client: TestClient) -> None:
+    table = get(client, "strings", lang="en")["strings"]
+    used: set[str] = set()
+    for path in STATIC.rglob("*"):
+        if path.suffix in {".html", ".js"}:
+            text = path.read_text(encoding="utf-8")
+            used |= set(re.findall(r'data-i18n(?:-label)?="([\w.-]+)"', text))
+            used |= set(re.findall(r'\bt\(\s*"([\w.-]+)"', text))
+    assert used, "no string keys found"
+    assert sorted(used - set(table)) == []
+    assert all(isinstance(v, str) and v for v in table.values())
+
+
+def test_strings_table_lists_languages_and_rejects_unknown(client: TestClient) -> None:
+    body = get(client, "strings")
+    assert body["lang"] == "en" and "en" in body["languages"]
+    bad = client.get("/api/strings", params={"lang": "xx"})
+    assert bad.status_code == 422 and "lang" in bad.json()["detail"]
+    json.loads((STATIC / "i18n" / "en.json").read_text(encoding="utf-8"))  # valid JSON for translators
+
+
+def test_every_endpoint_answers_its_defaults(client: TestClient) -> None:
+    schema = client.get("/api/openapi.json").json()
+    paths = sorted(schema["paths"])
+    assert len(paths) == 13, paths
+    for path in paths:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.text)
+        assert response.headers["content-type"].startswith("application/json")
+    assert client.get("/api/docs").status_code == 404  # no Swagger UI: it would need a CDN
+
+
+# --- live panel, release, witness ----------------------------------------------------------------
+def test_live_numbers_come_from_the_mechanism(client: TestClient) -> None:
+    body = get(client, "live", epsilon=0.5, sensitivity=1, value=42, d=1, seed=1, releases=3)
+    mech = Laplace(sensitivity=1, epsilon=0.5)
+    assert body["scale"] == pytest.approx(2.0) == mech.scale
+    assert body["variance"] == pytest.approx(8.0)
+    assert body["half_width"] == pytest.approx(2.0 * math.log(20))
+    assert body["privacy_loss_d"] == pytest.approx(mech.privacy_loss(1.0))
+    assert body["release"]["value"] == mech.release(42.0, seed=1).value
+    assert body["release"]["seeded"] is True and "NOT for production" in body["release"]["notice"]
+    low, high = body["release"]["interval"]
+    assert high - low == pytest.approx(2 * body["half_width"])
+    assert body["composition"] == {
+        "releases": 3,
+        "claimed_total": pytest.approx(1.5),
+        "real_total": pytest.approx(1.5, rel=1e-6),
+        "each": 0.5,
+    }
+    assert body["witness"]["ok"] is True
+    curves = body["curves"]
+    assert len(curves["z"]) == len(curves["density_1"]) == len(curves["log_ratio"]) > 100
+    assert max(abs(v) for v in curves["log_ratio"]) <= 0.5 * (1 + 1e-6)
+    assert curves["max_abs_log_ratio"] == pytest.approx(0.5, rel=1e-6)  # attained away from the centres
+
+
+def test_moving_epsilon_changes_scale_variance_and_curves(client: TestClient) -> None:
+    a, b = get(client, "live", epsilon=0.5), get(client, "live", epsilon=1)
+    assert (a["scale"], b["scale"]) == (pytest.approx(2.0), pytest.approx(1.0))
+    assert (a["variance"], b["variance"]) == (pytest.approx(8.0), pytest.approx(2.0))
+    assert a["curves"]["density_1"] != b["curves"]["density_1"]
+
+
+def test_tamper_turns_the_witness_red_with_delta_squared_over_epsilon(client: TestClient) -> None:
+    body = get(client, "live", epsilon=0.5, sensitivity=1, tamper=True)
+    report = body["witness"]
+    assert report["ok"] is False and report["tamper"] is True
+    assert report["worst_log_ratio"] == pytest.approx(1**2 / 0.5, rel=1e-6)
+    assert report["realised_scale"] == pytest.approx(0.5, rel=1e-6)
+    assert body["curves"]["max_abs_log_ratio"] > 0.5 * 1.5  # the curve leaves ±ε
+    assert body["composition"]["real_total"] > body["composition"]["claimed_total"]
+    assert get(client, "live", epsilon=0.5, sensitivity=1, tamper=False)["witness"]["ok"] is True
+
+
+def test_witness_endpoint_matches_the_library(client: TestClient) -> None:
+    body = get(client, "witness", epsilon=2, sensitivity=3)
+    report = witness(Laplace(sensitivity=3, epsilon=2))
+    assert body["ok"] is True
+    assert body["worst_log_ratio"] == pytest.approx(report.worst_log_ratio)
+    assert body["expected_variance"] == pytest.approx(2 * (3 / 2) ** 2)
+    tampered = get(client, "witness", epsilon=2, sensitivity=3, tamper=True)
+    assert tampered["ok"] is False and tampered["worst_log_ratio"] == pytest.approx(9 / 2, rel=1e-6)
+
+
+def test_release_same_seed_same_value_next_seed_differs(client: TestClient) -> None:
+    one = get(client, "release", epsilon=1, sensitivity=1, value=10, seed=7)
+    again = get(client, "release", epsilon=1, sensitivity=1, value=10, seed=7)
+    other = get(client, "release", epsilon=1, sensitivity=1, value=10, seed=8)
+    assert one["value"] == again["value"] != other["value"]
+    assert one["seed"] == 7 and one["seeded"] is True
+
+
+def test_zero_sensitivity_releases_exactly(client: TestClient) -> None:
+    body = get(client, "live", epsilon=1, sensitivity=0, d=0, value=5)
+    assert body["release"]["value"] == 5.0 and body["scale"] == 0.0
+    assert body["curves"]["no_noise"] is True and body["witness"]["ok"] is True
+
+
+# --- walkthrough --------------------------------------------------------------------------------
+def test_neighbour_gap_and_fan(client: TestClient) -> None:
+    body = get(client, "walkthrough/neighbour", query="sum", relation="add-remove", row=1)
+    assert body["f_d1"] - body["f_d2"] == body["gap"] == 71.0  # Ben, 71, removed
+    assert body["sensitivity"] == 100.0 == body["longest_arrow"]  # someone aged 100 may be added
+    swap = get(client, "walkthrough/neighbour", query="sum", relation="replace-one", row=5, replacement=100)
+    assert swap["gap"] == 19.0 - 100.0 and swap["sensitivity"] == 100.0
+    assert swap["longest_arrow"] == 100.0 - 19.0  # the youngest (19) replaced by 100; Δ covers any table
+    count = get(client, "walkthrough/neighbour", query="count", relation="replace-one")
+    assert count["gap"] == 0.0 and count["sensitivity"] == 0.0
+
+
+def test_tails_laplace_bounded_gaussian_not(client: TestClient) -> None:
+    body = get(client, "walkthrough/tails", epsilon=1, sensitivity=1)
+    assert max(abs(v) for v in body["laplace_log_ratio"]) <= 1 + 1e-9
+    assert max(abs(v) for v in body["gauss_log_ratio"]) > 5  # grows without bound
+    assert body["sigma"] == pytest.approx(math.sqrt(2) * body["scale"])
+
+
+def test_derivation_fills_in_the_inequality(client: TestClient) -> None:
+    body = get(client, "walkthrough/derivation", epsilon=1, sensitivity=2, value=0, d=-1.5, z=0.7)
+    assert body["distance_gap"] <= body["shift"] <= body["sensitivity"]
+    assert body["log_ratio"] == pytest.approx(body["distance_gap"] / body["scale"])
+    assert body["log_ratio"] <= body["bound"] <= body["epsilon"] and body["holds"] is True
+
+
+def test_edge_cases(client: TestClient) -> None:
+    body = get(client, "walkthrough/edge-cases", epsilon=1, sensitivity=1)
+    assert body["d_zero_loss"] == 0.0
+    assert body["negative"]["forward"] == pytest.approx(-body["negative"]["backward"])
+    assert body["far_tail"]["laplace_log_ratio"] == pytest.approx(1.0)
+    assert body["far_tail"]["gauss_log_ratio"] > 1e5
+    assert body["small_epsilon"]["scale"] > 100 * body["large_epsilon"]["scale"]
+    assert {r["query"]: (r["add_remove"], r["replace_one"]) for r in body["relations"]} == {
+        "count": (1.0, 0.0),
+        "sum": (100.0, 100.0),
+        "histogram": (1.0, 2.0),
+    }
+
+
+def test_worked_example_and_traps(client: TestClient) -> None:
+    body = get(client, "walkthrough/worked-example", epsilon=1)
+    assert body["sensitivity"] == pytest.approx(0.1) and body["scale"] == pytest.approx(0.1)
+    assert body["std"] == pytest.approx(0.141, abs=5e-4)
+    assert body["half_width"] == pytest.approx(0.30, abs=5e-3)
+    assert body["trap_no_division"]["factor"] == pytest.approx(1000)
+    assert body["trap_private_n"]["count_sensitivity"] == 1.0 and body["witness_ok"] is True
+
+
+def test_myths_numbers(client: TestClient) -> None:
+    body = get(client, "myths")
+    assert body["uncalibrated"]["real_epsilon"] == pytest.approx(100, rel=1e-6)
+    assert {f["epsilon"]: f["factor"] for f in body["factors"]}[1.0] == pytest.approx(math.e)
+
+
+# --- red team -----------------------------------------------------------------------------------
+def test_membership_likelihood_ratio_under_its_cap(client: TestClient) -> None:
+    body = get(client, "redteam/membership", epsilon=0.5, sensitivity=1)["analytic"]
+    assert body["max_likelihood_ratio"] <= body["cap"] * (1 + 1e-6)
+    assert body["cap"] == pytest.approx(math.exp(0.5))
+    bound = dict(zip(body["bound"]["fpr"], body["bound"]["tpr"], strict=True))
+    assert body["tpr_at_1pct"] <= body["tpr_cap_at_1pct"] + 1e-9
+    for fpr, tpr in zip(body["roc"]["fpr"], body["roc"]["tpr"], strict=True):
+        assert tpr <= min(1.0, math.exp(0.5) * fpr, 1 - math.exp(-0.5) * (1 - fpr)) + 1e-9
+    assert bound[0.0] == 0.0
+    tampered = get(client, "redteam/membership", epsilon=0.5, sensitivity=1, tamper=True)["analytic"]
+    assert tampered["max_likelihood_ratio"] > tampered["cap"] * 2
+
+
+def test_membership_simulation_reports_availability(client: TestClient) -> None:
+    body = get(client, "redteam/membership", epsilon=1, simulate=True, trials=200)
+    sim = body["simulation"]
+    assert isinstance(sim["available"], bool)
+    if sim["available"]:
+        assert 0.0 <= sim["auc"] <= 1.0
+    else:
+        assert "membership" in sim["reason"]
+
+
+def test_differencing_exact_reveals_patient_five(client: TestClient) -> None:
+    body = get(client, "redteam/differencing")
+    assert body["exact"]["difference"] == body["target_value"] == 1
+    assert "noisy" not in body and isinstance(body["attack"]["available"], bool)
+    noisy = get(client, "redteam/differencing", epsilon=0.5, seed=3)
+    assert noisy["noisy"]["scale"] == pytest.approx(2.0)
+    assert noisy["noisy"]["difference"] == pytest.approx(noisy["noisy"]["q5"] - noisy["noisy"]["q4"])
+    assert noisy == get(client, "redteam/differencing", epsilon=0.5, seed=3)  # seeded: reproducible
+    if body["attack"]["available"]:
+        assert body["attack"]["recovered"] is True
+
+
+def test_floating_point_reports_availability(client: TestClient) -> None:
+    body = get(client, "redteam/floating-point", epsilon=1, samples=500)
+    assert isinstance(body["available"], bool)
+    if body["available"]:
+        assert body["dpwitness_rate"] <= body["naive_rate"]
+    else:
+        assert "floating_point" in body["reason"]
+
+
+# --- bad input: a 4xx naming the parameter, never a 5xx ------------------------------------------
+BAD = [
+    ("live", {"epsilon": 0}, "epsilon"),
+    ("live", {"epsilon": -1}, "epsilon"),
+    ("live", {"epsilon": "abc"}, "epsilon"),
+    ("live", {"epsilon": "nan"}, "epsilon"),
+    ("live", {"epsilon": "inf"}, "epsilon"),
+    ("live", {"epsilon": 1e6}, "epsilon"),
+    ("live", {"epsilon": 0.001}, "epsilon"),
+    ("live", {"sensitivity": -1}, "sensitivity"),
+    ("live", {"sensitivity": "NaN"}, "sensitivity"),
+    ("live", {"sensitivity": 1, "d": 2}, "d"),
+    ("live", {"sensitivity": 1, "d": -1.5}, "d"),
+    ("live", {"value": "forty"}, "value"),
+    ("live", {"value": 1e300}, "value"),
+    ("live", {"seed": -1}, "seed"),
+    ("live", {"seed": 1.5}, "seed"),
+    ("live", {"seed": 2**64}, "seed"),
+    ("live", {"tamper": "maybe"}, "tamper"),
+    ("live", {"sensitivity": 0, "d": 0, "tamper": True}, "tamper"),
+    ("live", {"releases": 0}, "releases"),
+    ("live", {"releases": 10**6}, "releases"),
+    ("witness", {"epsilon": 0}, "epsilon"),
+    ("witness", {"sensitivity": "x"}, "sensitivity"),
+    ("release", {"seed": "s"}, "seed"),
+    ("release", {"value": "inf"}, "value"),
+    ("walkthrough/neighbour", {"query": "median"}, "query"),
+    ("walkthrough/neighbour", {"relation": "swap"}, "neighbours"),
+    ("walkthrough/neighbour", {"row": 9}, "row"),
+    ("walkthrough/neighbour", {"relation": "replace-one", "replacement": 200}, "replacement"),
+    ("walkthrough/tails", {"sensitivity": 0}, "sensitivity"),
+    ("walkthrough/tails", {"epsilon": 0}, "epsilon"),
+    ("walkthrough/derivation", {"z": "far"}, "z"),
+    ("walkthrough/derivation", {"sensitivity": 1, "d": 3}, "d"),
+    ("walkthrough/derivation", {"sensitivity": 0, "d": 0}, "sensitivity"),
+    ("walkthrough/edge-cases", {"sensitivity": 0}, "sensitivity"),
+    ("walkthrough/worked-example", {"epsilon": -2}, "epsilon"),
+    ("myths", {"epsilon": "e"}, "epsilon"),
+    ("redteam/membership", {"epsilon": 0}, "epsilon"),
+    ("redteam/membership", {"sensitivity": 0}, "sensitivity"),
+    ("redteam/membership", {"simulate": True, "trials": 5}, "trials"),
+    ("redteam/differencing", {"epsilon": 0}, "epsilon"),
+    ("redteam/differencing", {"seed": -3}, "seed"),
+    ("redteam/floating-point", {"samples": 10**9}, "samples"),
+    ("redteam/floating-point", {"epsilon": "nan"}, "epsilon"),
+]
+
+
+@pytest.mark.parametrize(("path", "params", "parameter"), BAD, ids=[f"{p}-{'-'.join(map(str, q.items()))}" for p, q, _ in BAD])
+def test_bad_parameters_get_a_4xx_naming_them(client: TestClient, path: str, params: dict[str, Any], parameter: str) -> None:
+    response = client.get(f"/api/{path}", params=params)
+    assert 400 <= response.status_code < 500, response.text
+    body = response.json()
+    assert body["parameter"] == parameter
+    assert body["detail"].startswith(f"{parameter} must be"), body["detail"]
+
+
+WEIRD = ["", " ", "abc", "nan", "-inf", "1e999", "-0", "0x10", "[]", "1,2", "%00", "9" * 400, "true"]
+ENDPOINTS = [
+    ("live", ["epsilon", "sensitivity", "value", "d", "seed", "tamper", "releases"]),
+    ("walkthrough/derivation", ["epsilon", "sensitivity", "value", "d", "z"]),
+    ("walkthrough/neighbour", ["query", "relation", "row", "replacement"]),
+    ("redteam/membership", ["epsilon", "sensitivity", "trials"]),
+    ("redteam/differencing", ["epsilon", "seed"]),
+]
+
+
+@pytest.mark.parametrize(("path", "names"), ENDPOINTS, ids=[p for p, _ in ENDPOINTS])
+def test_weird_input_never_crashes_the_server(client: TestClient, path: str, names: list[str]) -> None:
+    for name in names:
+        for raw in WEIRD:
+            response = client.get(f"/api/{path}", params={name: raw})
+            assert response.status_code < 500, (name, raw, response.text)
+            if response.status_code >= 400:
+                assert "detail" in response.json()
+
+
+# --- warming the caches -------------------------------------------------------------------------
+def test_warm_up_fills_the_caches_and_stops_when_asked() -> None:
+    import threading
+
+    from dpwitness.explorer import compute, warm
+
+    warm.warm_defaults()
+    before = compute._witness_payload.cache_info().hits
+    compute.witness_payload(1.0, 0.5)  # the page's default: already computed
+    compute.witness_payload(sensitivity=1.0, epsilon=0.5, tamper=False)  # same key whatever the form
+    assert compute._witness_payload.cache_info().hits == before + 2
+    stop = threading.Event()
+    stop.set()
+    started = compute._mechanism.cache_info().misses
+    warm.warm_slider(stop, delay=0.0)  # returns at once: nothing built
+    assert compute._mechanism.cache_info().misses == started
+    assert warm.SLIDER_EPSILONS[0] == warm.DEFAULTS["epsilon"] and len(set(warm.SLIDER_EPSILONS)) == 99
+
+
+# --- the command ----------------------------------------------------------------------------------
+def test_explore_command_defaults_to_loopback() -> None:
+    result = CliRunner().invoke(cli_app, ["explore", "--help"])
+    assert result.exit_code == 0
+    text = re.sub(r"\s+", " ", result.output)
+    assert "127.0.0.1" in text and "8000" in text and "--open" in text
+
+
+def test_static_folder_is_inside_the_package() -> None:
+    assert (STATIC / "index.html").is_file() and Path(STATIC).parent.name == "explorer"
