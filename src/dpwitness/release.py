@@ -14,6 +14,7 @@ from dpwitness.errors import check_alpha
 if TYPE_CHECKING:
     from dpwitness.mechanisms import Laplace
     from dpwitness.witness.analytic import WitnessReport
+    from dpwitness.witness.audit import AuditResult
 
 NOT_FOR_PRODUCTION = "seeded randomness: reproducible, NOT for production releases"
 
@@ -78,6 +79,19 @@ class Release:
         if self.mechanism is None:
             raise ValueError("this release carries no mechanism to witness")
         return witness(self.mechanism)
+
+    def audit(self, **kwargs: Any) -> AuditResult:
+        """The empirical certificate: the black-box auditor run on this release's mechanism.
+
+        Audits ``mechanism.release`` on the neighbouring query values 0 and Δ (Δ in the first
+        coordinate for vectors) against the claimed ε; ``kwargs`` go to :func:`dpwitness.audit`
+        (``samples``, ``confidence``, ``seed``…).
+        """
+        from dpwitness.witness.audit import audit_laplace
+
+        if self.mechanism is None:
+            raise ValueError("this release carries no mechanism to audit")
+        return audit_laplace(self.mechanism, **kwargs)
 
     def __float__(self) -> float:
         if isinstance(self.value, (dict, np.ndarray)):

@@ -1,0 +1,276 @@
+"""The black-box auditor: tight on correct mechanisms, certain on broken ones, honest otherwise."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dpwitness
+from dpwitness import Laplace, ParameterError, audit
+from dpwitness.attacks.tamper import inverted_laplace, releases
+from dpwitness.witness.audit import MechanismError, accepts_size
+from dpwitness.witness.events import lowest_bit
+from dpwitness.witness.neighbour_search import neighbour_pairs
+from dpwitness.witness.stats import cp_lower, cp_upper, epsilon_lower_bound
+
+
+def laplace_float(scale: float) -> Any:
+    def run(x: float, rng: np.random.Generator, size: int) -> Any:
+        return x + rng.laplace(0.0, scale, size)
+
+    return run
+
+
+# --- statistics ------------------------------------------------------------------------------
+
+
+def test_clopper_pearson_matches_known_values() -> None:
+    # 0 successes in n: the upper bound is 1 − α^(1/n) exactly; n successes: lower = α^(1/n)
+    assert float(cp_upper(0, 100, 0.05)) == pytest.approx(1 - 0.05 ** (1 / 100), rel=1e-9)
+    assert float(cp_lower(100, 100, 0.05)) == pytest.approx(0.05 ** (1 / 100), rel=1e-9)
+    assert float(cp_lower(0, 100, 0.05)) == 0.0 and float(cp_upper(100, 100, 0.05)) == 1.0
+    low, high = float(cp_lower(50, 100, 0.025)), float(cp_upper(50, 100, 0.025))
+    assert low == pytest.approx(0.3983, abs=1e-3) and high == pytest.approx(0.6017, abs=1e-3)
+
+
+def test_epsilon_lower_bound_is_below_the_plug_in_and_subtracts_delta() -> None:
+    lb = float(epsilon_lower_bound(5000, 1839, 10_000, delta=0.0, alpha=0.05))
+    assert 0.9 < lb < math.log(5000 / 1839)
+    assert float(epsilon_lower_bound(5000, 1839, 10_000, delta=0.1, alpha=0.05)) < lb
+    assert float(epsilon_lower_bound(10, 10, 100, delta=0.5, alpha=0.05)) == -math.inf
+
+
+# --- verdicts --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 0.5])
+def test_correct_laplace_is_ok_and_the_bound_is_tight(epsilon: float) -> None:
+    result = audit(releases(Laplace(sensitivity=1.0, epsilon=epsilon)), 0.0, 1.0, epsilon=epsilon, samples=400_000, seed=1)
+    assert result.verdict == "ok", result
+    assert not result.violated
+    assert 0.93 * epsilon <= result.epsilon_lower_bound <= epsilon
+    assert result.samples == 400_000 and result.confidence == 0.95 and result.seconds > 0
+    assert result.event is not None and "X" in result.event
+
+
+def test_inverted_calibration_is_flagged_with_its_true_loss() -> None:
+    result = audit(releases(inverted_laplace(sensitivity=1.0, epsilon=0.5)), 0.0, 1.0, epsilon=0.5, samples=400_000, seed=2)
+    assert result.violated and result.verdict == "violated"
+    assert result.epsilon_lower_bound == pytest.approx(2.0, rel=0.05)
+    assert result.epsilon_lower_bound <= 2.0
+
+
+def test_an_understated_claim_is_a_violation() -> None:
+    """The same correct ε = 1 mechanism, claimed at ε = 0.8, must be caught (the test can fail)."""
+    result = audit(laplace_float(1.0), 0.0, 1.0, epsilon=0.8, samples=200_000, seed=3)
+    assert result.violated
+    assert 0.8 < result.epsilon_lower_bound <= 1.0
+
+
+def test_false_alarms_stay_rare_across_seeds() -> None:
+    flagged = sum(audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=20_000, seed=s).violated for s in range(20))
+    assert flagged <= 2
+
+
+def test_adaptive_audit_stops_early_on_a_certain_violation() -> None:
+    result = audit(laplace_float(0.2), 0.0, 1.0, epsilon=1.0, seed=4)
+    assert result.violated and result.rounds == 1 and result.samples == 20_000
+
+
+def test_adaptive_audit_of_a_correct_mechanism_ends_ok() -> None:
+    result = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, seed=5)
+    assert result.verdict == "ok"
+    assert result.samples <= 5_000_000
+
+
+def test_delta_absorbs_a_rare_catastrophe() -> None:
+    """With probability 1% the mechanism prints its input: (ε, 0.01)-DP but not ε-DP."""
+
+    def leaky(x: float, rng: np.random.Generator, size: int) -> Any:
+        out = x + rng.laplace(0.0, 1.0, size)
+        leak = rng.random(size) < 0.01
+        return np.where(leak, 1000.0 + x, out)
+
+    pure = audit(leaky, 0.0, 1.0, epsilon=1.0, samples=200_000, seed=6)
+    assert pure.violated
+    approximate = audit(leaky, 0.0, 1.0, epsilon=1.0, delta=0.011, samples=200_000, seed=6)
+    assert not approximate.violated
+
+
+# --- calling conventions and output types ----------------------------------------------------
+
+
+def test_per_call_mechanisms_and_tuples_work() -> None:
+    def per_call(x: float, rng: np.random.Generator) -> tuple[float, bool]:
+        noisy = x + rng.laplace(0.0, 1.0)
+        return noisy, noisy > 0.5
+
+    assert not accepts_size(per_call)
+    result = audit(per_call, 0.0, 1.0, epsilon=0.5, samples=20_000, seed=7)
+    assert result.violated  # the pair (value, flag) reveals ε = 1 > 0.5
+
+
+def test_vector_outputs_use_projections() -> None:
+    def two_bins(counts: list[float], rng: np.random.Generator, size: int) -> Any:
+        return np.asarray(counts) + rng.laplace(0.0, 1.0, (size, 2))
+
+    # each coordinate alone shows ε ≤ 1; the pair moves by 2 in L1, so a claim of 1.1 is false
+    result = audit(two_bins, [0.0, 1.0], [1.0, 0.0], epsilon=1.1, samples=200_000, seed=8)
+    assert result.violated
+    assert result.family in {"projection", "threshold"}
+
+
+def test_integer_and_boolean_outputs_use_value_sets() -> None:
+    def randomised_response(bit: int, rng: np.random.Generator, size: int) -> Any:
+        keep = rng.random(size) < math.e / (1 + math.e)  # ε = 1 randomised response
+        return np.where(keep, bit, 1 - bit).astype(bool)
+
+    result = audit(randomised_response, 0, 1, epsilon=1.0, samples=200_000, seed=9)
+    assert result.verdict == "ok"
+    assert result.epsilon_lower_bound == pytest.approx(1.0, abs=0.05)
+    assert audit(randomised_response, 0, 1, epsilon=0.9, samples=200_000, seed=9).violated
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "parameter"),
+    [
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": -1.0}, "epsilon"),
+        ({"epsilon": math.nan}, "epsilon"),
+        ({"epsilon": 1.0, "delta": 1.0}, "delta"),
+        ({"epsilon": 1.0, "delta": -0.1}, "delta"),
+        ({"epsilon": 1.0, "confidence": 1.0}, "confidence"),
+        ({"epsilon": 1.0, "samples": 3}, "samples"),
+    ],
+)
+def test_bad_parameters_are_named(options: dict[str, Any], parameter: str) -> None:
+    with pytest.raises(ParameterError) as error:
+        audit(laplace_float(1.0), 0.0, 1.0, **options)
+    assert error.value.parameter == parameter
+
+
+def test_a_mechanism_that_raises_is_reported() -> None:
+    def broken(x: float, rng: np.random.Generator) -> float:
+        raise ZeroDivisionError("oops")
+
+    with pytest.raises(MechanismError, match="ZeroDivisionError on d: oops"):
+        audit(broken, 0.0, 1.0, epsilon=1.0, samples=100)
+
+
+def test_nan_and_inconsistent_outputs_are_reported() -> None:
+    with pytest.raises(MechanismError, match="NaN"):
+        audit(lambda x, rng: math.nan, 0.0, 1.0, epsilon=1.0, samples=100)
+    with pytest.raises(MechanismError, match="changed type"):
+        audit(lambda x, rng: 1.0 if rng.random() < 0.5 else (1.0, 2.0), 0.0, 1.0, epsilon=1.0, samples=100, seed=1)
+    with pytest.raises(MechanismError, match="changed shape"):
+        audit(lambda x, rng, size: np.zeros((size, 1 + int(x))), 0.0, 1.0, epsilon=1.0, samples=100)
+    with pytest.raises(MechanismError, match="expected numbers"):
+        audit(lambda x, rng: "yes", 0.0, 1.0, epsilon=1.0, samples=100)
+    with pytest.raises(MechanismError, match="first axis"):
+        audit(lambda x, rng, size: np.zeros(3), 0.0, 1.0, epsilon=1.0, samples=100)
+
+
+def test_a_slow_mechanism_is_inconclusive_not_ok() -> None:
+    def slow(x: float, rng: np.random.Generator) -> float:
+        time.sleep(0.002)
+        return x + rng.laplace(0.0, 1.0)
+
+    result = audit(slow, 0.0, 1.0, epsilon=1.0, max_seconds=0.5, seed=1)
+    assert result.verdict == "inconclusive"
+    assert "too slow" in result.reason
+
+
+def test_too_few_samples_are_inconclusive_not_ok() -> None:
+    result = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=40, seed=1)
+    assert result.verdict == "inconclusive" and not result.violated
+    assert "more samples" in result.reason or "nothing can be said" in result.reason
+
+
+def test_identical_constant_outputs_are_ok() -> None:
+    result = audit(lambda x, rng, size: np.zeros(size), 0.0, 1.0, epsilon=1.0, samples=1000)
+    assert result.verdict == "ok" and result.epsilon_lower_bound == 0.0 and result.event is None
+
+
+# --- neighbour search, floating point, certificates ------------------------------------------
+
+
+def test_neighbour_patterns_follow_statdp() -> None:
+    names = [name for name, _, _ in neighbour_pairs([1.0, 1.0, 1.0])]
+    assert names[:4] == ["one up", "one down", "one up, rest down", "one down, rest up"]
+    assert "all up" in names
+    pairs = dict((n, b) for n, _, b in neighbour_pairs([1.0, 1.0, 1.0]))
+    assert pairs["one up, rest down"] == [2.0, 0.0, 0.0]
+    assert [n for n, _, _ in neighbour_pairs(3.0)] == ["one up", "one down"]
+    removed = neighbour_pairs([5.0, 1.0, 9.0], relation="add-remove")
+    assert sorted(len(b) for _, _, b in removed) == [2, 2, 2]
+    with pytest.raises(ParameterError):
+        neighbour_pairs([1.0], relation="sideways")
+
+
+def test_neighbour_search_reports_the_worst_pair() -> None:
+    def independent_noise(answers: list[float], rng: np.random.Generator, size: int) -> Any:
+        # each of 3 answers gets Lap(2): ε = 1.5 in all, claimed 1
+        return np.asarray(answers) + rng.laplace(0.0, 2.0, (size, len(answers)))
+
+    result = audit(independent_noise, [1.0, 1.0, 1.0], epsilon=1.0, samples=200_000, seed=10)
+    assert result.violated
+    assert result.pair is not None and result.pairs_tried
+
+
+def test_float_mode_catches_naive_numpy_laplace_but_not_the_grid() -> None:
+    naive = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=50_000, seed=11, float_test=True)
+    assert naive.violated and naive.family == "bit pattern"
+    assert "floating point" in naive.model
+    grid = audit(releases(Laplace(sensitivity=1.0, epsilon=1.0)), 0.0, 1.0, epsilon=1.0, samples=50_000, seed=11, float_test=True)
+    assert not grid.violated
+
+
+def test_lowest_bit() -> None:
+    values = np.array([1.0, 0.75, 3 * 2.0**-60, 0.0, -2.0, 5e-324])
+    assert lowest_bit(values).tolist() == [0, -2, -60, -2000, 1, -1074]
+
+
+def test_release_certificates() -> None:
+    release = Laplace(sensitivity=1.0, epsilon=1.0).release(42.0, seed=3)
+    assert release.witness().ok
+    certificate = release.audit(samples=200_000, seed=3)
+    assert certificate.verdict == "ok" and certificate.claimed_epsilon == 1.0
+    assert str(certificate).startswith("✔ OK")
+    vector = Laplace(sensitivity=1.0, epsilon=0.5, dimension=3).release([1.0, 2.0, 3.0], seed=1)
+    assert not vector.audit(samples=100_000, seed=1).violated
+    assert dpwitness.audit is audit
+
+
+def test_to_dict_is_json_ready() -> None:
+    result = audit(laplace_float(0.2), 0.0, 1.0, epsilon=1.0, samples=10_000, seed=1)
+    payload = json.loads(json.dumps(result.to_dict()))
+    assert payload["verdict"] == "violated" and payload["violated"] is True
+    assert set(payload) >= {"epsilon_lower_bound", "violated", "event", "samples", "confidence", "seconds", "verdict"}
+
+
+def test_progress_bar_runs() -> None:
+    result = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=20_000, seed=1, progress=True)
+    assert result.samples == 20_000
+
+
+def test_the_benchmark_script_runs_at_a_tiny_size() -> None:
+    """bench/bench_audit.py against the current API, so it cannot rot (no speed thresholds)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "bench_audit.py"
+    spec = importlib.util.spec_from_file_location("bench_audit", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    alarms = bench.false_alarms(seeds=1, samples=2_000)
+    assert alarms["runs"] == 8 and alarms["flagged"] == 0
+    assert sum(alarms["verdicts"].values()) == 8
