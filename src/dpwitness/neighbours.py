@@ -8,6 +8,8 @@ No blanket "×2": each Δ below is derived for its query and relation.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from enum import StrEnum
 
 from dpwitness.errors import ParameterError, check_finite
@@ -61,3 +63,96 @@ def mean_sensitivity_public_n(lower: float, upper: float, n: int) -> float:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ParameterError("n", "a whole number ≥ 1", n)
     return (high - low) / n
+
+
+# --- privacy units: a person may own many rows ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContributionBound:
+    """What one privacy unit can contribute after contribution bounding.
+
+    ``max_rows`` rows in all (the L1 multiplier), touching at most ``max_groups`` groups (L0)
+    with at most ``max_rows_per_group`` rows in any one (L∞). Without a privacy unit every row
+    is its own unit: one row, one group.
+    """
+
+    max_rows: int
+    max_groups: int
+    max_rows_per_group: int
+
+    @classmethod
+    def of(cls, max_contributions: int, max_groups: int | None = None, *, unit: bool = True) -> ContributionBound:
+        """k rows per unit in all; or, with ``max_groups`` g, ≤ g groups with ≤ k rows in each (g·k rows)."""
+        for name, value in (("max_contributions", max_contributions), ("max_groups", max_groups)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ParameterError(name, "a whole number ≥ 1", value)
+        if not unit:
+            return cls(1, 1, 1)
+        if max_groups is None:
+            return cls(max_contributions, max_contributions, max_contributions)
+        return cls(max_groups * max_contributions, max_groups, max_contributions)
+
+
+def row_sensitivity(neighbours: Neighbours, low: float, high: float, *, grouped: bool) -> float:
+    """The L1 change one row can cause in Σ t(row), where each row's term t lies in [low, high].
+
+    * add/remove: the row's term appears or vanishes: max(|low|, |high|);
+    * replace-one, ungrouped: the term changes within its range: high − low;
+    * replace-one, grouped: the row may also move to another group, leaving |t| in one and
+      adding |t′| to another: max(high − low, 2·max(|low|, |high|)) = 2·max(|low|, |high|).
+
+    Examples: a count (t = 1) gives 1 / 0 / 2; a sum over [L, U] gives max(|L|, |U|) / U − L /
+    2·max(|L|, |U|); a sum centred at (L+U)/2 gives (U−L)/2 / U − L / U − L.
+    """
+    largest = max(abs(low), abs(high))
+    if neighbours is Neighbours.ADD_REMOVE:
+        return largest
+    if not grouped:
+        return high - low
+    return max(high - low, 2.0 * largest)
+
+
+def unit_sensitivity(neighbours: Neighbours, low: float, high: float, bound: ContributionBound, *, grouped: bool) -> float:
+    """Δ over a privacy unit: the unit's rows are added/removed (or all replaced) together.
+
+    Each of its ≤ ``bound.max_rows`` kept rows moves the L1 norm by at most
+    :func:`row_sensitivity`, so Δ = max_rows × that; no blanket factor beyond it.
+    """
+    return bound.max_rows * row_sensitivity(neighbours, low, high, grouped=grouped)
+
+
+def partition_threshold(*, scale: float, bound: ContributionBound, delta: float) -> tuple[float, float]:
+    """Threshold τ on Laplace-noised counts (scale ``scale``) so that undeclared keys cost ``delta``.
+
+    Partition selection (Wilson et al. 2020): a key is released only if its noisy count is
+    ≥ τ. Keys present in both neighbours are ε-DP as usual; the risk is a key that only the
+    added unit creates. It holds c ≤ max_rows_per_group of the unit's rows and is released with
+    probability ½·exp(−(τ − c)/b) (τ ≥ c), so over the ≤ max_groups keys one unit can create,
+    with at most max_rows rows in all,
+
+        δ = ½·exp(−τ/b) · max Σ_i exp(c_i/b).
+
+    Σ exp(c_i/b) is convex, so the maximum is at a vertex: as many keys as possible full
+    (max_rows_per_group rows), one with the remainder, the rest with one row. Returns (τ, δ).
+    """
+    if not (isinstance(delta, float | int) and 0 < delta < 1):
+        raise ParameterError("delta", "a number strictly between 0 and 1", delta)
+    b = check_finite("scale", scale)
+    per = bound.max_rows_per_group
+    worst = -math.inf
+    for keys in range(1, bound.max_groups + 1):
+        extra = bound.max_rows - keys  # rows beyond one per key
+        if extra < 0:
+            break
+        full = keys if per == 1 else min(keys, extra // (per - 1))
+        remainder = 0 if per == 1 or full == keys else extra - full * (per - 1)
+        sizes = [per] * full + ([1 + remainder] if full < keys else []) + [1] * max(keys - full - 1, 0)
+        worst = max(worst, _log_sum_exp([c / b for c in sizes]))
+    tau = max(float(per), b * (worst - math.log(2.0 * delta)))
+    return tau, min(delta, 0.5 * math.exp(worst - tau / b))  # equal but for float rounding
+
+
+def _log_sum_exp(values: list[float]) -> float:
+    top = max(values)
+    return top + math.log(math.fsum(math.exp(v - top) for v in values))

@@ -1,0 +1,555 @@
+"""A session: private statistics on one table under one total budget.
+
+Order of work for every query, so that a bad parameter or an exhausted budget costs nothing
+and reads nothing:
+
+1. build and validate the :class:`~dpwitness.queries.Query` (pure parameters);
+2. check it against the table's schema (column names and kinds, and whether there is a
+   row: public metadata, see docs/statistics.md), and calibrate the noise;
+3. spend ε, atomically and durably when there is a ledger (:class:`BudgetExceeded` here);
+4. only then let the engine compute the exact aggregates;
+5. add Laplace noise once, with :class:`dpwitness.Laplace`, and compose the release.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpwitness.budget import Accountant, Ledger, Spend
+from dpwitness.engines import Engine, SelectionKey, engine_for
+from dpwitness.errors import ParameterError, check_alpha, check_positive_finite
+from dpwitness.mechanisms import Laplace
+from dpwitness.neighbours import ContributionBound, Neighbours, partition_threshold
+from dpwitness.noise import SECURE_BITS, GridLaplace, SeededBits, bit_source
+from dpwitness.queries import Aggregate, Aggregates, Key, Part, Query, Schema, Statistic
+from dpwitness.release import Release
+
+DEFAULT_DELTA = 1e-6
+
+
+@dataclass(frozen=True)
+class CompositeRelease(Release):
+    """A statistic derived from several noisy parts (a mean from a noisy sum and a noisy count,
+    a variance from noisy moments). ``scale`` is NaN: the error is not Laplace. ``interval``
+    is a conservative 1 − α interval: each part's Laplace interval at α/parts (Bonferroni),
+    propagated by interval arithmetic and cut to the feasible range.
+    """
+
+    parts: tuple[Release, ...] = ()
+    bounds: tuple[float, float] = (0.0, 0.0)
+    public_n: float | None = None
+
+    @property
+    def interval(self) -> Any:
+        level = self.alpha / len(self.parts)
+        widths = [p.scale * math.log(1.0 / level) for p in self.parts]
+        if isinstance(self.value, dict):
+            return {key: self._interval_at([_at(p.value, key) for p in self.parts], widths) for key in self.value}
+        return self._interval_at([float(p.value) for p in self.parts], widths)  # type: ignore[arg-type]
+
+    def _interval_at(self, values: list[float], widths: list[float]) -> tuple[float, float]:
+        low, high = self.bounds
+        h, centre = (high - low) / 2, (low + high) / 2
+        if self.public_n is None:
+            n_low, n_high = values[0] - widths[0], values[0] + widths[0]
+            moments = list(zip(values[1:], widths[1:], strict=True))
+        else:
+            n_low = n_high = self.public_n
+            moments = list(zip(values, widths, strict=True))
+        if n_high < 1:
+            return (0.0, h * h) if len(moments) == 2 else (low, high)
+        n_low = max(n_low, 1.0)
+        first = _divide(moments[0][0] - moments[0][1], moments[0][0] + moments[0][1], n_low, n_high)
+        if len(moments) == 1:
+            return (max(low, centre + first[0]), min(high, centre + first[1]))
+        second = _divide(max(moments[1][0] - moments[1][1], 0.0), max(moments[1][0] + moments[1][1], 0.0), n_low, n_high)
+        squares = (0.0 if first[0] <= 0 <= first[1] else min(first[0] ** 2, first[1] ** 2), max(first[0] ** 2, first[1] ** 2))
+        return (max(0.0, second[0] - squares[1]), min(h * h, second[1] - squares[0]))
+
+    @property
+    def half_width(self) -> float:
+        return math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        data = super().to_dict()
+        data.update(scale=None, variance=None, parts=[p.to_dict() for p in self.parts])
+        return data
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What a query would cost and how accurate it would be; nothing spent, nothing released.
+
+    ``interval`` is (−w, +w) around the true value for a Laplace release, or None when the
+    width depends on the data (a mean or variance whose n is private: see ``parts``).
+    """
+
+    query: str
+    epsilon: float
+    sensitivity: float
+    scale: float
+    interval: tuple[float, float] | None
+    alpha: float
+    parts: tuple[dict[str, float | str], ...]
+    threshold: float | None = None
+    delta: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "sensitivity": self.sensitivity,
+            "scale": self.scale,
+            "alpha": self.alpha,
+            "interval": None if self.interval is None else list(self.interval),
+            "threshold": self.threshold,
+            "parts": list(self.parts),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass
+class _Plan:
+    """A validated query with its calibrated noise, ready to spend."""
+
+    query: Query
+    noise: tuple[GridLaplace | None, ...]
+    threshold: float | None
+    delta: float
+    cost: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cost = math.fsum(self.query.epsilon_of(p) for p in self.query.parts if p.sensitivity > 0)
+
+
+class Session:
+    """Private statistics on ``source`` within a total ``epsilon``.
+
+    ``source`` is a CSV/Parquet path or a Polars/pandas (Lazy)DataFrame (a Spark DataFrame or
+    path with ``engine="spark"``). Constructing a session reads nothing. With ``ledger`` (a
+    path or :class:`~dpwitness.budget.Ledger`) every spend is committed to SQLite before the
+    data is read, under ``account`` (default: the source's resolved path, or "dataframe"):
+    sessions on the same ledger and account share the budget, across processes and restarts.
+    ``seed`` makes releases reproducible (NOT for production): query i gets its own stream,
+    spawned from the seed by its position in the account's history, so no two share noise.
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        *,
+        epsilon: float,
+        neighbours: str = "add-remove",
+        privacy_unit: str | None = None,
+        max_contributions: int = 1,
+        max_groups: int | None = None,
+        engine: str = "polars",
+        ledger: str | os.PathLike[str] | Ledger | None = None,
+        account: str | None = None,
+        seed: int | None = None,
+        delta: float = DEFAULT_DELTA,
+    ) -> None:
+        total = check_positive_finite("epsilon", epsilon)
+        self.neighbours = Neighbours.parse(neighbours)
+        if privacy_unit is not None and not (isinstance(privacy_unit, str) and privacy_unit):
+            raise ParameterError("privacy_unit", "a column name or None", privacy_unit)
+        ContributionBound.of(max_contributions, max_groups)
+        if privacy_unit is None and (max_contributions != 1 or max_groups is not None):
+            raise ParameterError("privacy_unit", "a column name when max_contributions ≠ 1 or max_groups is set", privacy_unit)
+        if seed is not None:
+            bit_source(seed)  # validates
+        self.privacy_unit = privacy_unit
+        self.max_contributions = max_contributions
+        self.max_groups = max_groups
+        self.delta = delta
+        self.seed = seed
+        self.engine: Engine = engine_for(engine)
+        self.source = source
+        store = ledger if isinstance(ledger, Ledger) or ledger is None else Ledger(ledger)
+        self.account = account if account is not None else _account_for(source)
+        self._accountant = Accountant(total, ledger=store, account=self.account)
+        self._handle: Any = None
+        self._schema: Schema | None = None
+        self.releases: list[Release] = []
+
+    # --- budget ---------------------------------------------------------------------------
+    @property
+    def epsilon(self) -> float:
+        return self._accountant.total
+
+    @property
+    def spent(self) -> float:
+        return self._accountant.spent
+
+    @property
+    def remaining(self) -> float:
+        return max(self._accountant.remaining, 0.0)
+
+    @property
+    def history(self) -> list[Spend]:
+        """Every spend on this account (from the ledger: earlier sessions included)."""
+        return self._accountant.history
+
+    # --- queries --------------------------------------------------------------------------
+    def count(
+        self,
+        *,
+        epsilon: float,
+        by: str | Sequence[str] | None = None,
+        keys: Sequence[Key] | None = None,
+        column: str | None = None,
+        alpha: float = 0.05,
+        delta: float | None = None,
+    ) -> Release:
+        """Rows (with a non-null ``column`` if given), or rows per key with ``by``."""
+        return self.run(self.query("count", column, epsilon=epsilon, by=by, keys=keys, delta=delta), alpha=alpha)
+
+    def sum(
+        self,
+        column: str,
+        bounds: tuple[float, float],
+        *,
+        epsilon: float,
+        by: str | Sequence[str] | None = None,
+        keys: Sequence[Key] | None = None,
+        alpha: float = 0.05,
+        delta: float | None = None,
+    ) -> Release:
+        """Σ clamp(column, L, U) over non-null rows (per key with ``by``)."""
+        return self.run(self.query("sum", column, epsilon=epsilon, bounds=bounds, by=by, keys=keys, delta=delta), alpha=alpha)
+
+    def mean(
+        self,
+        column: str,
+        bounds: tuple[float, float],
+        *,
+        epsilon: float,
+        by: str | Sequence[str] | None = None,
+        keys: Sequence[Key] | None = None,
+        split: Sequence[float] | None = None,
+        alpha: float = 0.05,
+        delta: float | None = None,
+    ) -> Release:
+        """Mean of clamp(column, L, U) over non-null rows: noisy centred sum / noisy count (n public under replace-one)."""
+        query = self.query("mean", column, epsilon=epsilon, bounds=bounds, by=by, keys=keys, split=split, delta=delta)
+        return self.run(query, alpha=alpha)
+
+    def variance(
+        self,
+        column: str,
+        bounds: tuple[float, float],
+        *,
+        epsilon: float,
+        split: Sequence[float] | None = None,
+        alpha: float = 0.05,
+    ) -> Release:
+        """Population variance of clamp(column, L, U), from noisy moments."""
+        return self.run(self.query("variance", column, epsilon=epsilon, bounds=bounds, split=split), alpha=alpha)
+
+    def histogram(
+        self,
+        column: str,
+        categories: Sequence[Key] | None = None,
+        *,
+        epsilon: float,
+        alpha: float = 0.05,
+        delta: float | None = None,
+    ) -> Release:
+        """Counts per value of ``column`` over ``categories`` (declared), or over thresholded values from the data."""
+        return self.run(self.query("histogram", column, epsilon=epsilon, keys=categories, delta=delta), alpha=alpha)
+
+    def query(
+        self,
+        statistic: str,
+        column: str | None = None,
+        *,
+        epsilon: float,
+        bounds: tuple[float, float] | None = None,
+        by: str | Sequence[str] | None = None,
+        keys: Sequence[Key] | None = None,
+        split: Sequence[float] | None = None,
+        delta: float | None = None,
+    ) -> Query:
+        """The validated description of a query under this session's relation and privacy unit."""
+        return Query(
+            statistic=statistic,  # type: ignore[arg-type]
+            epsilon=epsilon,
+            column=column,
+            bounds=None if bounds is None else tuple(bounds),  # type: ignore[arg-type]
+            by=(by,) if isinstance(by, str) else tuple(by or ()),
+            keys=None if keys is None else tuple(keys),
+            neighbours=self.neighbours,
+            privacy_unit=self.privacy_unit,
+            max_contributions=self.max_contributions,
+            max_groups=self.max_groups,
+            split=None if split is None else tuple(split),
+            delta=self.delta if delta is None else delta,
+        )
+
+    def preview(self, statistic: str | Query, column: str | None = None, *, alpha: float = 0.05, **options: Any) -> Preview:
+        """The scale and interval a query would have, without spending (reads only the schema;
+        under replace-one a mean or variance also reads n, which that relation makes public)."""
+        query = statistic if isinstance(statistic, Query) else self.query(statistic, column, **options)
+        alpha = check_alpha(alpha)
+        plan = self._plan(query)
+        z = math.log(1.0 / alpha)
+        parts = tuple(
+            {
+                "aggregate": p.aggregate.value,
+                "epsilon": query.epsilon_of(p),
+                "sensitivity": p.sensitivity,
+                "scale": p.sensitivity / query.epsilon_of(p),
+                "half_width": z * p.sensitivity / query.epsilon_of(p),
+            }
+            for p in query.parts
+        )
+        main = query.parts[-1]
+        scale = main.sensitivity / query.epsilon_of(main)
+        sensitivity = main.sensitivity
+        notes = list(_notes(query, plan))
+        interval: tuple[float, float] | None = (-z * scale, z * scale)
+        if query.public_n:
+            n = self._exact(query)[Aggregate.COUNT.value]
+            assert isinstance(n, float)
+            scale, sensitivity = scale / max(n, 1.0), sensitivity / max(n, 1.0)
+            interval = (-z * scale, z * scale) if query.statistic is Statistic.MEAN else None
+        elif query.statistic in (Statistic.MEAN, Statistic.VARIANCE):
+            interval = None
+            notes.append("the interval depends on the private n: ≈ ±(w_sum + |mean − centre|·w_count)/n, see parts")
+        return Preview(
+            query.label, plan.cost, sensitivity, scale, interval, alpha, parts, plan.threshold, plan.delta, tuple(notes)
+        )
+
+    def schema(self) -> Schema:
+        """The table's column kinds and whether it has a row (public metadata; no spend)."""
+        return self._table_schema()
+
+    def cost(self, query: Query) -> float:
+        """The ε ``query`` would spend (0 for a part with Δ = 0), after all its checks; spends nothing."""
+        return self._plan(query).cost
+
+    def run(self, query: Query, *, alpha: float = 0.05) -> Release:
+        """Spend, aggregate, add noise once: see the module docstring for the order."""
+        alpha = check_alpha(alpha)
+        plan = self._plan(query)
+        self._accountant.spend(plan.cost, query.label)  # raises BudgetExceeded before any data is read
+        seeds = self._streams(len(query.parts) + 1)
+        exact = self.engine.aggregate(self._opened(), query, selection_key=_selection_key(seeds[0]))
+        release = _compose(query, plan, exact, seeds[1:], seed=self.seed).with_alpha(alpha)
+        self.releases.append(release)
+        return release
+
+    # --- internals ------------------------------------------------------------------------
+    def _plan(self, query: Query) -> _Plan:
+        if not isinstance(query, Query):
+            raise ParameterError("query", "a dpwitness.queries.Query", query)
+        query.check_schema(self._table_schema())
+        noise = tuple(_calibrated(p, query.epsilon_of(p)) for p in query.parts)
+        threshold, delta = None, 0.0
+        if query.grouped and not query.declared:
+            count = query.parts[0]
+            threshold, delta = partition_threshold(
+                scale=count.sensitivity / query.epsilon_of(count), bound=query.contribution, delta=query.delta
+            )
+        return _Plan(query, noise, threshold, delta)
+
+    def _opened(self) -> Any:
+        if self._handle is None:
+            self._handle = self.engine.open(self.source)
+        return self._handle
+
+    def _table_schema(self) -> Schema:
+        if self._schema is None:
+            self._schema = self.engine.schema(self._opened())
+        return self._schema
+
+    def _exact(self, query: Query) -> Aggregates:
+        """Exact aggregates with a throw-away selection key (for public quantities only)."""
+        return self.engine.aggregate(self._opened(), query, selection_key=_selection_key(None))
+
+    def _streams(self, count: int) -> list[np.random.SeedSequence | None]:
+        """Seeded mode: the query's own streams, numbered by its position in the account's history."""
+        if self.seed is None:
+            return [None] * count
+        index = len(self._accountant.history) - 1
+        return list(np.random.SeedSequence(self.seed, spawn_key=(index,)).spawn(count))
+
+
+# --- composing a release from exact aggregates --------------------------------------------------
+
+
+def _compose(
+    query: Query, plan: _Plan, exact: Aggregates, streams: Sequence[np.random.SeedSequence | None], *, seed: int | None
+) -> Release:
+    keys = _release_keys(query, exact)
+    released: list[Release] = []
+    for part, noise, stream in zip(query.parts, plan.noise, streams, strict=True):
+        value = exact.get(part.aggregate.value, 0.0)
+        generator = None if stream is None else np.random.Generator(np.random.PCG64(stream))
+        if keys is None:
+            mechanism = Laplace(sensitivity=part.sensitivity, epsilon=query.epsilon_of(part), noise=noise)
+            release = mechanism.release(float(value), seed=generator)  # type: ignore[arg-type]
+        else:
+            assert isinstance(value, dict)
+            vector = np.array([value.get(k, 0.0) for k in keys], dtype=np.float64)
+            mechanism = Laplace(
+                sensitivity=part.sensitivity, epsilon=query.epsilon_of(part), dimension=max(len(keys), 1), noise=noise
+            )
+            noisy = mechanism.release(vector if keys else np.zeros(1), seed=generator)
+            noisy_values = np.atleast_1d(np.asarray(noisy.value, dtype=np.float64)).tolist()
+            release = replace(noisy, value=dict(zip(keys, noisy_values, strict=False)))
+            if part.aggregate is Aggregate.COUNT and plan.threshold is not None:
+                assert isinstance(release.value, dict)
+                keys = [k for k, v in release.value.items() if v >= plan.threshold]
+                release = replace(release, value={k: release.value[k] for k in keys})
+        released.append(replace(release, seed=seed, query=f"{part.aggregate.value} part of {query.label}"))
+    if keys is not None:
+        released = [replace(r, value={k: _at(r.value, k) for k in keys}) for r in released]
+    common: dict[str, Any] = {
+        "query": query.label,
+        "neighbours": query.neighbours.description,
+        "epsilon": plan.cost,
+        "delta": plan.delta,
+        "notes": _notes(query, plan, exact),
+        "seed": seed,
+    }
+    if query.statistic in (Statistic.COUNT, Statistic.HISTOGRAM, Statistic.SUM):
+        return replace(released[-1], **common)
+    assert query.bounds is not None
+    n_public = float(exact[Aggregate.COUNT.value]) if query.public_n else None  # type: ignore[arg-type]
+    value = _derive(query, released, n_public)
+    main = released[-1]
+    if query.public_n and query.statistic is Statistic.MEAN:
+        # An exact Laplace release scaled by 1/n: keep it a plain release with Δ = (U − L)/n.
+        n = max(n_public or 0.0, 1.0)
+        return replace(main, value=value, sensitivity=main.sensitivity / n, scale=main.scale / n, **common)
+    return CompositeRelease(
+        value=value,
+        sensitivity=main.sensitivity,
+        scale=math.nan,
+        randomness=main.randomness,
+        seeded=main.seeded,
+        parts=tuple(released),
+        bounds=query.bounds,
+        public_n=n_public,
+        **common,
+    )
+
+
+def _derive(query: Query, parts: list[Release], n_public: float | None) -> float | dict[Key, float]:
+    assert query.bounds is not None
+    low, high = query.bounds
+    centre, h = query.centre, query.half_range
+
+    def one(values: list[float]) -> float:
+        n = n_public if n_public is not None else values.pop(0)
+        if n < 1:  # nothing (or noise only): the centre, the least wrong guess
+            return centre if query.statistic is Statistic.MEAN else 0.0
+        if query.statistic is Statistic.MEAN:
+            return min(high, max(low, centre + values[0] / n))
+        return min(h * h, max(0.0, values[1] / n - (values[0] / n) ** 2))
+
+    if isinstance(parts[-1].value, dict):
+        return {k: one([_at(p.value, k) for p in parts]) for k in parts[-1].value}
+    return one([float(p.value) for p in parts])  # type: ignore[arg-type]
+
+
+def _calibrated(part: Part, epsilon: float) -> GridLaplace | None:
+    """The part's sampler, through the mechanism's own checks; charged for every key a unit can move."""
+    mechanism = Laplace(sensitivity=part.sensitivity, epsilon=epsilon)
+    if mechanism.noise is None or part.changed_coordinates == 1:
+        return mechanism.noise
+    return GridLaplace.calibrate(sensitivity=part.sensitivity, epsilon=epsilon, dimension=part.changed_coordinates)
+
+
+def _release_keys(query: Query, exact: Aggregates) -> list[Key] | None:
+    if not query.grouped:
+        return None
+    if query.keys is not None:
+        return list(query.keys)
+    counts = exact.get(Aggregate.COUNT.value, {})
+    assert isinstance(counts, dict)
+    try:
+        return sorted(counts)
+    except TypeError:
+        return sorted(counts, key=repr)
+
+
+def _notes(query: Query, plan: _Plan, exact: Aggregates | None = None) -> tuple[str, ...]:
+    notes: list[str] = []
+    used = [c for c in (query.column, *query.by) if c is not None]
+    if used:
+        notes.append(f"rows with a null or NaN {' or '.join(used)} are dropped; counts are of the remaining rows")
+    if query.bounds is not None:
+        notes.append(
+            f"values of {query.column} are clamped to [{query.bounds[0]:g}, {query.bounds[1]:g}] "
+            "(the interval covers the noise, not the clamping bias)"
+        )
+    if query.privacy_unit is not None:
+        bound = query.contribution
+        how = (
+            f"at most {bound.max_groups} key(s) and {bound.max_rows_per_group} row(s) per key"
+            if query.grouped and query.max_groups is not None
+            else f"at most {bound.max_rows} row(s)"
+        )
+        notes.append(f"each {query.privacy_unit} keeps {how}, chosen at random; Δ counts {bound.max_rows} row(s) per unit")
+    shares = ", ".join(f"{p.aggregate.value} ε = {query.epsilon_of(p):g} (Δ = {p.sensitivity:g})" for p in query.parts)
+    if query.statistic is Statistic.MEAN and not query.public_n:
+        notes.append(f"mean = (L+U)/2 + noisy centred sum / noisy count, as n is private under this relation; {shares}")
+    elif query.statistic is Statistic.MEAN:
+        n = None if exact is None else exact.get(Aggregate.COUNT.value)
+        notes.append(
+            f"n = {n:g} is public under replace-one (so is which cells are null): Δ = (U − L)/n"
+            if isinstance(n, float)
+            else "n is public under replace-one: Δ = (U − L)/n"
+        )
+    elif query.statistic is Statistic.VARIANCE:
+        notes.append(f"variance = noisy Σ(v−c)²/n − (noisy Σ(v−c)/n)², cut to [0, ((U−L)/2)²]; {shares}")
+    if query.grouped:
+        coordinates = query.parts[-1].changed_coordinates
+        notes.append(
+            f"one Laplace vector over the keys, L1 Δ = {query.parts[-1].sensitivity:g}; a unit moves ≤ {coordinates} key(s)"
+        )
+        if query.declared:
+            notes.append("keys are declared (public): every declared key is released, rows with other keys are dropped")
+        else:
+            notes.append(
+                f"keys come from the data: only keys whose noisy count ≥ {plan.threshold:.4g} are released "
+                f"(partition selection, costs δ = {plan.delta:.3g})"
+            )
+    return tuple(notes)
+
+
+def _divide(low: float, high: float, n_low: float, n_high: float) -> tuple[float, float]:
+    """[low, high] / [n_low, n_high] with 0 < n_low ≤ n_high."""
+    candidates = (low / n_low, low / n_high, high / n_low, high / n_high)
+    return min(candidates), max(candidates)
+
+
+def _at(value: Any, key: Key) -> float:
+    assert isinstance(value, dict)
+    return float(value[key])
+
+
+def _selection_key(stream: np.random.SeedSequence | None) -> SelectionKey:
+    bits = SECURE_BITS if stream is None else SeededBits(stream)
+    words = [int(w) for w in bits.words(4)]
+    return (words[0], words[1], words[2], words[3])
+
+
+def _account_for(source: Any) -> str:
+    if isinstance(source, str | os.PathLike):
+        return f"file:{Path(source).resolve()}"
+    return "dataframe"
+
+
+__all__ = ["CompositeRelease", "Preview", "Session"]

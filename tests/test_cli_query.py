@@ -1,0 +1,153 @@
+"""``dpwitness query FILE``: the table, the JSON contract, --preview, --html, the ledger and bad input."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from dpwitness.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def people(tmp_path: Path) -> Path:
+    rng = np.random.default_rng(0)
+    path = tmp_path / "people.parquet"
+    pl.DataFrame(
+        {"pid": rng.integers(0, 300, 2000), "age": rng.integers(0, 100, 2000), "town": rng.choice(["a", "b", "c"], 2000)}
+    ).write_parquet(path)
+    return path
+
+
+def spends(ledger: Path) -> int:
+    if not ledger.exists():
+        return 0
+    with sqlite3.connect(ledger) as connection:
+        return int(connection.execute("SELECT COUNT(*) FROM spends").fetchone()[0])
+
+
+def test_json_on_adult_splits_epsilon_evenly(adult: Path) -> None:
+    args = ["query", str(adult), "--epsilon", "2", "--count", "--mean", "age:0:100", "--histogram", "education"]
+    result = runner.invoke(app, [*args, "--mean", "hours_per_week:0:100", "--seed", "7", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert set(payload) == {"releases", "spent", "remaining"}
+    assert payload["spent"] == pytest.approx(2.0) and payload["remaining"] == pytest.approx(0.0)
+    queries = [r["query"] for r in payload["releases"]]
+    assert queries == ["count()", "mean(age) in [0, 100]", "mean(hours_per_week) in [0, 100]", "histogram(education)"]
+    assert all(r["epsilon"] == pytest.approx(0.5) for r in payload["releases"])
+    count, mean_age, _, education = payload["releases"]
+    assert abs(count["value"] - 32561) < 60 and 38 < mean_age["value"] < 39.2
+    assert len(mean_age["interval"]) == 2 and mean_age["parts"][1]["sensitivity"] == 50
+    assert "HS-grad" in education["value"] and education["delta"] > 0
+
+
+def test_grouped_table_output(adult: Path) -> None:
+    result = runner.invoke(app, ["query", str(adult), "--epsilon", "1", "--mean", "hours_per_week:0:100", "--by", "sex"])
+    assert result.exit_code == 0, result.output
+    assert "Female" in result.stdout and "Male" in result.stdout and "spent 1, remaining 0" in result.stdout
+
+
+def test_preview_spends_nothing(people: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "l.db"
+    args = ["query", str(people), "--epsilon", "1", "--sum", "age:0:100", "--histogram", "town", "--ledger", str(ledger)]
+    result = runner.invoke(app, [*args, "--preview", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["spent"] == 0 and spends(ledger) == 0
+    assert payload["previews"][0]["scale"] == pytest.approx(200.0)  # Δ = 100 at ε = 0.5
+    assert payload["previews"][1]["threshold"] > 0
+    table = runner.invoke(app, [*args, "--preview"])
+    assert table.exit_code == 0 and "nothing spent" in table.stdout
+
+
+def test_ledger_budget_and_privacy_unit(people: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "l.db"
+    base = ["query", str(people), "--privacy-unit", "pid", "--max-contributions", "3", "--ledger", str(ledger), "--budget", "1"]
+    first = runner.invoke(app, [*base, "--epsilon", "0.6", "--sum", "age:0:100", "--json"])
+    assert first.exit_code == 0, first.output
+    release = json.loads(first.stdout)["releases"][0]
+    assert release["sensitivity"] == 300 and "each pid keeps at most 3 row(s)" in release["notice"]
+    second = runner.invoke(app, [*base, "--epsilon", "0.6", "--count", "--json"])
+    assert second.exit_code == 2 and "remains" in second.output and spends(ledger) == 1
+    third = runner.invoke(app, [*base, "--epsilon", "0.4", "--count", "--by", "town", "--keys", "a,b,c", "--json"])
+    assert third.exit_code == 0, third.output
+    payload = json.loads(third.stdout)
+    assert payload["remaining"] == pytest.approx(0.0) and set(payload["releases"][0]["value"]) == {"a", "b", "c"}
+
+
+def test_declared_keys_are_read_as_the_column_kind(adult: Path) -> None:
+    args = ["query", str(adult), "--epsilon", "1", "--histogram", "education_num", "--categories", "9,10,99", "--json"]
+    result = runner.invoke(app, [*args, "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    value = json.loads(result.stdout)["releases"][0]["value"]
+    assert list(value) == ["9", "10", "99"] and value["9"] > 10_000 and abs(value["99"]) < 30
+    bad = runner.invoke(app, ["query", str(adult), "--epsilon", "1", "--histogram", "education_num", "--categories", "nine"])
+    assert bad.exit_code == 2 and "keys" in bad.output
+
+
+def test_html_report_draws_error_bars_offline(adult: Path, tmp_path: Path) -> None:
+    report = tmp_path / "report.html"
+    args = ["query", str(adult), "--epsilon", "1", "--histogram", "education", "--mean", "age:0:100", "--by", "sex"]
+    result = runner.invoke(app, [*args, "--html", str(report), "--json"])
+    assert result.exit_code == 0, result.output
+    text = report.read_text()
+    assert text.count("<svg") == 2 and "Bachelors" in text and "ε spent" in text
+    fetches = ['src="http', "src='http", 'href="http', "href='http", "<link", "<script", "@import", "url(http"]
+    assert not [f for f in fetches if f in text]  # nothing to fetch: no CDN, no script (namespace URIs are only names)
+
+
+BAD = [
+    (["--count"], "absent.csv", "source"),
+    (["--mean", "weight:0:100"], None, "column"),
+    (["--sum", "town:0:100"], None, "column"),
+    (["--sum", "age:100:0"], None, "bounds"),
+    (["--sum", "age:nan:100"], None, "bounds"),
+    (["--sum", "age-0-100"], None, "--sum"),
+    (["--count", "--engine", "duckdb"], None, "engine"),
+    (["--count", "--neighbours", "swap"], None, "neighbours"),
+    ([], None, "statistics"),
+]
+
+
+@pytest.mark.parametrize(("extra", "file", "parameter"), BAD, ids=[b[2] + "-" + "-".join(b[0]) for b in BAD])
+def test_bad_input_exits_2_and_spends_nothing(
+    people: Path, tmp_path: Path, extra: list[str], file: str | None, parameter: str
+) -> None:
+    ledger = tmp_path / "bad.db"
+    good = runner.invoke(app, ["query", str(people), "--epsilon", "0.1", "--count", "--ledger", str(ledger), "--budget", "5"])
+    assert good.exit_code == 0 and spends(ledger) == 1
+    target = str(tmp_path / file) if file else str(people)
+    args = ["query", target, "--epsilon", "1", "--count", "--sum", "age:0:100", *extra, "--ledger", str(ledger), "--budget", "5"]
+    if parameter == "statistics":
+        args = ["query", target, "--epsilon", "1", "--ledger", str(ledger)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert parameter in result.output and spends(ledger) == 1
+
+
+def test_epsilon_zero_and_empty_table(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("age\n")
+    ledger = tmp_path / "e.db"
+    for args in (["--epsilon", "0", "--count"], ["--epsilon", "1", "--count"]):
+        result = runner.invoke(app, ["query", str(empty), *args, "--ledger", str(ledger)])
+        assert result.exit_code == 2 and ("epsilon" in result.output or "at least one row" in result.output)
+    assert spends(ledger) == 0
+
+
+def test_the_installed_command_runs(people: Path) -> None:
+    """The console entry point, in a real process (as a user types it)."""
+    command = [sys.executable, "-m", "dpwitness", "query", str(people), "--epsilon", "1", "--count", "--seed", "1", "--json"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["releases"][0]["seeded"] is True
