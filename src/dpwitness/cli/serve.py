@@ -1,9 +1,59 @@
-"""Commands for this concept are added by its own issue."""
+"""``dpwitness serve`` (the DP query service) and ``dpwitness serve-token`` (make a token and its hash)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from dpwitness.cli.core import user_errors
+from dpwitness.errors import ParameterError
+
+
+def serve(
+    config: Annotated[Path, typer.Option("--config", "-c", help="the service TOML file (see examples/service.toml)")],
+    host: Annotated[str, typer.Option(help="address to listen on (keep 127.0.0.1 unless behind a TLS proxy)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="log every request")] = False,
+    workers: Annotated[int, typer.Option(help="server processes sharing the ledger (each gets 1/N of the rate limits)")] = 1,
+) -> None:
+    """Serve DP queries over HTTP: every answer noised, every spend durable before it is sent."""
+    import os
+
+    import uvicorn
+
+    from dpwitness.serve.app import CONFIG_VARIABLE, WORKERS_VARIABLE, create_app
+    from dpwitness.serve.config import load_config
+
+    with user_errors():
+        if workers < 1:
+            raise ParameterError("workers", "a whole number ≥ 1", workers)
+        app = create_app(load_config(config))  # validates the config and tables before listening
+    typer.echo(f"dpwitness serve: http://{host}:{port}  (OpenAPI schema at /openapi.json, docs at /docs)", err=True)
+    if workers == 1:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=access_log)
+        return
+    del app
+    os.environ[CONFIG_VARIABLE] = str(config.resolve())
+    os.environ[WORKERS_VARIABLE] = str(workers)
+    target = "dpwitness.serve.app:app_from_environment"
+    uvicorn.run(target, factory=True, workers=workers, host=host, port=port, log_level="warning", access_log=access_log)
+
+
+def serve_token(
+    analyst: Annotated[str, typer.Argument(help="the analyst's name (the [analysts.NAME] section)")],
+    epsilon: Annotated[float, typer.Option(help="the analyst's total ε to put in the snippet")] = 1.0,
+) -> None:
+    """Make a random token; print it once, and the config snippet that stores only its hash."""
+    from dpwitness.serve.auth import hash_token, new_token
+
+    token = new_token()
+    typer.echo(f"# give this token to {analyst} (it is not stored anywhere): {token}", err=True)
+    typer.echo(f'[analysts.{analyst}]\nepsilon = {epsilon!r}\ntoken_hash = "{hash_token(token)}"')
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
+    app.command("serve")(serve)
+    app.command("serve-token")(serve_token)

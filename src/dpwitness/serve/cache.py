@@ -1,0 +1,59 @@
+"""Memoised exact aggregates for the service's in-memory tables (an engine wrapper).
+
+The service's tables are loaded once and never change while it runs, so the *exact*
+aggregate of a query shape (statistic, column, bounds, groups, keys) is the same every time
+it is computed.  :class:`CachedAggregates` wraps an engine and remembers those exact values;
+:class:`dpwitness.session.Session` still spends ε first and still adds fresh Laplace noise,
+once, to every answer, so each release has exactly the distribution it would have without
+the cache.  Not cached: queries with a privacy unit (their contribution bounding draws a
+fresh random row selection per query).
+
+The cache is per session, i.e. per (analyst, table): how fast an answer comes back can say
+whether *you* asked that shape before, never whether another analyst did.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from dpwitness.engines import Engine, SelectionKey
+from dpwitness.queries import Aggregates, Query, Schema
+
+
+class CachedAggregates:
+    """An :class:`~dpwitness.engines.Engine` that memoises ``aggregate`` (LRU of ``capacity`` shapes)."""
+
+    def __init__(self, engine: Engine, *, capacity: int) -> None:
+        self.engine = engine
+        self.name = engine.name
+        self.capacity = capacity
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[tuple[Any, ...], Aggregates] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def open(self, source: Any) -> Any:
+        return self.engine.open(source)
+
+    def schema(self, handle: Any) -> Schema:
+        return self.engine.schema(handle)
+
+    def aggregate(self, handle: Any, query: Query, *, selection_key: SelectionKey) -> Aggregates:
+        if query.privacy_unit is not None or self.capacity < 1:
+            return self.engine.aggregate(handle, query, selection_key=selection_key)
+        shape = (query.statistic, query.column, query.bounds, query.by, query.keys, query.aggregates)
+        with self._lock:
+            found = self._entries.get(shape)
+            if found is not None:
+                self._entries.move_to_end(shape)
+                self.hits += 1
+        if found is None:
+            found = self.engine.aggregate(handle, query, selection_key=selection_key)
+            with self._lock:
+                self.misses += 1
+                self._entries[shape] = found
+                while len(self._entries) > self.capacity:
+                    self._entries.popitem(last=False)
+        return {name: dict(value) if isinstance(value, dict) else value for name, value in found.items()}

@@ -1,0 +1,228 @@
+"""The service configuration, read from TOML: tables, public column metadata, analysts, limits.
+
+Everything in this file is public metadata chosen by the data owner (column bounds,
+category lists, the neighbour relation) or a secret stored hashed (analyst tokens).
+Nothing here is derived from the data.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpwitness.errors import ParameterError, check_positive_finite
+from dpwitness.neighbours import Neighbours, check_bounds
+from dpwitness.serve.auth import StoredToken, parse_token_hash
+
+
+@dataclass(frozen=True)
+class ColumnConfig:
+    """A column the owner exposes: numeric with public clamping ``bounds``, categorical with
+    public ``categories`` (the only keys ever released for it), or both."""
+
+    name: str
+    bounds: tuple[float, float] | None = None
+    categories: tuple[str, ...] | None = None
+    description: str = ""
+
+    @property
+    def numeric(self) -> bool:
+        return self.bounds is not None
+
+    @property
+    def categorical(self) -> bool:
+        return self.categories is not None
+
+    def public(self) -> dict[str, Any]:
+        kinds = [k for k, flag in (("numeric", self.numeric), ("categorical", self.categorical)) if flag]
+        return {
+            "name": self.name,
+            "kinds": kinds,
+            "bounds": list(self.bounds) if self.bounds else None,
+            "categories": list(self.categories) if self.categories else None,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    name: str
+    path: Path
+    columns: dict[str, ColumnConfig]
+    neighbours: Neighbours = Neighbours.ADD_REMOVE
+    privacy_unit: str | None = None
+    max_contributions: int = 1
+    description: str = ""
+
+    def public(self) -> dict[str, Any]:
+        """The public schema: names, kinds, declared bounds and categories, never values."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "neighbours": self.neighbours.value,
+            "privacy_unit": self.privacy_unit,
+            "max_contributions": self.max_contributions,
+            "columns": [c.public() for c in self.columns.values()],
+        }
+
+
+@dataclass(frozen=True)
+class AnalystConfig:
+    name: str
+    epsilon: float
+    token: StoredToken
+    tables: tuple[str, ...] | None = None  # None: every table
+    rate_per_second: float | None = None  # None: the service's limit
+    rate_burst: int | None = None
+
+    def may_read(self, table: str) -> bool:
+        return self.tables is None or table in self.tables
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-request and per-analyst limits (all enforced before any spend)."""
+
+    max_request_bytes: int = 8192
+    rate_per_second: float = 20.0
+    rate_burst: int = 40
+    max_groups: int = 256
+    max_by_columns: int = 2
+    aggregate_cache: int = 1024  # exact aggregates remembered per (analyst, table); 0: none
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    tables: dict[str, TableConfig]
+    analysts: dict[str, AnalystConfig]
+    ledger: Path
+    limits: Limits = field(default_factory=Limits)
+    alpha: float = 0.05
+
+
+def load_config(path: str | Path) -> ServiceConfig:
+    """Read and validate a service TOML file; relative paths are taken from the file's folder
+    (falling back to the working directory for data files)."""
+    source = Path(path)
+    try:
+        raw = tomllib.loads(source.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ParameterError("config", "an existing TOML file", str(source)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise ParameterError("config", "valid TOML", f"{source}: {error}") from None
+    return parse_config(raw, base=source.resolve().parent)
+
+
+def parse_config(raw: dict[str, Any], *, base: Path) -> ServiceConfig:
+    service = _table(raw.get("service", {}), "service")
+    tables = {
+        name: _table_config(name, _table(body, f"tables.{name}"), base)
+        for name, body in _table(raw.get("tables"), "tables").items()
+    }
+    if not tables:
+        raise ParameterError("tables", "at least one [tables.NAME] section", raw.get("tables"))
+    analysts = {
+        name: _analyst(name, _table(body, f"analysts.{name}"), tables)
+        for name, body in _table(raw.get("analysts"), "analysts").items()
+    }
+    if not analysts:
+        raise ParameterError("analysts", "at least one [analysts.NAME] section", raw.get("analysts"))
+    limits = Limits(
+        max_request_bytes=_whole(service, "max_request_bytes", Limits.max_request_bytes),
+        rate_per_second=check_positive_finite("service.rate_per_second", service.get("rate_per_second", Limits.rate_per_second)),
+        rate_burst=_whole(service, "rate_burst", Limits.rate_burst),
+        max_groups=_whole(service, "max_groups", Limits.max_groups),
+        max_by_columns=_whole(service, "max_by_columns", Limits.max_by_columns),
+        aggregate_cache=_whole(service, "aggregate_cache", Limits.aggregate_cache, minimum=0),
+    )
+    alpha = service.get("alpha", 0.05)
+    if not isinstance(alpha, float) or not 0 < alpha < 1:
+        raise ParameterError("service.alpha", "a number strictly between 0 and 1", alpha)
+    ledger = Path(str(service.get("ledger", "dpwitness-serve.db")))
+    return ServiceConfig(tables, analysts, ledger if ledger.is_absolute() else base / ledger, limits, alpha)
+
+
+def _table_config(name: str, body: dict[str, Any], base: Path) -> TableConfig:
+    if "path" not in body:
+        raise ParameterError(f"tables.{name}.path", "the path of a CSV or Parquet file", None)
+    path = Path(str(body["path"]))
+    if not path.is_absolute():
+        path = base / path if (base / path).exists() or not path.exists() else path.resolve()
+    columns = {
+        c: _column(name, c, _table(spec, f"tables.{name}.columns.{c}"))
+        for c, spec in _table(body.get("columns"), f"tables.{name}.columns").items()
+    }
+    if not columns:
+        raise ParameterError(f"tables.{name}.columns", "at least one declared column", None)
+    unit = body.get("privacy_unit")
+    if unit is not None and not (isinstance(unit, str) and unit):
+        raise ParameterError(f"tables.{name}.privacy_unit", "a column name", unit)
+    return TableConfig(
+        name=name,
+        path=path,
+        columns=columns,
+        neighbours=Neighbours.parse(body.get("neighbours", "add-remove")),
+        privacy_unit=unit,
+        max_contributions=_whole(body, "max_contributions", 1),
+        description=str(body.get("description", "")),
+    )
+
+
+def _column(table: str, name: str, spec: dict[str, Any]) -> ColumnConfig:
+    where = f"tables.{table}.columns.{name}"
+    bounds = None
+    if "bounds" in spec:
+        value = spec["bounds"]
+        if not isinstance(value, list) or len(value) != 2:
+            raise ParameterError(f"{where}.bounds", "[L, U] with finite L < U", value)
+        bounds = check_bounds(value[0], value[1], f"{where}.bounds")
+    categories = None
+    if "categories" in spec:
+        value = spec["categories"]
+        if not isinstance(value, list) or not value or len(set(map(str, value))) != len(value):
+            raise ParameterError(f"{where}.categories", "a non-empty list of distinct values", value)
+        categories = tuple(str(v) for v in value)
+    if bounds is None and categories is None:
+        raise ParameterError(where, "bounds = [L, U] and/or categories = [...]", spec)
+    return ColumnConfig(name, bounds, categories, str(spec.get("description", "")))
+
+
+def _analyst(name: str, body: dict[str, Any], tables: dict[str, TableConfig]) -> AnalystConfig:
+    where = f"analysts.{name}"
+    epsilon = check_positive_finite(f"{where}.epsilon", body.get("epsilon"))
+    try:
+        salt, digest = parse_token_hash(str(body.get("token_hash", "")))
+    except ValueError as error:
+        raise ParameterError(f"{where}.token_hash", str(error), "<hidden>") from None
+    allowed = body.get("tables")
+    if allowed is not None:
+        if not isinstance(allowed, list) or not all(isinstance(t, str) and t in tables for t in allowed):
+            raise ParameterError(f"{where}.tables", f"a list of configured tables ({', '.join(tables)})", allowed)
+        allowed = tuple(allowed)
+    rate = body.get("rate_per_second")
+    burst = body.get("rate_burst")
+    return AnalystConfig(
+        name,
+        epsilon,
+        StoredToken(name, salt, digest),
+        allowed,
+        None if rate is None else check_positive_finite(f"{where}.rate_per_second", rate),
+        None if burst is None else _whole(body, "rate_burst", 1),
+    )
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ParameterError(where, "a TOML table", value)
+    return value
+
+
+def _whole(body: dict[str, Any], key: str, default: int, *, minimum: int = 1) -> int:
+    value = body.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ParameterError(key, f"a whole number ≥ {minimum}", value)
+    return value

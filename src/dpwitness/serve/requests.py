@@ -1,0 +1,165 @@
+"""The query an analyst sends, and its compilation against the table's public schema.
+
+:class:`QueryRequest` checks types (it is also what the OpenAPI schema publishes);
+:func:`compile_query` checks meaning against the *declared* metadata only (column names,
+bounds, categories, limits) and never looks at the data, so every refusal here is
+data-independent, costs nothing, and its message holds only what the analyst sent or the
+owner declared public.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpwitness.neighbours import Neighbours
+from dpwitness.serve.config import AnalystConfig, Limits
+from dpwitness.serve.tables import LoadedTable
+
+Statistic = Literal["count", "sum", "mean", "variance", "histogram"]
+
+
+class QueryRequest(BaseModel):
+    """One DP statistic over one table, paid for with ``epsilon`` from the analyst's budget."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {"table": "adult", "statistic": "count", "epsilon": 0.1},
+                {"table": "adult", "statistic": "mean", "column": "age", "epsilon": 0.1},
+                {"table": "adult", "statistic": "sum", "column": "age", "bounds": [17, 80], "by": ["sex"], "epsilon": 0.2},
+                {"table": "adult", "statistic": "histogram", "column": "education", "epsilon": 0.1},
+            ]
+        },
+    )
+
+    table: str = Field(min_length=1, max_length=200, description="a table listed by GET /v1/tables")
+    statistic: Statistic = Field(description="count, sum, mean, variance or histogram")
+    epsilon: float = Field(gt=0, description="the ε this query spends (finite, > 0)")
+    column: str | None = Field(
+        default=None, max_length=200, description="the column (sum, mean, variance, histogram; optional for count)"
+    )
+    bounds: list[float] | None = Field(
+        default=None, min_length=2, max_length=2, description="clamping bounds [L, U]; default: the bounds the owner declared"
+    )
+    by: list[str] | None = Field(default=None, max_length=8, description="categorical columns to group by (declared keys only)")
+    alpha: float | None = Field(default=None, gt=0, lt=1, description="the reported interval holds with probability 1 − alpha")
+
+
+class QueryError(Exception):
+    """A refused request: ``status`` and a message naming what was wrong (no data values)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class CompiledQuery:
+    """A request checked against the public schema, ready for :class:`dpwitness.session.Session`."""
+
+    table: LoadedTable
+    statistic: str
+    epsilon: float
+    column: str | None
+    bounds: tuple[float, float] | None
+    by: tuple[str, ...]
+    keys: tuple[Any, ...] | None
+    alpha: float
+
+    def session_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``Session.query``/``Session.preview``."""
+        options: dict[str, Any] = {"epsilon": self.epsilon}
+        if self.bounds is not None:
+            options["bounds"] = self.bounds
+        if self.by:
+            options["by"] = self.by
+        if self.keys is not None:
+            options["keys"] = self.keys
+        return options
+
+
+def compile_query(
+    request: QueryRequest, *, analyst: AnalystConfig, tables: dict[str, LoadedTable], limits: Limits, alpha: float
+) -> CompiledQuery:
+    """Check ``request`` against what is declared public; raise :class:`QueryError` otherwise."""
+    table = tables.get(request.table)
+    if table is None or not analyst.may_read(request.table):
+        raise QueryError(404, f"no table named {request.table!r} is available to you (see GET /v1/tables)")
+    columns = table.config.columns
+    epsilon = _finite_positive("epsilon", request.epsilon)
+    chosen_alpha = alpha if request.alpha is None else request.alpha
+    if not (math.isfinite(chosen_alpha) and 0 < chosen_alpha < 1):
+        raise QueryError(422, "alpha must be a number strictly between 0 and 1")
+    statistic = request.statistic
+    column = request.column
+    if column is not None and column not in columns:
+        raise QueryError(422, f"column must be one of the declared columns ({', '.join(columns)}); got {column!r}")
+    bounds: tuple[float, float] | None = None
+    by: tuple[str, ...] = ()
+    keys: tuple[Any, ...] | None = None
+    if statistic in ("sum", "mean", "variance"):
+        if column is None or not columns[column].numeric:
+            numeric = ", ".join(c for c, spec in columns.items() if spec.numeric) or "none"
+            raise QueryError(422, f"{statistic} needs a numeric column with declared bounds (numeric columns: {numeric})")
+        bounds = _bounds(request.bounds, columns[column].bounds)
+    elif request.bounds is not None:
+        raise QueryError(422, f"bounds are only for sum, mean and variance, not {statistic}")
+    if statistic == "histogram":
+        if column is None or table.keys.get(column) is None:
+            categorical = ", ".join(table.keys) or "none"
+            raise QueryError(
+                422, f"histogram needs a categorical column with declared categories (categorical columns: {categorical})"
+            )
+        keys = table.keys[column]
+        if len(keys) > limits.max_groups:
+            raise QueryError(422, f"this histogram has {len(keys)} categories; the limit is {limits.max_groups}")
+    if request.by:
+        if statistic in ("histogram", "variance"):
+            raise QueryError(422, f"by is not supported for {statistic}")
+        by = tuple(request.by)
+        if len(set(by)) != len(by) or len(by) > limits.max_by_columns:
+            raise QueryError(422, f"by must list at most {limits.max_by_columns} distinct columns")
+        for name in by:
+            if name not in table.keys:
+                categorical = ", ".join(table.keys) or "none"
+                raise QueryError(422, f"by must name categorical columns with declared categories ({categorical}); got {name!r}")
+            if name == column:
+                raise QueryError(422, "by must not repeat the queried column")
+        groups = math.prod(len(table.keys[name]) for name in by)
+        if groups > limits.max_groups:
+            raise QueryError(422, f"grouping by {', '.join(by)} gives {groups} groups; the limit is {limits.max_groups}")
+        declared = [table.keys[name] for name in by]
+        keys = declared[0] if len(by) == 1 else tuple(itertools.product(*declared))
+    if statistic == "count" and not by and table.config.neighbours is Neighbours.REPLACE_ONE:
+        raise QueryError(422, "under replace-one the row count cannot change (Δ = 0): this service releases only noisy values")
+    return CompiledQuery(table, statistic, epsilon, column, bounds, by, keys, chosen_alpha)
+
+
+def _finite_positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise QueryError(422, f"{name} must be a finite number > 0")
+    return float(value)
+
+
+def _bounds(requested: list[float] | None, declared: tuple[float, float] | None) -> tuple[float, float]:
+    if requested is None:
+        assert declared is not None
+        return declared
+    if len(requested) != 2 or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in requested
+    ):
+        raise QueryError(422, "bounds must be [L, U] with finite numbers (no NaN or infinity)")
+    low, high = float(requested[0]), float(requested[1])
+    if not low < high:
+        raise QueryError(422, "bounds must be [L, U] with L < U")
+    if max(abs(low), abs(high)) > 1e15:
+        raise QueryError(422, "bounds must lie within ±1e15")
+    return low, high

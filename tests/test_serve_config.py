@@ -1,0 +1,139 @@
+"""The service config and tokens: hashed storage, constant-time checks, clear errors for bad files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dpwitness.errors import ParameterError
+from dpwitness.serve.app import scale_rate_limits
+from dpwitness.serve.auth import StoredToken, TokenStore, hash_token, new_token, parse_token_hash
+from dpwitness.serve.config import load_config, parse_config
+from dpwitness.serve.limits import RateLimiter
+from dpwitness.serve.process import write_config
+from dpwitness.serve.tables import load_table
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "service.toml"
+
+
+def test_tokens_are_stored_salted_and_checked() -> None:
+    token = new_token()
+    stored = hash_token(token)
+    assert token not in stored
+    assert hash_token(token) != stored  # a fresh salt each time
+    salt, digest = parse_token_hash(stored)
+    store = TokenStore([StoredToken("alice", salt, digest), StoredToken("bob", *parse_token_hash(hash_token("other")))])
+    assert store.analyst_for(token) == "alice"
+    assert store.analyst_for("other") == "bob"
+    assert store.analyst_for(token[:-1]) is None
+    assert store.analyst_for("") is None and store.analyst_for(None) is None
+    assert store.analyst_for("x" * 10_000) is None
+
+
+def test_example_config_loads() -> None:
+    config = load_config(EXAMPLE)
+    assert set(config.analysts) == {"alice", "bob"}
+    assert config.analysts["bob"].tables == ("adult",)
+    assert config.tables["adult"].columns["age"].bounds == (17.0, 90.0)
+    assert config.tables["adult"].columns["native_country"].categories[-1] == "Holand-Netherlands"
+    assert config.ledger == EXAMPLE.parent / "service-budget.db"
+    store = TokenStore([a.token for a in config.analysts.values()])
+    assert store.analyst_for("alice-demo-token-CHANGE-ME") == "alice"
+
+
+def valid() -> dict[str, Any]:
+    return {
+        "tables": {"t": {"path": "t.csv", "columns": {"x": {"bounds": [0, 1]}, "g": {"categories": ["a", "b"]}}}},
+        "analysts": {"a": {"epsilon": 1.0, "token_hash": hash_token("tok")}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "parameter"),
+    [
+        (lambda c: c.pop("tables"), "tables"),
+        (lambda c: c.pop("analysts"), "analysts"),
+        (lambda c: c["analysts"]["a"].update(epsilon=0), "analysts.a.epsilon"),
+        (lambda c: c["analysts"]["a"].update(epsilon=float("nan")), "analysts.a.epsilon"),
+        (lambda c: c["analysts"]["a"].update(token_hash="plain-token"), "analysts.a.token_hash"),
+        (lambda c: c["analysts"]["a"].update(tables=["elsewhere"]), "analysts.a.tables"),
+        (lambda c: c["tables"]["t"]["columns"]["x"].update(bounds=[1, 0]), "tables.t.columns.x.bounds"),
+        (lambda c: c["tables"]["t"]["columns"]["x"].update(bounds=[float("nan"), 1]), "tables.t.columns.x.bounds"),
+        (lambda c: c["tables"]["t"]["columns"]["g"].update(categories=[]), "tables.t.columns.g.categories"),
+        (lambda c: c["tables"]["t"]["columns"].update(y={}), "tables.t.columns.y"),
+        (lambda c: c["tables"]["t"].update(neighbours="swap"), "neighbours"),
+        (lambda c: c.update(service={"rate_per_second": -1}), "service.rate_per_second"),
+    ],
+)
+def test_bad_config_names_what_is_wrong(change: Any, parameter: str) -> None:
+    config = valid()
+    change(config)
+    with pytest.raises(ParameterError) as error:
+        parse_config(config, base=Path("."))
+    assert error.value.parameter == parameter
+    assert "plain-token" not in str(error.value)  # never echo a token
+
+
+def test_tables_are_checked_against_column_types(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("x,g,n\n0.5,a,1\n0.7,c,2\n")
+    config = valid()
+    config["tables"]["t"]["columns"]["n"] = {"categories": ["1", "2"]}
+    table = load_table(parse_config(config, base=tmp_path).tables["t"])
+    assert table.keys == {"g": ("a", "b"), "n": (1, 2)}
+    assert table.frame["g"].null_count() == 1  # 'c' is not declared: treated as missing
+    config["tables"]["t"]["columns"]["g"] = {"bounds": [0, 1]}
+    with pytest.raises(ParameterError, match="numeric"):
+        load_table(parse_config(config, base=tmp_path).tables["t"])
+    config["tables"]["t"]["columns"] = {"missing": {"bounds": [0, 1]}}
+    with pytest.raises(ParameterError, match="columns"):
+        load_table(parse_config(config, base=tmp_path).tables["t"])
+
+
+def test_write_config_round_trips(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path / "s.toml",
+        tables=valid()["tables"],
+        analysts={"a": ("tok", 2.0)},
+        analyst_options={"a": {"rate_per_second": 5.0, "rate_burst": 7}},
+        service={"ledger": "x.db"},
+    )
+    config = load_config(path)
+    assert config.analysts["a"].epsilon == 2.0 and config.analysts["a"].rate_burst == 7
+    assert config.ledger == tmp_path / "x.db"
+    halved = scale_rate_limits(config, 2)
+    assert halved.analysts["a"].rate_per_second == 2.5 and halved.limits.rate_per_second == config.limits.rate_per_second / 2
+
+
+def test_rate_limiter_is_a_token_bucket() -> None:
+    limiter = RateLimiter(rate=1e-9, burst=3)
+    assert [limiter.allow("a") for _ in range(4)] == [True, True, True, False]
+    assert limiter.allow("b")  # per analyst
+    assert limiter.allow("c", rate=1e-9, burst=1) and not limiter.allow("c", rate=1e-9, burst=1)
+
+
+def test_aggregate_cache_remembers_exact_values_only_without_privacy_unit() -> None:
+    import polars as pl
+
+    from dpwitness.engines import engine_for
+    from dpwitness.serve.cache import CachedAggregates
+    from dpwitness.session import Session
+
+    frame = pl.DataFrame({"person": [1, 1, 2, 3], "x": [0.2, 0.4, 0.6, 0.8]})
+    session = Session(frame, epsilon=100.0)
+    cache = CachedAggregates(engine_for("polars"), capacity=2)
+    session.engine = cache
+    first = session.sum("x", (0, 1), epsilon=1.0)
+    second = session.sum("x", (0, 1), epsilon=1.0)
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert first.value != second.value  # the exact sum is remembered, the noise is fresh
+    assert session.spent == 2.0  # and every answer is paid for
+    session.sum("x", (0, 2), epsilon=1.0)  # another shape (bounds)
+    session.count(epsilon=1.0)
+    assert cache.misses == 3 and len(cache._entries) == 2  # least recently used shape dropped
+    bounded = Session(frame, epsilon=100.0, privacy_unit="person", max_contributions=1)
+    bounded.engine = unit_cache = CachedAggregates(engine_for("polars"), capacity=8)
+    bounded.count(epsilon=1.0)
+    bounded.count(epsilon=1.0)
+    assert unit_cache.hits == unit_cache.misses == 0  # a fresh random row selection each time
