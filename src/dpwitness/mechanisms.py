@@ -138,7 +138,8 @@ class Laplace:
             steps = self.noise.sample((count or 1) * values.size, bits).reshape((count or 1, *values.shape))
             # Exact integer sum, then one conversion: the output is a function of the noisy
             # integer alone (post-processing), so every input has the same support γ·ℤ.
-            noisy = np.multiply(centre + steps, self.noise.granularity, dtype=np.float64)  # × 2^k: exact
+            steps += centre
+            noisy = np.multiply(steps, self.noise.granularity, dtype=np.float64)  # × 2^k: exact
         result: float | npt.NDArray[np.float64]
         result = noisy if count is not None else (float(noisy[0]) if values.ndim == 0 else noisy[0])
         return Release(

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Build the "anchors" virtual environment: the DP libraries dpwitness benchmarks compare against.
+#
+#   bash bench/anchors/setup.sh            # create or check $DPW_ANCHORS_VENV
+#   "$DPW_ANCHORS_VENV"/bin/python ...     # default: <repo>/.venv-anchors/bin/python
+#
+# Installs, pinned:
+#   opendp[polars]==0.16.*  with polars==1.36.1 (the exact version OpenDP 0.16's Polars plugin needs)
+#   diffprivlib==0.6.6      with scikit-learn==1.8.* (diffprivlib 0.6.6 does not import with 1.9)
+#   python-dp==1.1.5        (Google's C++ differential-privacy library through pybind11)
+#
+# Idempotent: a library that already imports in the venv is left alone. A library that cannot be
+# installed is reported (and recorded in $DPW_ANCHORS_VENV/anchors-status.json); the benchmarks
+# then skip it with a message. The exit status is 0 when the venv exists and at least one anchor
+# imports, so a partial set never blocks the other benchmarks.
+#
+# The venv is for benchmarks only: no test needs it, and CI never builds it. It is gitignored
+# (.venv*/ in .gitignore).
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+venv="${DPW_ANCHORS_VENV:-$repo/.venv-anchors}"
+python_bin="${DPW_ANCHORS_PYTHON:-python3}"
+py="$venv/bin/python"
+
+log() { printf '[anchors] %s\n' "$*" >&2; }
+
+if [ ! -x "$py" ]; then
+    log "creating $venv with $($python_bin --version 2>&1)"
+    "$python_bin" -m venv "$venv" || { log "FAILED: python3 -m venv $venv"; exit 2; }
+    "$py" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || log "note: could not upgrade pip (continuing)"
+else
+    log "reusing $venv"
+fi
+
+# name | import check (a statement) | pip requirements
+anchors=(
+    "opendp|import opendp.prelude as dp, polars as pl; assert dp.__version__.startswith('0.16'), dp.__version__; assert pl.__version__ == '1.36.1', pl.__version__|opendp[polars]==0.16.* polars==1.36.1"
+    "diffprivlib|import diffprivlib, sklearn; assert diffprivlib.__version__ == '0.6.6', diffprivlib.__version__; assert sklearn.__version__.startswith('1.8'), sklearn.__version__|diffprivlib==0.6.6 scikit-learn==1.8.*"
+    "python-dp|import pydp; from pydp.algorithms.numerical_mechanisms import LaplaceMechanism; assert pydp.__version__ == '1.1.5', pydp.__version__|python-dp==1.1.5"
+)
+
+status_json="{"
+ok_count=0
+for entry in "${anchors[@]}"; do
+    IFS='|' read -r name check reqs <<<"$entry"
+    if "$py" -c "$check" >/dev/null 2>&1; then
+        log "$name: present, imports"
+    else
+        log "$name: installing $reqs"
+        # shellcheck disable=SC2086  # word splitting of the requirement list is intended
+        if ! "$py" -m pip install --quiet $reqs >"$venv/pip-$name.log" 2>&1; then
+            log "$name: pip install FAILED (see $venv/pip-$name.log)"
+            tail -n 5 "$venv/pip-$name.log" >&2
+        fi
+    fi
+    if err="$("$py" -c "$check" 2>&1)"; then
+        log "$name: OK"
+        status_json+="\"$name\": \"ok\", "
+        ok_count=$((ok_count + 1))
+    else
+        reason="$(printf '%s' "$err" | tail -n 1 | tr -d '"\\')"
+        log "$name: UNAVAILABLE, benchmarks will skip it: $reason"
+        status_json+="\"$name\": \"unavailable: $reason\", "
+    fi
+done
+status_json="${status_json%, }}"
+printf '%s\n' "$status_json" >"$venv/anchors-status.json"
+
+# The pins must hold together: pip check catches a later install that broke one.
+"$py" -m pip check >&2 || log "warning: pip check reports conflicts (see above)"
+
+"$py" - <<'EOF' >&2
+import importlib.metadata as md
+for dist in ("opendp", "polars", "diffprivlib", "scikit-learn", "python-dp", "numpy"):
+    try:
+        print(f"[anchors]   {dist:<13} {md.version(dist)}")
+    except md.PackageNotFoundError:
+        print(f"[anchors]   {dist:<13} (not installed)")
+EOF
+log "python: $py"
+if [ "$ok_count" -eq 0 ]; then
+    log "no anchor library could be installed"
+    exit 1
+fi
+exit 0

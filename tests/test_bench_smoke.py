@@ -1,0 +1,68 @@
+"""Smoke test of bench/bench_noise.py at a tiny size, so the benchmark script cannot rot.
+
+Times nothing that matters (no thresholds on speed): it only checks that the measurement and
+report functions run against the current API and return positive figures. No anchors venv needed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_noise.py"
+
+
+@pytest.fixture(scope="module")
+def bench_noise() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_noise", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_noise"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_throughput_rows_are_positive(bench_noise: ModuleType) -> None:
+    rows = bench_noise.measure_throughput(size=2000, repeats=2)
+    names = {row["name"] for row in rows}
+    assert "dpwitness release, secure (default)" in names
+    assert "dpwitness release, seeded" in names
+    assert "NumPy Generator.laplace (insecure)" in names
+    for row in rows:
+        assert row["size"] == 2000
+        assert len(row["times"]) == 2
+        assert row["best_rate"] > 0
+        assert row["median_rate"] > 0
+        assert row["best_rate"] >= row["median_rate"]
+    table = bench_noise.throughput_table(rows)
+    assert table.count("\n") == len(rows) + 1
+    assert len(bench_noise.verdict(rows)) == 2
+
+
+def test_samplers_draw_the_requested_size(bench_noise: ModuleType) -> None:
+    for name, _secure, call, _note in bench_noise.samplers(500):
+        out = call()
+        value = getattr(out, "value", out)
+        assert len(value) in (500, 16 * 500), name  # os.urandom row returns 16 bytes per sample
+
+
+def test_peak_memory_in_process(bench_noise: ModuleType) -> None:
+    row = bench_noise.peak_memory(20_000, "dpwitness", reset_peak=False)
+    assert row["tracemalloc_peak"] >= 8 * 20_000  # at least the float64 output
+    assert "| dpwitness |" in bench_noise.memory_table([row])
+    bigger = bench_noise.peak_memory(40_000, "dpwitness", reset_peak=False)
+    assert bigger["tracemalloc_peak"] > row["tracemalloc_peak"]
+    assert len(bench_noise.memory_fit([row, bigger])) == 1
+
+
+def test_missing_anchors_venv_is_skipped_with_a_message(
+    bench_noise: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DPW_ANCHORS_VENV", str(tmp_path / "absent"))
+    rows, skipped = bench_noise.measure_anchors(10, 1)
+    assert rows == []
+    assert skipped is not None and "setup.sh" in skipped
