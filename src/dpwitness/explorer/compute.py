@@ -31,8 +31,7 @@ from dpwitness.witness import witness
 #: The explorer's parameter ranges (wide enough to show the edge cases, bounded so every
 #: number stays finite in JSON: e^ε overflows a double beyond ε ≈ 709).
 MAX_EPSILON = 100.0
-#: Below this, building the sampler's tables takes seconds (noise.GridLaplace.calibrate iterates
-#: once per ~ε·2^-26 of slack), too slow for a live page.
+#: The page's smallest ε (the library accepts any ε > 0): below it the noise dwarfs every plot.
 MIN_EPSILON = 0.01
 MAX_SENSITIVITY = 1e6
 MAX_VALUE = 1e9

@@ -65,4 +65,4 @@ def warm_slider(stop: threading.Event | None = None, delay: float = 0.0) -> None
             return
         compute.witness_payload(DEFAULTS["sensitivity"], epsilon)
     if stop is None or not stop.is_set():
-        compute.edge_cases(DEFAULTS["sensitivity"], 1.0)  # builds ε = 0.01 (≈ 1 s) and ε = 100
+        compute.edge_cases(DEFAULTS["sensitivity"], 1.0)  # builds the ε = 0.01 and ε = 100 samplers

@@ -222,7 +222,7 @@ const STEPS = [
   { key: "step3", draw: stepDefinition, live: true },
   { key: "step4", draw: stepLaplace, live: true },
   { key: "step5", draw: stepDerivation, live: true },
-  { key: "step6", draw: stepEdges }, // not redrawn on every change: it builds ε = 0.01 (≈ 1 s) per Δ
+  { key: "step6", draw: stepEdges }, // not redrawn on every change: it builds two extra samplers (ε = 0.01 and 100) per Δ
   { key: "step7", draw: stepWorked },
 ];
 
