@@ -129,8 +129,10 @@ def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key:
     """
     bound = query.contribution
     if groups and query.max_groups is not None:
-        pair = _keyed_random(pl.struct([unit, *groups]), key)
-        frame = frame.filter(pair.rank("dense").over(unit) <= bound.max_groups)
+        # One row per (unit, key), ranked "ordinal": exactly ≤ g keys per unit even if two hashes tie.
+        pairs = frame.select([unit, *groups]).unique()
+        order = _keyed_random(pl.struct([unit, *groups]), key).rank("ordinal").over(unit)
+        frame = frame.join(pairs.filter(order <= bound.max_groups), on=[unit, *groups], how="semi", nulls_equal=True)
         per, limit = [unit, *groups], bound.max_rows_per_group
     else:
         per, limit = [unit], bound.max_rows
