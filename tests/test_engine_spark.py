@@ -25,7 +25,6 @@ import polars as pl
 import pytest
 
 import dpwitness
-from dpwitness.data import adult_path
 from dpwitness.engines import engine_for
 from dpwitness.queries import Query
 from dpwitness.session import Session
@@ -47,14 +46,6 @@ def spark() -> Iterator[Any]:
     session = spark_engine.local_session(cores=2, shuffle_partitions=2)
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="module")
-def adult() -> Path:
-    path = adult_path()
-    if path is None:
-        pytest.skip("the Adult extract is absent (set DPWITNESS_ADULT or put it at ../shared/data/adult.csv)")
-    return path
 
 
 _OPENED: dict[tuple[str, str], Any] = {}
