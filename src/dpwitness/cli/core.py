@@ -7,10 +7,11 @@ import math
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dpwitness.attacks.tamper import TAMPERS
@@ -30,14 +31,20 @@ from dpwitness.witness import witness
 console = Console(highlight=False)
 
 
+def fail(message: str, code: int = 2) -> NoReturn:
+    """One line on stderr (printed literally: "[web]" is not markup), then exit."""
+    Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {escape(message)}")
+    raise typer.Exit(code)
+
+
 @contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn a bad parameter into a one-line message and exit status 2 (nothing released)."""
+def user_errors(*also: type[Exception]) -> Iterator[None]:
+    """Turn a bad parameter (or one of ``also``) into a one-line message and exit status 2: nothing released."""
+    expected: tuple[type[Exception], ...] = (ParameterError, BudgetExceeded, FileNotFoundError, *also)
     try:
         yield
-    except (ParameterError, BudgetExceeded, FileNotFoundError) as error:
-        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {error}")
-        raise typer.Exit(2) from None
+    except expected as error:
+        fail(str(error))
 
 
 def _print_json(payload: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from dpwitness.cli.core import fail
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 
@@ -28,10 +30,7 @@ def explore(
 
         from dpwitness.explorer.app import create_app
     except ImportError as error:  # the web extra is optional
-        console.print(
-            f"[bold red]error:[/] the explorer needs the web extra ({error.name} is missing): pip install 'dpwitness[web]'"
-        )
-        raise typer.Exit(2) from None
+        fail(f"the explorer needs the web extra ({error.name} is missing): pip install 'dpwitness[web]'")
     if not _is_loopback(host):
         console.print(f"[yellow]warning:[/] binding {host}: anyone who can reach this address can use the page")
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/"

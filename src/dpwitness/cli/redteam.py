@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dpwitness.cli.core import fail, user_errors
 from dpwitness.data import adult_column, generated_ages
 from dpwitness.errors import ParameterError
 
@@ -33,14 +34,10 @@ SeedOption = Annotated[int | None, typer.Option(help="Reproducible run (seeded r
 @contextmanager
 def _user_errors() -> Iterator[None]:
     """A bad parameter or a misbehaving mechanism: one line on stderr, exit status 2."""
-    from dpwitness.errors import BudgetExceeded
     from dpwitness.witness.audit import MechanismError
 
-    try:
+    with user_errors(MechanismError):
         yield
-    except (ParameterError, BudgetExceeded, FileNotFoundError, MechanismError) as error:
-        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] {error}")
-        raise typer.Exit(2) from None
 
 
 def _print_json(payload: Any) -> None:
@@ -265,20 +262,15 @@ def _differencing_server(
     try:
         from dpwitness.serve.attack import differencing_against_server
     except ImportError as error:
-        Console(stderr=True, highlight=False).print(
-            f"[bold red]error:[/] attacking a server needs the service extra (pip install 'dpwitness[web]'): {error}"
-        )
-        raise typer.Exit(2) from None
+        fail(f"attacking a server needs the service extra (pip install 'dpwitness[web]'): {error}")
     if not token:
-        Console(stderr=True, highlight=False).print("[bold red]error:[/] --server needs --token")
-        raise typer.Exit(2)
+        fail("--server needs --token")
     try:
         payload = differencing_against_server(
             url=server, token=token, table=table, column=column, epsilon=epsilon, repeats=repeats
         )
     except Exception as error:  # the service's own error types: report, don't trace
-        Console(stderr=True, highlight=False).print(f"[bold red]error:[/] the attack on {server} failed: {error}")
-        raise typer.Exit(2) from None
+        fail(f"the attack on {server} failed: {error}")
     if as_json:
         _print_json(payload)
         return
