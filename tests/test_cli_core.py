@@ -85,3 +85,10 @@ def test_demo_falls_back_to_generated_data(tmp_path: object) -> None:
     env = {**os.environ, "DPWITNESS_ADULT": "/nonexistent/adult.csv", "COLUMNS": "200"}
     result = subprocess.run([sys.executable, "-m", "dpwitness", "demo"], env=env, capture_output=True, text=True, check=True)
     assert "generated ages" in result.stdout and "claim holds" in result.stdout
+
+
+def test_error_messages_are_printed_literally() -> None:
+    """A message with brackets (an extra's name, a user's input) must not be eaten as markup."""
+    result = runner.invoke(app, ["query", "nowhere.csv", "--epsilon", "1", "--sum", "age:[1]:3"])
+    assert result.exit_code == 2
+    assert "age:[1]:3" in result.output
