@@ -177,3 +177,15 @@ def test_bad_alpha(alpha: float) -> None:
 def test_bad_shift_for_privacy_loss() -> None:
     with pytest.raises(ParameterError, match="d must be"):
         Laplace(sensitivity=1, epsilon=1).privacy_loss(-1)
+
+
+def test_rounding_is_charged_only_for_coordinates_one_record_can_change() -> None:
+    histogram = Laplace(sensitivity=1.0, epsilon=1.0, dimension=16, changed_coordinates=1)
+    assert histogram.privacy_loss(1.0) <= 1.0
+    assert histogram.release(np.arange(16.0), seed=1).witness().ok
+    # charging all 16 coordinates is also valid, just a hair more noise
+    dense = Laplace(sensitivity=1.0, epsilon=1.0, dimension=16)
+    assert dense.noise is not None and histogram.noise is not None
+    assert dense.noise.m > histogram.noise.m and dense.privacy_loss(1.0) <= 1.0
+    with pytest.raises(ParameterError, match="changed_coordinates"):
+        Laplace(sensitivity=1.0, epsilon=1.0, dimension=4, changed_coordinates=0)

@@ -342,3 +342,15 @@ def test_pandas_source_and_engine_registry() -> None:
     assert Session(frame, epsilon=1, seed=0).sum("x", (0, 3), epsilon=1).query == "sum(x) in [0, 3]"
     assert engine_for("polars") is POLARS
     assert dpwitness.Session is Session
+
+
+@pytest.mark.parametrize("neighbours", ["add-remove", "replace-one"])
+def test_keyed_releases_pass_their_own_witness(adult: Path, neighbours: str) -> None:
+    session = Session(adult, epsilon=10.0, neighbours=neighbours)
+    for release in (
+        session.histogram("education", epsilon=1.0),
+        session.count(epsilon=1.0, by="sex", keys=["Female", "Male"]),
+        session.sum("age", (0, 100), epsilon=1.0, by="sex", keys=["Female", "Male"]),
+    ):
+        report = release.witness()
+        assert report.ok, (release.query, report.verdict)

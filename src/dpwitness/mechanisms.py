@@ -31,12 +31,16 @@ class Laplace:
 
     ``sensitivity`` Δ is the L1 sensitivity of the query (its value may be a number or a
     vector of ``dimension`` coordinates, each getting independent noise of scale Δ/ε).
+    ``changed_coordinates`` is the most coordinates one record can move (a histogram's record
+    moves 1 bin under add/remove, 2 under replace-one); it defaults to ``dimension`` and sets
+    the grid-rounding charge, which is one step per coordinate that can change.
     Δ = 0 means the query cannot move: the exact value is released at no privacy cost.
     """
 
     sensitivity: float
     epsilon: float
     dimension: int = 1
+    changed_coordinates: int | None = None
     #: The sampler. Leave it None to get the one calibrated to (Δ, ε); the red team passes a
     #: mis-calibrated one to show that :func:`dpwitness.witness` catches it.
     noise: GridLaplace | None = field(default=None, repr=False, compare=False)
@@ -44,8 +48,12 @@ class Laplace:
     def __post_init__(self) -> None:
         sensitivity = check_non_negative_finite("sensitivity", self.sensitivity)
         epsilon = check_positive_finite("epsilon", self.epsilon)
-        if isinstance(self.dimension, bool) or not isinstance(self.dimension, int) or self.dimension < 1:
-            raise ParameterError("dimension", "a whole number ≥ 1", self.dimension)
+        if self.changed_coordinates is None:
+            object.__setattr__(self, "changed_coordinates", self.dimension)
+        for name in ("dimension", "changed_coordinates"):
+            count = getattr(self, name)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+                raise ParameterError(name, "a whole number ≥ 1", count)
         if sensitivity > 0 and not math.isfinite(sensitivity / epsilon):
             expected = "large enough that the scale Δ/ε is finite (ε → 0 means unbounded noise)"
             raise ParameterError("epsilon", expected, self.epsilon)
@@ -57,10 +65,15 @@ class Laplace:
             object.__setattr__(
                 self,
                 "noise",
-                GridLaplace.calibrate(sensitivity=sensitivity, epsilon=epsilon, dimension=self.dimension),
+                GridLaplace.calibrate(sensitivity=sensitivity, epsilon=epsilon, dimension=self.charged_coordinates),
             )
 
     # --- the contract ---------------------------------------------------------------------
+    @property
+    def charged_coordinates(self) -> int:
+        """Coordinates whose grid rounding is charged: those one record can change."""
+        return self.changed_coordinates or self.dimension
+
     @property
     def scale(self) -> float:
         """b = Δ/ε, the Laplace scale the mechanism is calibrated to (0 when Δ = 0)."""
@@ -86,7 +99,7 @@ class Laplace:
             return 0.0
         if self.noise is None:
             return math.inf
-        return self.noise.loss_for_steps(self.noise.steps_for_shift(shift, self.dimension))
+        return self.noise.loss_for_steps(self.noise.steps_for_shift(shift, self.charged_coordinates))
 
     def log_density_ratio(self, z: ArrayLike, f1: ArrayLike, f2: ArrayLike) -> float | npt.NDArray[np.float64]:
         """log p(z | f(D)=f1) − log p(z | f(D')=f2) for the Laplace density (L1 over coordinates)."""

@@ -27,8 +27,8 @@ from dpwitness.engines import Engine, SelectionKey, engine_for
 from dpwitness.errors import ParameterError, check_alpha, check_positive_finite
 from dpwitness.mechanisms import Laplace
 from dpwitness.neighbours import ContributionBound, Neighbours, partition_threshold
-from dpwitness.noise import SECURE_BITS, GridLaplace, SeededBits, bit_source
-from dpwitness.queries import Aggregate, Aggregates, Key, Part, Query, Schema, Statistic
+from dpwitness.noise import SECURE_BITS, SeededBits, bit_source
+from dpwitness.queries import Aggregate, Aggregates, Key, Query, Schema, Statistic
 from dpwitness.release import Release
 
 DEFAULT_DELTA = 1e-6
@@ -119,10 +119,10 @@ class Preview:
 
 @dataclass
 class _Plan:
-    """A validated query with its calibrated noise, ready to spend."""
+    """A validated query with its calibrated mechanisms (one per noisy part), ready to spend."""
 
     query: Query
-    noise: tuple[GridLaplace | None, ...]
+    mechanisms: tuple[Laplace, ...]
     threshold: float | None
     delta: float
     cost: float = field(init=False)
@@ -353,14 +353,18 @@ class Session:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.queries.Query", query)
         query.check_schema(self._table_schema())
-        noise = tuple(_calibrated(p, query.epsilon_of(p)) for p in query.parts)
+        # Built (and so validated) before anything is spent; charged for every key a unit can move.
+        mechanisms = tuple(
+            Laplace(sensitivity=p.sensitivity, epsilon=query.epsilon_of(p), changed_coordinates=p.changed_coordinates)
+            for p in query.parts
+        )
         threshold, delta = None, 0.0
         if query.grouped and not query.declared:
             count = query.parts[0]
             threshold, delta = partition_threshold(
                 scale=count.sensitivity / query.epsilon_of(count), bound=query.contribution, delta=query.delta
             )
-        return _Plan(query, noise, threshold, delta)
+        return _Plan(query, mechanisms, threshold, delta)
 
     def _opened(self) -> Any:
         if self._handle is None:
@@ -392,19 +396,15 @@ def _compose(
 ) -> Release:
     keys = _release_keys(query, exact)
     released: list[Release] = []
-    for part, noise, stream in zip(query.parts, plan.noise, streams, strict=True):
+    for part, mechanism, stream in zip(query.parts, plan.mechanisms, streams, strict=True):
         value = exact.get(part.aggregate.value, 0.0)
         generator = None if stream is None else np.random.Generator(np.random.PCG64(stream))
         if keys is None:
-            mechanism = Laplace(sensitivity=part.sensitivity, epsilon=query.epsilon_of(part), noise=noise)
             release = mechanism.release(float(value), seed=generator)  # type: ignore[arg-type]
         else:
             assert isinstance(value, dict)
             vector = np.array([value.get(k, 0.0) for k in keys], dtype=np.float64)
-            mechanism = Laplace(
-                sensitivity=part.sensitivity, epsilon=query.epsilon_of(part), dimension=max(len(keys), 1), noise=noise
-            )
-            noisy = mechanism.release(vector if keys else np.zeros(1), seed=generator)
+            noisy = replace(mechanism, dimension=max(len(keys), 1)).release(vector if keys else np.zeros(1), seed=generator)
             noisy_values = np.atleast_1d(np.asarray(noisy.value, dtype=np.float64)).tolist()
             release = replace(noisy, value=dict(zip(keys, noisy_values, strict=False)))
             if part.aggregate is Aggregate.COUNT and plan.threshold is not None:
@@ -461,14 +461,6 @@ def _derive(query: Query, parts: list[Release], n_public: float | None) -> float
     if isinstance(parts[-1].value, dict):
         return {k: one([_at(p.value, k) for p in parts]) for k in parts[-1].value}
     return one([float(p.value) for p in parts])  # type: ignore[arg-type]
-
-
-def _calibrated(part: Part, epsilon: float) -> GridLaplace | None:
-    """The part's sampler, through the mechanism's own checks; charged for every key a unit can move."""
-    mechanism = Laplace(sensitivity=part.sensitivity, epsilon=epsilon)
-    if mechanism.noise is None or part.changed_coordinates == 1:
-        return mechanism.noise
-    return GridLaplace.calibrate(sensitivity=part.sensitivity, epsilon=epsilon, dimension=part.changed_coordinates)
 
 
 def _release_keys(query: Query, exact: Aggregates) -> list[Key] | None:

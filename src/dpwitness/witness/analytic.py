@@ -61,13 +61,13 @@ def witness(mechanism: Laplace) -> WitnessReport:
             granularity=0.0,
             verdict="✔ Δ = 0: the value cannot change between neighbours; no noise, no privacy loss",
         )
-    steps = noise.steps_for_shift(sensitivity, mechanism.dimension)
+    steps = noise.steps_for_shift(sensitivity, mechanism.charged_coordinates)
     worst = noise.loss_for_steps(steps)
     observed = _observed_log_ratio(noise, steps)
     variance = noise.variance_steps() * noise.granularity**2
     privacy_ok = worst <= claimed * (1 + 1e-12)
-    # Grid rounding may add up to `dimension` steps to Δ, so the realised scale may exceed Δ/ε by that much.
-    rounding_slack = 4.0 * mechanism.dimension * noise.granularity / sensitivity
+    # Grid rounding may add a step per changed coordinate to Δ, so the realised scale may exceed Δ/ε by that much.
+    rounding_slack = 4.0 * mechanism.charged_coordinates * noise.granularity / sensitivity
     variance_ok = abs(variance / expected_variance - 1.0) <= VARIANCE_TOLERANCE + rounding_slack
     if privacy_ok and variance_ok:
         verdict = (
