@@ -77,7 +77,7 @@ class Release:
         from dpwitness.witness.analytic import witness
 
         if self.mechanism is None:
-            raise ValueError("this release carries no mechanism to witness")
+            raise ValueError("this release carries no mechanism to witness (a composite release: witness each of its .parts)")
         return witness(self.mechanism)
 
     def audit(self, **kwargs: Any) -> AuditResult:
