@@ -64,8 +64,24 @@ def test_audit_searches_neighbours_and_plots(module: Path, tmp_path: Path) -> No
     plot = tmp_path / "audit.png"
     result = runner.invoke(
         app,
-        ["audit", f"{module}:good", "--d", "0", "--d-prime", "1", "--epsilon", "1", "--samples", "20000", "--plot", str(plot)],
+        [
+            "audit",
+            f"{module}:good",
+            "--d",
+            "0",
+            "--d-prime",
+            "1",
+            "--epsilon",
+            "1",
+            "--samples",
+            "20000",
+            "--seed",
+            "2",
+            "--plot",
+            str(plot),
+        ],
     )
+    assert result.exit_code in (0, 3), result.output  # ok or inconclusive: a correct mechanism is never "violated"
     assert plot.stat().st_size > 10_000
 
 
@@ -113,6 +129,8 @@ def test_attack_differencing_shows_exact_and_dp(tmp_path: Path) -> None:
     assert [d["repeats"] for d in payload["dp"]] == [1, 10]
     for row in payload["dp"]:
         assert row["success_probability"] <= row["bound"] + 0.01
+    # the noisy attack still beats a coin, and repeating the query helps it
+    assert 0.5 < payload["dp"][0]["success_probability"] < payload["dp"][1]["success_probability"]
     plot = tmp_path / "diff.png"
     result = runner.invoke(
         app, ["attack", "differencing", "--rows", "50", "--trials", "1000", "--repeats", "2", "--plot", str(plot)]
@@ -162,7 +180,7 @@ def test_attack_tamper_flags_every_mistake(tmp_path: Path) -> None:
     payload = json.loads(result.stdout)
     assert payload["all_flagged"] is True and len(payload["mistakes"]) == 6
     plot = tmp_path / "tamper.png"
-    one = runner.invoke(app, ["attack", "tamper", "--name", "invert", "--samples", "20000", "--plot", str(plot)])
+    one = runner.invoke(app, ["attack", "tamper", "--name", "invert", "--samples", "20000", "--seed", "5", "--plot", str(plot)])
     assert one.exit_code == 0, one.output
     assert "invert" in one.output and plot.stat().st_size > 10_000
     assert runner.invoke(app, ["attack", "tamper", "--name", "nonsense"]).exit_code == 2

@@ -134,6 +134,7 @@ def test_witness_endpoint_matches_the_library(client: TestClient) -> None:
     report = witness(Laplace(sensitivity=3, epsilon=2))
     assert body["ok"] is True
     assert body["worst_log_ratio"] == pytest.approx(report.worst_log_ratio)
+    assert body["worst_log_ratio"] == pytest.approx(2.0, rel=1e-6)  # Δ = 3, ε = 2: the loss is ε
     assert body["expected_variance"] == pytest.approx(2 * (3 / 2) ** 2)
     tampered = get(client, "witness", epsilon=2, sensitivity=3, tamper=True)
     assert tampered["ok"] is False and tampered["worst_log_ratio"] == pytest.approx(9 / 2, rel=1e-6)
@@ -213,6 +214,9 @@ def test_membership_likelihood_ratio_under_its_cap(client: TestClient) -> None:
     body = get(client, "redteam/membership", epsilon=0.5, sensitivity=1)["analytic"]
     assert body["max_likelihood_ratio"] <= body["cap"] * (1 + 1e-6)
     assert body["cap"] == pytest.approx(math.exp(0.5))
+    # the cap is reached (in the tails), and the best test meets TPR = e^ε·FPR at FPR = 1%
+    assert body["max_likelihood_ratio"] == pytest.approx(math.exp(0.5), rel=1e-6)
+    assert body["tpr_at_1pct"] == pytest.approx(math.exp(0.5) * 0.01, rel=1e-6)
     bound = dict(zip(body["bound"]["fpr"], body["bound"]["tpr"], strict=True))
     assert body["tpr_at_1pct"] <= body["tpr_cap_at_1pct"] + 1e-9
     for fpr, tpr in zip(body["roc"]["fpr"], body["roc"]["tpr"], strict=True):
@@ -222,14 +226,15 @@ def test_membership_likelihood_ratio_under_its_cap(client: TestClient) -> None:
     assert tampered["max_likelihood_ratio"] > tampered["cap"] * 2
 
 
-def test_membership_simulation_reports_availability(client: TestClient) -> None:
-    body = get(client, "redteam/membership", epsilon=1, simulate=True, trials=200)
+def test_membership_simulation_runs_the_real_attack(client: TestClient) -> None:
+    body = get(client, "redteam/membership", epsilon=1, simulate=True, trials=2000)
     sim = body["simulation"]
-    assert isinstance(sim["available"], bool)
-    if sim["available"]:
-        assert 0.0 <= sim["auc"] <= 1.0
-    else:
-        assert "membership" in sim["reason"]
+    assert sim["available"] is True  # dpwitness.attacks.membership ships with this package
+    assert sim["target_value"] == 71.0
+    # the attack works (AUC well above a coin's 0.5) and stays under the ε = 1 cap tanh(½)
+    assert sim["bound"] == pytest.approx(math.tanh(0.5))
+    assert 0.6 < sim["auc"] < 0.8
+    assert 0.2 < sim["advantage"] <= sim["bound"] + 0.03
 
 
 def test_differencing_exact_reveals_patient_five(client: TestClient) -> None:
@@ -240,17 +245,36 @@ def test_differencing_exact_reveals_patient_five(client: TestClient) -> None:
     assert noisy["noisy"]["scale"] == pytest.approx(2.0)
     assert noisy["noisy"]["difference"] == pytest.approx(noisy["noisy"]["q5"] - noisy["noisy"]["q4"])
     assert noisy == get(client, "redteam/differencing", epsilon=0.5, seed=3)  # seeded: reproducible
-    if body["attack"]["available"]:
-        assert body["attack"]["recovered"] is True
+    assert body["attack"]["available"] is True  # dpwitness.attacks.differencing ships with this package
+    assert body["attack"]["recovered"] is True and body["attack"]["success_probability"] == 1.0
+    dp = noisy["attack"]
+    assert dp["available"] is True and 0.5 < dp["success_probability"] <= dp["bound"] + 0.01
+    assert dp["bound"] == pytest.approx(math.e**0.5 / (1 + math.e**0.5))
 
 
-def test_floating_point_reports_availability(client: TestClient) -> None:
+def test_floating_point_runs_the_real_attack(client: TestClient) -> None:
     body = get(client, "redteam/floating-point", epsilon=1, samples=500)
-    assert isinstance(body["available"], bool)
-    if body["available"]:
-        assert body["dpwitness_rate"] <= body["naive_rate"]
-    else:
-        assert "floating_point" in body["reason"]
+    assert body["available"] is True and body["samples"] == 500
+    assert body["naive_rate"] > 0.5 and body["dpwitness_rate"] == 0.0
+
+
+def test_a_missing_attack_module_is_reported_not_a_crash(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpwitness.explorer import redteam
+
+    cached = (redteam.membership_simulation, redteam.differencing, redteam.floating_point)
+    monkeypatch.setattr(redteam, "_attack", lambda module, name: None)  # a build without dpwitness.attacks
+    for function in cached:
+        function.cache_clear()
+    try:
+        sim = get(client, "redteam/membership", epsilon=1, simulate=True, trials=200)["simulation"]
+        assert sim["available"] is False and "dpwitness.attacks.membership" in sim["reason"]
+        diff = get(client, "redteam/differencing")
+        assert diff["exact"]["difference"] == 1 and diff["attack"]["available"] is False
+        fp = get(client, "redteam/floating-point", epsilon=1, samples=500)
+        assert fp["available"] is False and "dpwitness.attacks.floating_point" in fp["reason"]
+    finally:
+        for function in cached:
+            function.cache_clear()
 
 
 # --- bad input: a 4xx naming the parameter, never a 5xx ------------------------------------------

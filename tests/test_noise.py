@@ -69,7 +69,11 @@ def test_block_index_is_exactly_geometric_half(unit_noise: GridLaplace) -> None:
 
 def test_sign_is_balanced(unit_noise: GridLaplace) -> None:
     steps = unit_noise.sample(N, SeededBits(8))
-    assert stats.binomtest(int((steps > 0).sum()), int((steps != 0).sum())).pvalue > 1e-3
+    positive, nonzero = int((steps > 0).sum()), int((steps != 0).sum())
+    assert stats.binomtest(positive, nonzero).pvalue > 1e-3
+    # and the same counts would expose a sign bias of 2 points either way
+    assert stats.binomtest(positive, nonzero, p=0.52).pvalue < 1e-12
+    assert stats.binomtest(positive, nonzero, p=0.48).pvalue < 1e-12
 
 
 def test_alias_table_reproduces_its_weights_exactly() -> None:
@@ -87,7 +91,12 @@ def test_alias_sampling_matches_pmf() -> None:
     u = rng.integers(0, one, size=N, dtype=np.uint64)
     picked = np.where(u < table.threshold[column], column, table.alias[column])
     counts = np.bincount(picked, minlength=4)
-    assert stats.chisquare(counts, table.pmf_numerators() / (4 * one) * N).pvalue > 1e-3
+    pmf = table.pmf_numerators() / (4 * one)
+    assert pmf.tolist() == [0.5, 0.25, 0.125, 0.125]
+    assert stats.chisquare(counts, pmf * N).pvalue > 1e-3
+    # the same counts reject a table that ignores its aliases and a 5% shift of mass between columns
+    assert stats.chisquare(counts, np.full(4, N / 4)).pvalue < 1e-12
+    assert stats.chisquare(counts, np.array([0.475, 0.275, 0.125, 0.125]) * N).pvalue < 1e-12
 
 
 @pytest.mark.parametrize(
