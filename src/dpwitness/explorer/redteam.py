@@ -1,14 +1,11 @@
 """The red team's windows: membership inference, differencing, the floating-point leak.
 
-The attacks live in :mod:`dpwitness.attacks`; they are imported inside each function so the
-explorer still starts (and says "not available") when one of them is missing. The analytic
-parts (likelihood ratio, best-test ROC, exact and noisy differencing queries) use only the
-core mechanism and are always shown.
+The attacks are :mod:`dpwitness.attacks`, called as they are; the analytic parts (likelihood
+ratio, best-test ROC, exact and noisy differencing queries) use the core mechanism directly.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from functools import lru_cache
 from typing import Any
@@ -16,6 +13,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpwitness.attacks.differencing import differencing_attack
+from dpwitness.attacks.floating_point import floating_point_attack
+from dpwitness.attacks.membership import membership_attack
 from dpwitness.explorer.compute import BOUNDS, CURVE_POINTS, PEOPLE, json_safe, mechanism, realised_scale
 from dpwitness.neighbours import Neighbours, count_sensitivity
 
@@ -29,18 +29,6 @@ DIABETES: tuple[tuple[str, int], ...] = (
 )
 #: Most samples/trials an attack may be asked for from the page (keeps a click under a few seconds).
 MAX_SAMPLES = 20_000
-
-
-def _attack(module: str, name: str) -> Any | None:
-    """The attack function, or None when its module is not there (yet)."""
-    try:
-        return getattr(importlib.import_module(f"dpwitness.attacks.{module}"), name)
-    except (ImportError, AttributeError):
-        return None
-
-
-def _unavailable(module: str) -> dict[str, Any]:
-    return {"available": False, "reason": f"dpwitness.attacks.{module} is not installed in this build"}
 
 
 # --- membership inference ---------------------------------------------------------------------
@@ -97,12 +85,9 @@ def _threshold_at(fpr: float, scale: float) -> float:
 @lru_cache(maxsize=32)
 def membership_simulation(epsilon: float, trials: int, seed: int) -> dict[str, Any]:
     """The red team's simulated attack on the spreadsheet (target: its oldest person)."""
-    attack = _attack("membership", "membership_attack")
-    if attack is None:
-        return _unavailable("membership")
     population = np.array([age for _, age in PEOPLE], dtype=np.float64)
     target = float(population.max())
-    result = attack(population, target_value=target, bounds=BOUNDS, epsilon=epsilon, trials=trials, seed=seed)
+    result = membership_attack(population, target_value=target, bounds=BOUNDS, epsilon=epsilon, trials=trials, seed=seed)
     return {
         "available": True,
         "target_value": target,
@@ -143,11 +128,7 @@ def differencing(epsilon: float | None, seed: int) -> dict[str, Any]:
             "scale": mech.scale,
             "seeds": [seed, seed + 1],
         }
-    attack = _attack("differencing", "differencing_attack")
-    if attack is None:
-        payload["attack"] = _unavailable("differencing")
-        return payload
-    result = attack(values, target=len(values) - 1, bounds=(0.0, 1.0), epsilon=epsilon, repeats=1, seed=seed)
+    result = differencing_attack(values, target=len(values) - 1, bounds=(0.0, 1.0), epsilon=epsilon, repeats=1, seed=seed)
     payload["attack"] = {
         "available": True,
         "estimate": float(result.estimate),
@@ -164,10 +145,7 @@ def differencing(epsilon: float | None, seed: int) -> dict[str, Any]:
 @lru_cache(maxsize=32)
 def floating_point(epsilon: float, samples: int, seed: int) -> dict[str, Any]:
     """Mironov's leak: how often one output identifies the input, naive sampler vs the project's."""
-    attack = _attack("floating_point", "floating_point_attack")
-    if attack is None:
-        return _unavailable("floating_point")
-    result = attack(value=0.0, neighbour=1.0, sensitivity=1.0, epsilon=epsilon, samples=samples, seed=seed)
+    result = floating_point_attack(value=0.0, neighbour=1.0, sensitivity=1.0, epsilon=epsilon, samples=samples, seed=seed)
     data = json_safe(result.to_dict())
     return {
         "available": True,
