@@ -19,7 +19,7 @@ TABLE = [
     ("count", {}, AR, 1, {"count": 1}),
     ("count", {}, R1, 1, {"count": 0}),
     ("count", {}, AR, 5, {"count": 5}),
-    ("count", {}, R1, 5, {"count": 0}),
+    ("count", {}, R1, 5, {"count": 5}),  # a unit's rows are dropped when its id is null: rows count 0 or 1
     ("sum", {"bounds": (0, 100)}, AR, 1, {"sum": 100}),
     ("sum", {"bounds": (0, 100)}, R1, 1, {"sum": 100}),
     ("sum", {"bounds": (50, 100)}, R1, 1, {"sum": 50}),
@@ -28,10 +28,10 @@ TABLE = [
     ("sum", {"bounds": (-30, 10)}, R1, 3, {"sum": 120}),
     ("mean", {"bounds": (0, 100)}, AR, 1, {"count": 1, "centred_sum": 50}),
     ("mean", {"bounds": (0, 100)}, AR, 4, {"count": 4, "centred_sum": 200}),
-    ("mean", {"bounds": (0, 100)}, R1, 1, {"centred_sum": 100}),  # then ÷ n (public): (U − L)/n
-    ("mean", {"bounds": (0, 100)}, R1, 4, {"centred_sum": 400}),
+    ("mean", {"bounds": (0, 100)}, R1, 1, {"count": 1, "centred_sum": 100}),  # n counts non-null values: private
+    ("mean", {"bounds": (0, 100)}, R1, 4, {"count": 4, "centred_sum": 400}),
     ("variance", {"bounds": (0, 100)}, AR, 1, {"count": 1, "centred_sum": 50, "centred_squares": 2500}),
-    ("variance", {"bounds": (0, 100)}, R1, 1, {"centred_sum": 100, "centred_squares": 2500}),
+    ("variance", {"bounds": (0, 100)}, R1, 1, {"count": 1, "centred_sum": 100, "centred_squares": 2500}),
     ("variance", {"bounds": (0, 100)}, AR, 2, {"count": 2, "centred_sum": 100, "centred_squares": 5000}),
     ("histogram", {"column": "g"}, AR, 1, {"count": 1}),
     ("histogram", {"column": "g"}, R1, 1, {"count": 2}),
@@ -80,6 +80,31 @@ def test_max_groups_bounds_groups_and_rows() -> None:
     )
 
 
+def test_replace_one_counts_of_non_null_values_are_not_free() -> None:
+    """Replace-one may turn a null into a value: the count of non-null values (the n of a mean)
+    moves by 1 per row, so it is not public and Δ = k, not 0. Only a count of all rows is fixed."""
+    assert Query(statistic="count", epsilon=1, neighbours=R1).parts[0].sensitivity == 0
+    assert Query(statistic="count", column="x", epsilon=1, neighbours=R1).parts[0].sensitivity == 1
+    unit = Query(statistic="count", epsilon=1, neighbours=R1, privacy_unit="pid", max_contributions=3)
+    assert unit.parts[0].sensitivity == 3  # rows with a null pid are dropped
+    for statistic in ("mean", "variance"):
+        query = Query(statistic=statistic, column="x", bounds=(0, 10), epsilon=1, neighbours=R1)  # type: ignore[arg-type]
+        assert query.parts[0].aggregate is Aggregate.COUNT and query.parts[0].sensitivity == 1
+
+
+def test_replace_one_grouped_parts_charge_the_keys_left_and_the_keys_joined() -> None:
+    """Replacing a unit empties ≤ g keys and fills ≤ g others: 2g coordinates move, not g."""
+    declared = Query(statistic="count", by=("g",), keys=("a", "b", "c"), epsilon=1, neighbours=R1)
+    assert declared.parts[0].changed_coordinates == 2
+    assert Query(statistic="count", by=("g",), keys=("a", "b", "c"), epsilon=1).parts[0].changed_coordinates == 1
+    bounded = Query(
+        statistic="histogram", column="g", epsilon=1, neighbours=R1, privacy_unit="pid", max_contributions=3, max_groups=2
+    )
+    assert bounded.parts[0].changed_coordinates == 4
+    single = Query(statistic="histogram", column="g", keys=("a",), epsilon=1, neighbours=R1)
+    assert single.parts[0].changed_coordinates == 1  # never more than the declared keys
+
+
 def test_row_sensitivity_rules() -> None:
     assert row_sensitivity(Neighbours.ADD_REMOVE, -3, 2, grouped=False) == 3
     assert row_sensitivity(Neighbours.REPLACE_ONE, -3, 2, grouped=False) == 5
@@ -102,8 +127,8 @@ def test_split_and_aggregates() -> None:
     assert [query.epsilon_of(p) for p in query.parts] == [0.5, 1.5]
     assert query.aggregates == (Aggregate.COUNT, Aggregate.CENTRED_SUM)
     assert query.centre == 5 and query.half_range == 5
-    public = Query(statistic="mean", column="x", bounds=(0, 10), epsilon=1, neighbours="replace-one")
-    assert public.public_n and public.aggregates == (Aggregate.COUNT, Aggregate.CENTRED_SUM)
+    replace_one = Query(statistic="mean", column="x", bounds=(0, 10), epsilon=1, neighbours="replace-one")
+    assert [p.aggregate for p in replace_one.parts] == [Aggregate.COUNT, Aggregate.CENTRED_SUM]
     assert Query(statistic="sum", column="x", bounds=(0, 1), epsilon=1).aggregates == (Aggregate.COUNT, Aggregate.SUM)
     assert query.to_dict()["parts"][1] == {"aggregate": "centred_sum", "epsilon": 1.5, "sensitivity": 5.0}
 

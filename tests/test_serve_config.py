@@ -137,3 +137,35 @@ def test_aggregate_cache_remembers_exact_values_only_without_privacy_unit() -> N
     bounded.count(epsilon=1.0)
     bounded.count(epsilon=1.0)
     assert unit_cache.hits == unit_cache.misses == 0  # a fresh random row selection each time
+
+
+def test_replace_one_service_never_states_the_non_null_count(tmp_path: Path) -> None:
+    """Under replace-one a record may change from null to a value, so how many values of a
+    column are non-null is private. The service's mean used to state it exactly: as Δ = (U − L)/n
+    and in the notes of every answer, and for free in /v1/preview."""
+    from fastapi.testclient import TestClient
+
+    from dpwitness.serve.app import create_app
+
+    token = "r1-token-" + "x" * 24
+    answers = []
+    for ages in (["", "30", "40", "50"], ["20", "30", "40", "50"]):  # replace-one neighbours
+        folder = tmp_path / str(len(answers))
+        folder.mkdir()
+        (folder / "t.csv").write_text("age\n" + "\n".join(ages) + "\n")
+        config = write_config(
+            folder / "service.toml",
+            tables={"t": {"path": str(folder / "t.csv"), "neighbours": "replace-one", "columns": {"age": {"bounds": [0, 100]}}}},
+            analysts={"r1": (token, 10.0)},
+            service={"ledger": str(folder / "ledger.db")},
+        )
+        with TestClient(create_app(load_config(config))) as client:
+            headers = {"Authorization": f"Bearer {token}"}
+            body = {"table": "t", "statistic": "mean", "column": "age", "epsilon": 1.0}
+            preview = client.post("/v1/preview", json=body, headers=headers)
+            answer = client.post("/v1/query", json=body, headers=headers)
+        assert preview.status_code == 200 and answer.status_code == 200
+        release = answer.json()["release"]
+        parts = [(p["sensitivity"], p["scale"]) for p in release.get("parts", [])]
+        answers.append((preview.json(), release["sensitivity"], release["scale"], release["notice"], parts))
+    assert answers[0] == answers[1]

@@ -74,16 +74,42 @@ def test_adult_count_mean_histogram_grouped_mean(adult: Path, adult_frame: pl.Da
         session.count(epsilon=0.01)
 
 
-def test_adult_replace_one_mean_uses_public_n(adult: Path, adult_frame: pl.DataFrame) -> None:
-    session = Session(adult, epsilon=1.0, neighbours="replace-one", seed=1)
+def test_adult_replace_one_mean_uses_a_noisy_count(adult: Path, adult_frame: pl.DataFrame) -> None:
+    session = Session(adult, epsilon=1.5, neighbours="replace-one", seed=1)
     mean = session.mean("age", (0, 100), epsilon=1.0)
     n = adult_frame.height
-    assert mean.sensitivity == pytest.approx(100 / n) and mean.scale == pytest.approx(100 / n)
-    assert mean.witness().ok  # the Laplace on the sum, post-processed by ÷ n
+    assert isinstance(mean, CompositeRelease) and [p.sensitivity for p in mean.parts] == [1, 100]
+    assert all(p.witness().ok for p in mean.parts)
     low, high = mean.interval  # type: ignore[misc]
     assert low <= adult_frame["age"].mean() <= high  # type: ignore[operator]
-    count = session.count(epsilon=0.5)  # Δ = 0 under replace-one: exact and free
+    count = session.count(epsilon=0.5)  # the number of rows: Δ = 0 under replace-one, exact and free
     assert count.value == n and count.epsilon == 0 and session.spent == pytest.approx(1.0)
+    non_null = session.count(column="age", epsilon=0.5)  # non-null values: a null may become a value
+    assert non_null.sensitivity == 1 and non_null.epsilon == 0.5 and session.spent == pytest.approx(1.5)
+
+
+def test_replace_one_never_reveals_how_many_values_are_null() -> None:
+    """D and D′ are replace-one neighbours (one record's x changes from null to 2). Nothing a
+    release or a preview states outside its noisy value may tell them apart; the old "public n"
+    path released the non-null count exactly (in Δ = (U − L)/n, in its scale and in its notes,
+    and for free in ``preview``), and ``count(column=...)`` had Δ = 0: the exact value, free."""
+    tables = [pl.DataFrame({"x": [1.0, None, 3.0, 4.0]}), pl.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]})]
+    seen = []
+    for frame in tables:
+        session = Session(frame, epsilon=10, neighbours="replace-one")
+        mean = session.mean("x", (0, 10), epsilon=1)
+        variance = session.variance("x", (0, 10), epsilon=1)
+        count = session.count(column="x", epsilon=1)
+        preview = session.preview("mean", "x", bounds=(0, 10), epsilon=1).to_dict()
+        assert count.epsilon > 0 and session.spent == pytest.approx(3)
+        seen.append(
+            [
+                (r.sensitivity, r.scale if math.isfinite(r.scale) else None, r.notes, [p.scale for p in getattr(r, "parts", ())])
+                for r in (mean, variance, count)
+            ]
+            + [preview]
+        )
+    assert seen[0] == seen[1]
 
 
 def test_declared_keys_release_every_key_and_nothing_else(adult: Path) -> None:
@@ -239,6 +265,43 @@ def test_seeded_sessions_reproduce_and_never_share_noise(tmp_path: Path) -> None
     assert before == a[0] and after == a[1]
 
 
+def test_seeded_sessions_never_share_noise_between_different_queries() -> None:
+    """Two sessions with one seed (or two spends racing on one ledger) see the same position in
+    the history. Different queries there must still get different noise: with shared noise,
+    count() − count(column="x") would be the exact number of nulls in x."""
+    frame = pl.DataFrame({"x": [1.0, None, None, 4.0, None] * 20})
+    rows = Session(frame, epsilon=10, seed=7).count(epsilon=1)
+    non_null = Session(frame, epsilon=10, seed=7).count(column="x", epsilon=1)
+    assert rows.value - non_null.value != 60  # type: ignore[operator]
+    again = Session(frame, epsilon=10, seed=7).count(column="x", epsilon=1)
+    assert again.value == non_null.value  # still reproducible
+
+
+def test_an_aggregate_too_large_for_the_grid_is_clipped_never_quoted() -> None:
+    """At a large ε the grid is fine and holds only 2^61 steps: a sum past it used to raise,
+    after the spend, a ParameterError quoting the exact sum. Clipping to a fixed range keeps Δ."""
+    frame = pl.DataFrame({"x": [1.0] * 200_000, "g": ["a"] * 200_000})
+    session = Session(frame, epsilon=1e6)
+    released = session.sum("x", (0, 1), epsilon=1e5)
+    grouped = session.sum("x", (0, 1), epsilon=1e5, by="g", keys=["a", "b"])
+    assert 0 < released.value < 200_000 and 0 < grouped.value["a"] < 200_000  # type: ignore[operator,index]
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.7, 1.0, 3.0])
+def test_partition_threshold_holds_delta_for_the_sampler_actually_used(epsilon: float) -> None:
+    """A key only one row holds is released with the *sampler's* tail probability, a two-sided
+    geometric on the grid whose scale is calibrated slightly above Δ/ε: that, not the ideal
+    Laplace tail, must stay ≤ δ."""
+    session = Session(pl.DataFrame({"g": ["a"]}), epsilon=10)
+    query = session.query("histogram", "g", epsilon=epsilon)
+    plan = session._plan(query)
+    noise = plan.mechanisms[0].noise
+    assert noise is not None and plan.threshold is not None
+    p = math.exp(-noise.granularity / noise.scale)
+    steps = math.ceil((plan.threshold - 1) / noise.granularity)  # released iff 1 + γ·X ≥ τ
+    assert p**steps / (1 + p) <= query.delta and plan.delta == query.delta
+
+
 def test_composite_interval_covers_the_truth() -> None:
     """The Bonferroni interval of a noisy-ratio mean holds the exact mean ≥ 95% of the time."""
     frame = pl.DataFrame({"x": np.linspace(0, 10, 30)})
@@ -262,7 +325,7 @@ def test_variance_from_noisy_moments() -> None:
     replace_one = Session(pl.DataFrame({"x": values}), epsilon=1, neighbours="replace-one", seed=2).variance(
         "x", (0, 10), epsilon=1
     )
-    assert isinstance(replace_one, CompositeRelease) and replace_one.public_n == len(values)
+    assert isinstance(replace_one, CompositeRelease) and [p.sensitivity for p in replace_one.parts] == [1, 10, 25]
     assert abs(replace_one.value - values.var()) < 0.2  # type: ignore[operator]
 
 

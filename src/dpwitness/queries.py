@@ -192,15 +192,6 @@ class Query:
         return 0.0 if self.bounds is None else (self.bounds[1] - self.bounds[0]) / 2
 
     @property
-    def public_n(self) -> bool:
-        """Replace-one on an ungrouped mean or variance: n (non-null, bounded rows) is public."""
-        return (
-            self.neighbours is Neighbours.REPLACE_ONE
-            and not self.grouped
-            and self.statistic in (Statistic.MEAN, Statistic.VARIANCE)
-        )
-
-    @property
     def contribution(self) -> ContributionBound:
         return ContributionBound.of(
             self.max_contributions, self.max_groups if self.grouped else None, unit=self.privacy_unit is not None
@@ -289,7 +280,9 @@ class Query:
         bound = self.contribution
         coordinates = 1
         if self.grouped:
-            coordinates = bound.max_groups if self.keys is None else min(bound.max_groups, len(self.keys))
+            # A unit moves the keys it holds; replacing it also moves the ≤ g keys of its new rows.
+            moved = bound.max_groups * (2 if self.neighbours is Neighbours.REPLACE_ONE else 1)
+            coordinates = moved if self.keys is None else min(moved, len(self.keys))
         return tuple(
             Part(name, share, self._sensitivity(name, bound), coordinates) for name, share in zip(aggregates, shares, strict=True)
         )
@@ -298,8 +291,10 @@ class Query:
         s = self.statistic
         if s in (Statistic.COUNT, Statistic.HISTOGRAM):
             return (Aggregate.COUNT,)
-        # Undeclared keys need a noisy count to pick the groups; put it first.
-        count = () if self.public_n else (Aggregate.COUNT,)
+        # Undeclared keys need a noisy count to pick the groups; put it first. A mean or variance
+        # always has a noisy count: its n counts non-null values, which a neighbour can change
+        # under either relation (replace-one may turn a null into a value).
+        count = (Aggregate.COUNT,)
         if s is Statistic.SUM:
             return (*(count if self.grouped and not self.declared else ()), Aggregate.SUM)
         if s is Statistic.MEAN:
@@ -319,8 +314,11 @@ class Query:
     def _sensitivity(self, aggregate: Aggregate, bound: ContributionBound) -> float:
         """Δ of one part: the per-row range of the aggregate's term, times the rows one unit keeps."""
         h = self.half_range
+        # A row counts 1, or 0 once dropped (null column or unit): under replace-one a record can
+        # change from null to a value, so only a count of all rows (no column, no unit) has t = 1.
+        counted = (1.0, 1.0) if self.column is None and self.privacy_unit is None else (0.0, 1.0)
         low, high = {
-            Aggregate.COUNT: (1.0, 1.0),
+            Aggregate.COUNT: counted,
             Aggregate.SUM: self.bounds or (0.0, 0.0),
             Aggregate.CENTRED_SUM: (-h, h),
             Aggregate.CENTRED_SQUARES: (0.0, h * h),

@@ -13,6 +13,7 @@ and reads nothing:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from collections.abc import Sequence
@@ -32,6 +33,8 @@ from dpwitness.queries import Aggregate, Aggregates, Key, Query, Schema, Statist
 from dpwitness.release import Release
 
 DEFAULT_DELTA = 1e-6
+#: τ is computed for δ·(1 − 2^-20): room for the sampler's discrete tail and table deviations.
+_PARTITION_DELTA_MARGIN = 1.0 - 2.0**-20
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,6 @@ class CompositeRelease(Release):
 
     parts: tuple[Release, ...] = ()
     bounds: tuple[float, float] = (0.0, 0.0)
-    public_n: float | None = None
 
     @property
     def interval(self) -> Any:
@@ -57,12 +59,8 @@ class CompositeRelease(Release):
     def _interval_at(self, values: list[float], widths: list[float]) -> tuple[float, float]:
         low, high = self.bounds
         h, centre = (high - low) / 2, (low + high) / 2
-        if self.public_n is None:
-            n_low, n_high = values[0] - widths[0], values[0] + widths[0]
-            moments = list(zip(values[1:], widths[1:], strict=True))
-        else:
-            n_low = n_high = self.public_n
-            moments = list(zip(values, widths, strict=True))
+        n_low, n_high = values[0] - widths[0], values[0] + widths[0]
+        moments = list(zip(values[1:], widths[1:], strict=True))
         if n_high < 1:
             return (0.0, h * h) if len(moments) == 2 else (low, high)
         n_low = max(n_low, 1.0)
@@ -239,7 +237,7 @@ class Session:
         alpha: float = 0.05,
         delta: float | None = None,
     ) -> Release:
-        """Mean of clamp(column, L, U) over non-null rows: noisy centred sum / noisy count (n public under replace-one)."""
+        """Mean of clamp(column, L, U) over non-null rows: noisy centred sum / noisy count."""
         query = self.query("mean", column, epsilon=epsilon, bounds=bounds, by=by, keys=keys, split=split, delta=delta)
         return self.run(query, alpha=alpha)
 
@@ -296,8 +294,7 @@ class Session:
         )
 
     def preview(self, statistic: str | Query, column: str | None = None, *, alpha: float = 0.05, **options: Any) -> Preview:
-        """The scale and interval a query would have, without spending (reads only the schema;
-        under replace-one a mean or variance also reads n, which that relation makes public)."""
+        """The scale and interval a query would have, without spending (reads only the schema)."""
         query = statistic if isinstance(statistic, Query) else self.query(statistic, column, **options)
         alpha = check_alpha(alpha)
         plan = self._plan(query)
@@ -317,12 +314,7 @@ class Session:
         sensitivity = main.sensitivity
         notes = list(_notes(query, plan))
         interval: tuple[float, float] | None = (-z * scale, z * scale)
-        if query.public_n:
-            n = self._exact(query)[Aggregate.COUNT.value]
-            assert isinstance(n, float)
-            scale, sensitivity = scale / max(n, 1.0), sensitivity / max(n, 1.0)
-            interval = (-z * scale, z * scale) if query.statistic is Statistic.MEAN else None
-        elif query.statistic in (Statistic.MEAN, Statistic.VARIANCE):
+        if query.statistic in (Statistic.MEAN, Statistic.VARIANCE):
             interval = None
             notes.append("the interval depends on the private n: ≈ ±(w_sum + |mean − centre|·w_count)/n, see parts")
         return Preview(
@@ -342,7 +334,7 @@ class Session:
         alpha = check_alpha(alpha)
         plan = self._plan(query)
         self._accountant.spend(plan.cost, query.label)  # raises BudgetExceeded before any data is read
-        seeds = self._streams(len(query.parts) + 1)
+        seeds = self._streams(query, len(query.parts) + 1)
         exact = self.engine.aggregate(self._opened(), query, selection_key=_selection_key(seeds[0]))
         release = _compose(query, plan, exact, seeds[1:], seed=self.seed).with_alpha(alpha)
         self.releases.append(release)
@@ -360,10 +352,15 @@ class Session:
         )
         threshold, delta = None, 0.0
         if query.grouped and not query.declared:
-            count = query.parts[0]
-            threshold, delta = partition_threshold(
-                scale=count.sensitivity / query.epsilon_of(count), bound=query.contribution, delta=query.delta
+            # The count's sampler is calibrated a little wider than Δ/ε (grid, tables), and a
+            # discrete Laplace tail is 1/(1+p) ≥ ½ of a step: take τ from the realised scale,
+            # with a relative margin far above those (≈ 1e-8) effects, so δ holds as stated.
+            count, sampler = query.parts[0], mechanisms[0].noise
+            scale = sampler.scale if sampler is not None else count.sensitivity / query.epsilon_of(count)
+            threshold, _ = partition_threshold(
+                scale=scale, bound=query.contribution, delta=query.delta * _PARTITION_DELTA_MARGIN
             )
+            delta = query.delta
         return _Plan(query, mechanisms, threshold, delta)
 
     def _opened(self) -> Any:
@@ -376,16 +373,18 @@ class Session:
             self._schema = self.engine.schema(self._opened())
         return self._schema
 
-    def _exact(self, query: Query) -> Aggregates:
-        """Exact aggregates with a throw-away selection key (for public quantities only)."""
-        return self.engine.aggregate(self._opened(), query, selection_key=_selection_key(None))
-
-    def _streams(self, count: int) -> list[np.random.SeedSequence | None]:
-        """Seeded mode: the query's own streams, numbered by its position in the account's history."""
+    def _streams(self, query: Query, count: int) -> list[np.random.SeedSequence | None]:
+        """Seeded mode: the query's own streams, keyed by its position in the account's history
+        and by a digest of the whole query. The position alone is not enough: two sessions with
+        one seed (or two concurrent spends on one ledger) see the same position, and two
+        different queries must never share noise, or the difference of their releases is exact.
+        """
         if self.seed is None:
             return [None] * count
         index = len(self._accountant.history) - 1
-        return list(np.random.SeedSequence(self.seed, spawn_key=(index,)).spawn(count))
+        digest = hashlib.sha256(repr(query).encode()).digest()
+        words = tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
+        return list(np.random.SeedSequence(self.seed, spawn_key=(index, *words)).spawn(count))
 
 
 # --- composing a release from exact aggregates --------------------------------------------------
@@ -400,10 +399,10 @@ def _compose(
         value = exact.get(part.aggregate.value, 0.0)
         generator = None if stream is None else np.random.Generator(np.random.PCG64(stream))
         if keys is None:
-            release = mechanism.release(float(value), seed=generator)  # type: ignore[arg-type]
+            release = mechanism.release(_representable(mechanism, float(value)), seed=generator)  # type: ignore[arg-type]
         else:
             assert isinstance(value, dict)
-            vector = np.array([value.get(k, 0.0) for k in keys], dtype=np.float64)
+            vector = _representable(mechanism, np.array([value.get(k, 0.0) for k in keys], dtype=np.float64))
             noisy = replace(mechanism, dimension=max(len(keys), 1)).release(vector if keys else np.zeros(1), seed=generator)
             noisy_values = np.atleast_1d(np.asarray(noisy.value, dtype=np.float64)).tolist()
             release = replace(noisy, value=dict(zip(keys, noisy_values, strict=False)))
@@ -419,19 +418,14 @@ def _compose(
         "neighbours": query.neighbours.description,
         "epsilon": plan.cost,
         "delta": plan.delta,
-        "notes": _notes(query, plan, exact),
+        "notes": _notes(query, plan),
         "seed": seed,
     }
     if query.statistic in (Statistic.COUNT, Statistic.HISTOGRAM, Statistic.SUM):
         return replace(released[-1], **common)
     assert query.bounds is not None
-    n_public = float(exact[Aggregate.COUNT.value]) if query.public_n else None  # type: ignore[arg-type]
-    value = _derive(query, released, n_public)
+    value = _derive(query, released)
     main = released[-1]
-    if query.public_n and query.statistic is Statistic.MEAN:
-        # An exact Laplace release scaled by 1/n: keep it a plain release with Δ = (U − L)/n.
-        n = max(n_public or 0.0, 1.0)
-        return replace(main, value=value, sensitivity=main.sensitivity / n, scale=main.scale / n, **common)
     return CompositeRelease(
         value=value,
         sensitivity=main.sensitivity,
@@ -440,18 +434,30 @@ def _compose(
         seeded=main.seeded,
         parts=tuple(released),
         bounds=query.bounds,
-        public_n=n_public,
         **common,
     )
 
 
-def _derive(query: Query, parts: list[Release], n_public: float | None) -> float | dict[Key, float]:
+def _representable(mechanism: Laplace, value: Any) -> Any:
+    """Clip an exact value into the range the grid sampler accepts (2^60 grid steps).
+
+    The sampler refuses larger values with an error that quotes the value; raised here, after
+    the spend, that error would disclose the exact aggregate (and the refusal alone whether it
+    is large). Clipping each coordinate to a fixed range is 1-Lipschitz, so Δ still holds.
+    """
+    if mechanism.noise is None:
+        return value
+    limit = math.ldexp(1.0, 60 + mechanism.noise.granularity_log2)
+    return np.clip(value, -limit, limit) if isinstance(value, np.ndarray) else min(max(value, -limit), limit)
+
+
+def _derive(query: Query, parts: list[Release]) -> float | dict[Key, float]:
     assert query.bounds is not None
     low, high = query.bounds
     centre, h = query.centre, query.half_range
 
     def one(values: list[float]) -> float:
-        n = n_public if n_public is not None else values.pop(0)
+        n = values.pop(0)
         if n < 1:  # nothing (or noise only): the centre, the least wrong guess
             return centre if query.statistic is Statistic.MEAN else 0.0
         if query.statistic is Statistic.MEAN:
@@ -476,7 +482,7 @@ def _release_keys(query: Query, exact: Aggregates) -> list[Key] | None:
         return sorted(counts, key=repr)
 
 
-def _notes(query: Query, plan: _Plan, exact: Aggregates | None = None) -> tuple[str, ...]:
+def _notes(query: Query, plan: _Plan) -> tuple[str, ...]:
     notes: list[str] = []
     used = [c for c in (query.column, *query.by) if c is not None]
     if used:
@@ -495,15 +501,8 @@ def _notes(query: Query, plan: _Plan, exact: Aggregates | None = None) -> tuple[
         )
         notes.append(f"each {query.privacy_unit} keeps {how}, chosen at random; Δ counts {bound.max_rows} row(s) per unit")
     shares = ", ".join(f"{p.aggregate.value} ε = {query.epsilon_of(p):g} (Δ = {p.sensitivity:g})" for p in query.parts)
-    if query.statistic is Statistic.MEAN and not query.public_n:
-        notes.append(f"mean = (L+U)/2 + noisy centred sum / noisy count, as n is private under this relation; {shares}")
-    elif query.statistic is Statistic.MEAN:
-        n = None if exact is None else exact.get(Aggregate.COUNT.value)
-        notes.append(
-            f"n = {n:g} is public under replace-one (so is which cells are null): Δ = (U − L)/n"
-            if isinstance(n, float)
-            else "n is public under replace-one: Δ = (U − L)/n"
-        )
+    if query.statistic is Statistic.MEAN:
+        notes.append(f"mean = (L+U)/2 + noisy centred sum / noisy count (n counts non-null values: not public); {shares}")
     elif query.statistic is Statistic.VARIANCE:
         notes.append(f"variance = noisy Σ(v−c)²/n − (noisy Σ(v−c)/n)², cut to [0, ((U−L)/2)²]; {shares}")
     if query.grouped:
