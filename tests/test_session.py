@@ -417,3 +417,20 @@ def test_keyed_releases_pass_their_own_witness(adult: Path, neighbours: str) -> 
     ):
         report = release.witness()
         assert report.ok, (release.query, report.verdict)
+
+
+def test_a_composite_release_is_witnessed_through_its_parts(adult: Path) -> None:
+    from dataclasses import replace
+
+    from dpwitness.attacks.tamper import inverted_laplace
+
+    release = Session(adult, epsilon=5.0).mean("age", (0, 100), epsilon=1.0)
+    assert isinstance(release, CompositeRelease)
+    report = release.witness()
+    assert report.ok and "2 parts" in report.verdict
+    assert report.claimed_epsilon == pytest.approx(1.0) and report.worst_log_ratio <= 1.0
+    # one mis-calibrated part turns the whole statistic red
+    count, total = release.parts
+    bad = inverted_laplace(sensitivity=count.sensitivity * 4, epsilon=count.epsilon).release(0.0)
+    tampered = replace(release, parts=(bad, total))
+    assert not tampered.witness().ok and "VIOLATED" in tampered.witness().verdict

@@ -90,7 +90,7 @@ class Release:
         from dpwitness.witness.audit import audit_laplace
 
         if self.mechanism is None:
-            raise ValueError("this release carries no mechanism to audit")
+            raise ValueError("this release carries no mechanism to audit (a composite release: audit each of its .parts)")
         return audit_laplace(self.mechanism, **kwargs)
 
     def __float__(self) -> float:

@@ -31,6 +31,8 @@ from dpwitness.neighbours import ContributionBound, Neighbours, partition_thresh
 from dpwitness.noise import SECURE_BITS, SeededBits, bit_source
 from dpwitness.queries import Aggregate, Aggregates, Key, Query, Schema, Statistic
 from dpwitness.release import Release
+from dpwitness.witness.analytic import WitnessReport
+from dpwitness.witness.analytic import compose as compose_witnesses
 
 DEFAULT_DELTA = 1e-6
 #: τ is computed for δ·(1 − 2^-20): room for the sampler's discrete tail and table deviations.
@@ -74,6 +76,10 @@ class CompositeRelease(Release):
     @property
     def half_width(self) -> float:
         return math.nan
+
+    def witness(self) -> WitnessReport:
+        """Every part witnessed; their losses add up (basic composition)."""
+        return compose_witnesses([part.witness() for part in self.parts])
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()

@@ -13,6 +13,7 @@ and compares them with the claimed ε and 2(Δ/ε)².
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +94,31 @@ def witness(mechanism: Laplace) -> WitnessReport:
         expected_variance=expected_variance,
         sensitivity=sensitivity,
         granularity=noise.granularity,
+        verdict=verdict,
+    )
+
+
+def compose(reports: list[WitnessReport]) -> WitnessReport:
+    """The witness of a statistic built from several releases (basic composition: losses add)."""
+    claimed = math.fsum(r.claimed_epsilon for r in reports)
+    worst = math.fsum(r.worst_log_ratio for r in reports)
+    ok = all(r.ok for r in reports)
+    mark = "✔" if ok else "✘"
+    verdict = (
+        f"{mark} {len(reports)} parts, each witnessed: total worst log density ratio {worst:.6f} "
+        f"{'≤' if worst <= claimed * (1 + 1e-12) else '>'} ε = {claimed:g} (basic composition)"
+    )
+    if not ok:
+        verdict += "; failing part: " + next(r.verdict for r in reports if not r.ok)
+    return WitnessReport(
+        ok=ok,
+        claimed_epsilon=claimed,
+        worst_log_ratio=worst,
+        observed_log_ratio=math.fsum(r.observed_log_ratio for r in reports),
+        variance=math.nan,  # the derived statistic's error is not one Laplace's: see each part
+        expected_variance=math.nan,
+        sensitivity=max(r.sensitivity for r in reports),
+        granularity=min(r.granularity for r in reports),
         verdict=verdict,
     )
 
