@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 
 class ParameterError(ValueError):
     """A parameter is outside its documented range. ``.parameter`` names it."""
@@ -50,3 +53,14 @@ def check_alpha(alpha: Any) -> float:
     if not 0.0 < number < 1.0:
         raise ParameterError("alpha", "a number strictly between 0 and 1", alpha)
     return number
+
+
+def check_finite_vector(parameter: str, values: Any) -> npt.NDArray[np.float64]:
+    """A non-empty 1-D array of finite numbers."""
+    try:
+        data = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(parameter, "a 1-D list of numbers", values) from None
+    if data.ndim != 1 or data.size == 0 or not np.all(np.isfinite(data)):
+        raise ParameterError(parameter, "a non-empty 1-D list of finite numbers", f"shape {data.shape}")
+    return data

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.errors import ParameterError, check_positive_finite
+from dpwitness.errors import ParameterError, check_finite_vector, check_positive_finite
 from dpwitness.mechanisms import Laplace
 from dpwitness.neighbours import check_bounds
 
@@ -68,7 +68,7 @@ def differencing_attack(
     trials: int = 20_000,
 ) -> DifferencingResult:
     """Recover row ``target`` (0-based) of ``values`` from the partial sums Q_target and Q_target+1."""
-    data = _validated_values(values)
+    data = check_finite_vector("values", values)
     low, high = check_bounds(*bounds)
     if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < len(data):
         raise ParameterError("target", f"a row index in [0, {len(data) - 1}]", target)
@@ -126,11 +126,3 @@ def differencing_attack(
     )
 
 
-def _validated_values(values: npt.ArrayLike) -> FloatArray:
-    try:
-        data = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ParameterError("values", "a 1-D list of numbers", values) from None
-    if data.ndim != 1 or data.size == 0 or not np.all(np.isfinite(data)):
-        raise ParameterError("values", "a non-empty 1-D list of finite numbers", f"shape {data.shape}")
-    return data

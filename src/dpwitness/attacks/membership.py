@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.errors import ParameterError, check_finite, check_positive_finite
+from dpwitness.errors import ParameterError, check_finite, check_finite_vector, check_positive_finite
 from dpwitness.mechanisms import Laplace
 from dpwitness.neighbours import Neighbours, check_bounds, sum_sensitivity
 
@@ -99,12 +99,7 @@ def membership_attack(
     seed: int | None = None,
 ) -> MembershipResult:
     """Run ``trials`` releases with the target in and ``trials`` with it out; score each by the exact LR."""
-    try:
-        data = np.asarray(population, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ParameterError("population", "a 1-D list of numbers", population) from None
-    if data.ndim != 1 or data.size == 0 or not np.all(np.isfinite(data)):
-        raise ParameterError("population", "a non-empty 1-D list of finite numbers", f"shape {data.shape}")
+    data = check_finite_vector("population", population)
     low, high = check_bounds(*bounds)
     target = float(np.clip(check_finite("target_value", target_value), low, high))
     eps = check_positive_finite("epsilon", epsilon)
