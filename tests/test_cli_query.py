@@ -151,3 +151,11 @@ def test_the_installed_command_runs(people: Path) -> None:
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["releases"][0]["seeded"] is True
+
+
+@pytest.mark.parametrize(("relation", "said"), [("add-remove", "add/remove one record"), ("replace-one", "replace one record")])
+def test_the_table_says_which_neighbour_relation_was_used(people: Path, relation: str, said: str) -> None:
+    args = ["query", str(people), "--epsilon", "1", "--count", "--neighbours", relation]
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert f"neighbours: {said}" in result.output

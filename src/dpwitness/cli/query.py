@@ -182,7 +182,9 @@ def _show_previews(session: Any, queries: list[Query], as_json: bool) -> None:
 
 
 def _show_releases(releases: list[Release], spent: float, remaining: float) -> None:
-    table = Table("statistic", "value", "95% interval", "ε", "Δ", title="Private statistics")
+    relations = sorted({r.neighbours for r in releases if r.neighbours})
+    caption = f"neighbours: {'; '.join(relations)}" if relations else None
+    table = Table("statistic", "value", "95% interval", "ε", "Δ", title="Private statistics", caption=caption)
     for r in releases:
         delta = "" if r.delta == 0 else f" (δ = {r.delta:.2g})"
         parts = getattr(r, "parts", ())
