@@ -102,6 +102,7 @@ def test_html_report_draws_error_bars_offline(adult: Path, tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     text = report.read_text()
     assert text.count("<svg") == 2 and "Bachelors" in text and "ε spent" in text
+    assert text.count("neighbours: add/remove one record") == 2
     fetches = ['src="http', "src='http", 'href="http', "href='http", "<link", "<script", "@import", "url(http"]
     assert not [f for f in fetches if f in text]  # nothing to fetch: no CDN, no script (namespace URIs are only names)
 

@@ -73,7 +73,8 @@ def _section(release: Release) -> str:
     head = (
         f'<div class="release"><h2>{html.escape(release.query)}</h2>'
         f"<p>ε = {release.epsilon:g}, δ = {release.delta:.3g}, Δ = {release.sensitivity:g}, "
-        f"{100 * (1 - release.alpha):g}% intervals</p>"
+        f"{100 * (1 - release.alpha):g}% intervals"
+        f"{'; neighbours: ' + html.escape(release.neighbours) if release.neighbours else ''}</p>"
     )
     body = _chart(release) if isinstance(release.value, dict) and release.value else ""
     notes = f'<p class="notes">{html.escape(release.notice)}</p>' if release.notice else ""
