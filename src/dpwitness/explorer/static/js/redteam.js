@@ -46,9 +46,7 @@ async function simulate() {
   $("membership-sim").textContent = t("common.loading");
   try {
     const sim = (await getJSON("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, simulate: true, seed: state.seed })).simulation;
-    $("membership-sim").textContent = sim.available
-      ? t("red.membership_sim_result", { auc: sim.auc, tpr: pct(sim.tpr_at_1pct), adv: sim.advantage, bound: sim.bound })
-      : t("common.not_available", { reason: sim.reason });
+    $("membership-sim").textContent = t("red.membership_sim_result", { auc: sim.auc, tpr: pct(sim.tpr_at_1pct), adv: sim.advantage, bound: sim.bound });
   } catch (error) {
     fail("membership-sim", error);
   }
@@ -80,19 +78,13 @@ async function differencing(noisy) {
     ? t("red.differencing_noisy_result", { eps: data.epsilon, b: n.scale, q5: n.q5, q4: n.q4, diff: n.difference })
     : t("red.differencing_exact_result", { q5: e.q5, q4: e.q4, diff: e.difference, target: data.target_value });
   const a = data.attack;
-  $("diff-attack").textContent = a.available
-    ? t("red.differencing_attack", { estimate: a.estimate, truth: a.true_value, recovered: String(a.recovered), p: a.success_probability, bound: a.bound })
-    : t("common.not_available", { reason: a.reason });
+  $("diff-attack").textContent = t("red.differencing_attack", { estimate: a.estimate, truth: a.true_value, recovered: String(a.recovered), p: a.success_probability, bound: a.bound });
 }
 
 async function floatingPoint() {
   $("fp-result").textContent = t("common.loading");
   try {
     const data = await getJSON("redteam/floating-point", { epsilon: state.epsilon, seed: state.seed });
-    if (!data.available) {
-      $("fp-result").textContent = t("common.not_available", { reason: data.reason });
-      return;
-    }
     $("fp-result").textContent = t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples });
     bars($("plot-fp"), {
       title: t("red.floating_plot"), xLabel: t("red.floating_plot"), max: 1,
