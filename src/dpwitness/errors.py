@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import math
+from enum import IntEnum
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -20,6 +23,38 @@ class ParameterError(ValueError):
 
 class BudgetExceeded(RuntimeError):
     """The requested ε is more than what remains. Nothing was released or spent."""
+
+
+class MissingPart(ImportError):
+    """An optional part is not installed; the message says which extra brings it."""
+
+    def __init__(self, what: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(f"{what} needs an optional part: pip install 'dpwitness[{extra}]'")
+
+
+def require(module: str, extra: str, what: str) -> ModuleType:
+    """Import ``module`` or raise :class:`MissingPart` naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingPart(what, extra) from None
+
+
+class ExitCode(IntEnum):
+    """The command line's exit codes, the same for every command (documented in the README)."""
+
+    OK = 0
+    #: a claim was violated (witness, audit) or a request refused (budget exceeded)
+    VIOLATED = 1
+    #: bad input: a parameter outside its range; nothing released, nothing spent
+    BAD_INPUT = 2
+    #: the audit could neither confirm nor refute the claim with these samples
+    INCONCLUSIVE = 3
+    #: an optional part is not installed (the message names the extra)
+    MISSING_PART = 4
+    #: a bug in dpwitness: please report it
+    INTERNAL = 5
 
 
 def check_positive_finite(parameter: str, value: Any) -> float:
