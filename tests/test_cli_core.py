@@ -20,7 +20,7 @@ def test_release_json_has_the_contract_keys() -> None:
     result = runner.invoke(app, ["release", "--value", "3", "--sensitivity", "1", "--epsilon", "0.5", "--seed", "1", "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    assert {"release", "scale", "epsilon", "variance", "interval", "witness"} <= set(payload)
+    assert {"value", "scale", "epsilon", "variance", "interval", "witness"} <= set(payload)
     assert payload["scale"] == pytest.approx(2.0) and payload["variance"] == pytest.approx(8.0)
     assert payload["witness"]["ok"] is True and payload["seeded"] is True
     assert "NOT for production" in payload["notice"]
@@ -30,11 +30,11 @@ def test_samples_are_reproducible_and_compose() -> None:
     args = ["release", "--value", "0", "--sensitivity", "1", "--epsilon", "1", "--seed", "10", "--samples", "3", "--json"]
     first = json.loads(runner.invoke(app, args).stdout)
     second = json.loads(runner.invoke(app, args).stdout)
-    assert first["release"] == second["release"] and len(set(first["release"])) == 3
+    assert first["value"] == second["value"] and len(set(first["value"])) == 3
     assert first["epsilon_spent"] == pytest.approx(3.0, abs=1e-6)
     # resampling steps the seed: the second release is the release with seed + 1
     alone = json.loads(runner.invoke(app, [*args[:8], "11", "--json"]).stdout)
-    assert alone["release"] == first["release"][1]
+    assert alone["value"] == first["value"][1]
 
 
 def test_witness_exit_status_and_tamper() -> None:

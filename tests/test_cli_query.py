@@ -37,11 +37,13 @@ def spends(ledger: Path) -> int:
 
 def test_json_on_adult_splits_epsilon_evenly(adult: Path) -> None:
     args = ["query", str(adult), "--epsilon", "2", "--count", "--mean", "age:0:100", "--histogram", "education"]
+    args += ["--max-rows", "100000", "--delta-budget", "1e-5"]  # undeclared keys: δ sized to a declared bound
     result = runner.invoke(app, [*args, "--mean", "hours_per_week:0:100", "--seed", "7", "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    assert set(payload) == {"releases", "spent", "remaining"}
-    assert payload["spent"] == pytest.approx(2.0) and payload["remaining"] == pytest.approx(0.0)
+    assert set(payload) == {"releases", "spent", "remaining", "total"}
+    assert payload["spent"]["epsilon"] == pytest.approx(2.0) and payload["remaining"]["epsilon"] == pytest.approx(0.0)
+    assert payload["spent"]["delta"] == pytest.approx(1e-6) and payload["total"] == {"epsilon": 2.0, "delta": 1e-5, "rho": None}
     queries = [r["query"] for r in payload["releases"]]
     assert queries == ["count()", "mean(age) in [0, 100]", "mean(hours_per_week) in [0, 100]", "histogram(education)"]
     assert all(r["epsilon"] == pytest.approx(0.5) for r in payload["releases"])
@@ -52,18 +54,20 @@ def test_json_on_adult_splits_epsilon_evenly(adult: Path) -> None:
 
 
 def test_grouped_table_output(adult: Path) -> None:
-    result = runner.invoke(app, ["query", str(adult), "--epsilon", "1", "--mean", "hours_per_week:0:100", "--by", "sex"])
+    args = ["query", str(adult), "--epsilon", "1", "--mean", "hours_per_week:0:100", "--by", "sex", "--keys", "Female,Male"]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert "Female" in result.stdout and "Male" in result.stdout and "spent 1, remaining 0" in result.stdout
+    assert "Female" in result.stdout and "Male" in result.stdout and "spent ε = 1, δ = 0; remaining ε = 0, δ = 0" in result.stdout
 
 
 def test_preview_spends_nothing(people: Path, tmp_path: Path) -> None:
     ledger = tmp_path / "l.db"
     args = ["query", str(people), "--epsilon", "1", "--sum", "age:0:100", "--histogram", "town", "--ledger", str(ledger)]
+    args += ["--max-rows", "1000", "--delta-budget", "1e-4"]
     result = runner.invoke(app, [*args, "--preview", "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    assert payload["spent"] == 0 and spends(ledger) == 0
+    assert payload["spent"]["epsilon"] == 0 and spends(ledger) == 0
     assert payload["previews"][0]["scale"] == pytest.approx(200.0)  # Δ = 100 at ε = 0.5
     assert payload["previews"][1]["threshold"] > 0
     table = runner.invoke(app, [*args, "--preview"])
@@ -78,11 +82,11 @@ def test_ledger_budget_and_privacy_unit(people: Path, tmp_path: Path) -> None:
     release = json.loads(first.stdout)["releases"][0]
     assert release["sensitivity"] == 300 and "each pid keeps at most 3 row(s)" in release["notice"]
     second = runner.invoke(app, [*base, "--epsilon", "0.6", "--count", "--json"])
-    assert second.exit_code == 2 and "remains" in second.output and spends(ledger) == 1
+    assert second.exit_code == 1 and "remains" in second.output and spends(ledger) == 1  # refused: exit 1
     third = runner.invoke(app, [*base, "--epsilon", "0.4", "--count", "--by", "town", "--keys", "a,b,c", "--json"])
     assert third.exit_code == 0, third.output
     payload = json.loads(third.stdout)
-    assert payload["remaining"] == pytest.approx(0.0) and set(payload["releases"][0]["value"]) == {"a", "b", "c"}
+    assert payload["remaining"]["epsilon"] == pytest.approx(0.0) and set(payload["releases"][0]["value"]) == {"a", "b", "c"}
 
 
 def test_declared_keys_are_read_as_the_column_kind(adult: Path) -> None:
@@ -91,17 +95,20 @@ def test_declared_keys_are_read_as_the_column_kind(adult: Path) -> None:
     assert result.exit_code == 0, result.output
     value = json.loads(result.stdout)["releases"][0]["value"]
     assert list(value) == ["9", "10", "99"] and value["9"] > 10_000 and abs(value["99"]) < 30
-    bad = runner.invoke(app, ["query", str(adult), "--epsilon", "1", "--histogram", "education_num", "--categories", "nine"])
+    typed = ["--dtype", "education_num:integer"]  # a CSV column is text unless its type is declared
+    args = ["query", str(adult), "--epsilon", "1", "--histogram", "education_num", "--categories", "nine", *typed]
+    bad = runner.invoke(app, args)
     assert bad.exit_code == 2 and "keys" in bad.output
 
 
 def test_html_report_draws_error_bars_offline(adult: Path, tmp_path: Path) -> None:
     report = tmp_path / "report.html"
     args = ["query", str(adult), "--epsilon", "1", "--histogram", "education", "--mean", "age:0:100", "--by", "sex"]
+    args += ["--max-rows", "100000", "--delta-budget", "1e-5"]
     result = runner.invoke(app, [*args, "--html", str(report), "--json"])
     assert result.exit_code == 0, result.output
     text = report.read_text()
-    assert text.count("<svg") == 2 and "Bachelors" in text and "ε spent" in text
+    assert text.count("<svg") == 2 and "Bachelors" in text and "spent: <strong>ε = 1, δ = 2e-06" in text
     assert text.count("neighbours: add/remove one record") == 2
     fetches = ['src="http', "src='http", 'href="http', "href='http", "<link", "<script", "@import", "url(http"]
     assert not [f for f in fetches if f in text]  # nothing to fetch: no CDN, no script (namespace URIs are only names)
@@ -137,13 +144,16 @@ def test_bad_input_exits_2_and_spends_nothing(
 
 
 def test_epsilon_zero_and_empty_table(tmp_path: Path) -> None:
+    """ε = 0 is bad input; an empty table is not (its emptiness is private): it is answered and charged."""
     empty = tmp_path / "empty.csv"
     empty.write_text("age\n")
     ledger = tmp_path / "e.db"
-    for args in (["--epsilon", "0", "--count"], ["--epsilon", "1", "--count"]):
-        result = runner.invoke(app, ["query", str(empty), *args, "--ledger", str(ledger)])
-        assert result.exit_code == 2 and ("epsilon" in result.output or "at least one row" in result.output)
+    result = runner.invoke(app, ["query", str(empty), "--epsilon", "0", "--count", "--ledger", str(ledger)])
+    assert result.exit_code == 2 and "epsilon" in result.output
     assert spends(ledger) == 0
+    result = runner.invoke(app, ["query", str(empty), "--epsilon", "1", "--count", "--ledger", str(ledger), "--json"])
+    assert result.exit_code == 0, result.output
+    assert spends(ledger) == 1
 
 
 def test_the_installed_command_runs(people: Path) -> None:

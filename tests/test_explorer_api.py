@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("fastapi", reason="the explorer needs the web extra")
@@ -67,9 +68,37 @@ def test_every_string_key_used_by_the_page_is_in_the_english_table(client: TestC
     assert all(isinstance(v, str) and v for v in table.values())
 
 
+def test_english_and_chinese_tables_have_the_same_keys_and_placeholders() -> None:
+    tables = {lang: json.loads((STATIC / "i18n" / f"{lang}.json").read_text(encoding="utf-8")) for lang in ("en", "zh")}
+    assert sorted(tables["en"]) == sorted(tables["zh"])
+    for key, english in tables["en"].items():
+        assert sorted(re.findall(r"\{(\w+)\}", english)) == sorted(re.findall(r"\{(\w+)\}", tables["zh"][key])), key
+    # the standard Chinese terms of the field
+    chinese = " ".join(tables["zh"].values())
+    for term in ("差分隐私", "灵敏度", "拉普拉斯", "隐私预算", "邻近数据集"):
+        assert term in chinese, term
+
+
+def test_a_missing_key_falls_back_to_english(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpwitness.explorer import strings
+
+    english = json.loads((STATIC / "i18n" / "en.json").read_text(encoding="utf-8"))
+    partial = {key: value for key, value in english.items() if key != "page.title"} | {"nav.live": "Live (partial)"}
+    (tmp_path / "en.json").write_text(json.dumps(english), encoding="utf-8")
+    (tmp_path / "xx.json").write_text(json.dumps(partial), encoding="utf-8")
+    monkeypatch.setattr(strings, "I18N", tmp_path)
+    strings._load.cache_clear()
+    try:
+        table = strings.strings("xx")
+        assert table["page.title"] == english["page.title"] and table["nav.live"] == "Live (partial)"
+    finally:
+        strings._load.cache_clear()
+
+
 def test_strings_table_lists_languages_and_rejects_unknown(client: TestClient) -> None:
     body = get(client, "strings")
-    assert body["lang"] == "en" and "en" in body["languages"]
+    assert body["lang"] == "en" and {"en", "zh"} <= set(body["languages"])
+    assert get(client, "strings", lang="zh")["strings"]["page.title"] == "dpwitness 探索器"
     bad = client.get("/api/strings", params={"lang": "xx"})
     assert bad.status_code == 422 and "lang" in bad.json()["detail"]
     json.loads((STATIC / "i18n" / "en.json").read_text(encoding="utf-8"))  # valid JSON for translators
@@ -77,8 +106,9 @@ def test_strings_table_lists_languages_and_rejects_unknown(client: TestClient) -
 
 def test_every_endpoint_answers_its_defaults(client: TestClient) -> None:
     schema = client.get("/api/openapi.json").json()
-    paths = sorted(schema["paths"])
-    assert len(paths) == 13, paths
+    paths = sorted(path for path, methods in schema["paths"].items() if "get" in methods)
+    assert len(paths) == 16, paths
+    assert sorted(path for path, methods in schema["paths"].items() if "post" in methods) == ["/api/planner/release"]
     for path in paths:
         response = client.get(path)
         assert response.status_code == 200, (path, response.text)
@@ -237,19 +267,33 @@ def test_membership_simulation_runs_the_real_attack(client: TestClient) -> None:
     assert 0.2 < sim["advantage"] <= sim["bound"] + 0.03
 
 
-def test_differencing_exact_reveals_patient_five(client: TestClient) -> None:
+def test_differencing_exact_tells_d1_from_d2_noisy_answers_agree_with_the_guess(client: TestClient) -> None:
     body = get(client, "redteam/differencing")
-    assert body["exact"]["difference"] == body["target_value"] == 1
-    assert "noisy" not in body and isinstance(body["attack"]["available"], bool)
+    assert body["d1"]["exact"]["difference"] == body["target_value"] == 1
+    assert body["d2"]["exact"]["difference"] == body["target_value_d2"] == 0
+    assert [p["diagnosis"] for p in body["patients"]][:4] == [p["diagnosis"] for p in body["patients_d2"]][:4]
+    assert "noisy" not in body and body["attack"]["success_probability"] == 1.0
     noisy = get(client, "redteam/differencing", epsilon=0.5, seed=3)
-    assert noisy["noisy"]["scale"] == pytest.approx(2.0)
-    assert noisy["noisy"]["difference"] == pytest.approx(noisy["noisy"]["q5"] - noisy["noisy"]["q4"])
     assert noisy == get(client, "redteam/differencing", epsilon=0.5, seed=3)  # seeded: reproducible
-    assert body["attack"]["available"] is True  # dpwitness.attacks.differencing ships with this package
-    assert body["attack"]["recovered"] is True and body["attack"]["success_probability"] == 1.0
+    for name, truth in (("d1", 1), ("d2", 0)):
+        part = noisy[name]["noisy"]
+        assert part["scale"] == pytest.approx(2.0)
+        # the page shows one story: the estimate IS the displayed Q5 − Q4, the guess follows from it
+        assert part["difference"] == pytest.approx(part["q5"] - part["q4"])
+        assert part["guess"] == (1 if part["difference"] >= 0.5 else 0)
+        assert part["right"] is (part["guess"] == truth)
+    # the same noise draws on D₁ and D₂: only patient 5's bit differs
+    assert noisy["d1"]["noisy"]["q4"] == noisy["d2"]["noisy"]["q4"]
+    assert noisy["d1"]["noisy"]["q5"] - noisy["d2"]["noisy"]["q5"] == pytest.approx(1.0)
     dp = noisy["attack"]
-    assert dp["available"] is True and 0.5 < dp["success_probability"] <= dp["bound"] + 0.01
+    assert 0.5 < dp["success_probability"] <= dp["bound"] + 0.01
     assert dp["bound"] == pytest.approx(math.e**0.5 / (1 + math.e**0.5))
+
+
+def test_membership_without_noise_is_a_coin_not_an_error(client: TestClient) -> None:
+    body = get(client, "redteam/membership", epsilon=0.5, sensitivity=0)["analytic"]
+    assert body["no_noise"] is True and body["max_likelihood_ratio"] == 1.0
+    assert body["roc"]["fpr"] == body["roc"]["tpr"]  # the best test is a coin
 
 
 def test_floating_point_runs_the_real_attack(client: TestClient) -> None:
@@ -297,7 +341,15 @@ BAD = [
     ("walkthrough/worked-example", {"epsilon": -2}, "epsilon"),
     ("myths", {"epsilon": "e"}, "epsilon"),
     ("redteam/membership", {"epsilon": 0}, "epsilon"),
-    ("redteam/membership", {"sensitivity": 0}, "sensitivity"),
+    ("walkthrough/vector", {"relation": "swap"}, "neighbours"),
+    ("walkthrough/vector", {"epsilon": 0}, "epsilon"),
+    ("gaussian", {"delta": 0}, "delta"),
+    ("gaussian", {"delta": "x"}, "delta"),
+    ("planner", {"total_epsilon": 0}, "total_epsilon"),
+    ("planner", {"total_epsilon": 11}, "total_epsilon"),
+    ("planner", {"count_epsilon": -1}, "count_epsilon"),
+    ("planner", {"mean_epsilon": "nan"}, "mean_epsilon"),
+    ("planner", {"count_epsilon": 0, "mean_epsilon": 0, "histogram_epsilon": 0}, "count_epsilon"),
     ("redteam/membership", {"simulate": True, "trials": 5}, "trials"),
     ("redteam/differencing", {"epsilon": 0}, "epsilon"),
     ("redteam/differencing", {"seed": -3}, "seed"),
@@ -333,6 +385,105 @@ def test_weird_input_never_crashes_the_server(client: TestClient, path: str, nam
             assert response.status_code < 500, (name, raw, response.text)
             if response.status_code >= 400:
                 assert "detail" in response.json()
+
+
+# --- live panel: claimed vs real, exact releases ------------------------------------------------
+def test_tamper_reports_claimed_and_real_calibration_side_by_side(client: TestClient) -> None:
+    body = get(client, "live", epsilon=0.5, sensitivity=2, d=2, tamper=True)
+    assert body["claimed"]["scale"] == pytest.approx(4.0) and body["claimed"]["half_width"] == pytest.approx(4 * math.log(20))
+    assert body["real"]["scale"] == pytest.approx(0.25, rel=1e-6)
+    assert body["real"]["half_width"] == pytest.approx(0.25 * math.log(20), rel=1e-6)
+    assert body["claimed"]["loss_d"] == pytest.approx(0.5) and body["real"]["loss_d"] == pytest.approx(8.0, rel=1e-6)
+    honest = get(client, "live", epsilon=0.5, sensitivity=2, d=2)
+    assert honest["real"]["scale"] == pytest.approx(honest["claimed"]["scale"], rel=1e-6)
+
+
+def test_histogram_releases_come_from_the_exact_sampler(client: TestClient) -> None:
+    body = get(client, "live", epsilon=1, sensitivity=1, value=10, seed=4)
+    values = np.array(body["many_releases"])
+    assert values.size == 2000
+    mech = Laplace(sensitivity=1.0, epsilon=1.0)
+    assert mech.noise is not None
+    steps = values / mech.noise.granularity
+    assert np.array_equal(steps, np.round(steps))  # on the sampler's grid: not a float formula
+    assert abs(values.mean() - 10) < 5 * math.sqrt(2) / math.sqrt(2000)  # unbiased (5 sd)
+    assert values.var() == pytest.approx(2.0, rel=0.2)
+    assert body["many_releases"] == get(client, "live", epsilon=1, sensitivity=1, value=10, seed=4)["many_releases"]
+
+
+def test_vector_query_one_draw_per_coordinate_with_l1_sensitivity(client: TestClient) -> None:
+    add = get(client, "walkthrough/vector", relation="add-remove", epsilon=1)
+    rep = get(client, "walkthrough/vector", relation="replace-one", epsilon=1)
+    assert add["sensitivity"] == 1.0 and rep["sensitivity"] == 2.0
+    assert add["scale"] == 1.0 and rep["scale"] == 2.0
+    assert add["counts"] == [1.0, 2.0, 2.0, 1.0] and sum(add["counts"]) == 6  # every person in one group
+    assert len(add["noisy"]) == add["draws"] == 4 and add["noisy"] != add["counts"]
+
+
+def test_gaussian_panel_gets_the_exact_discrete_gaussian_and_its_witness(client: TestClient) -> None:
+    body = get(client, "gaussian", epsilon=1, sensitivity=1, delta=0.1)
+    assert body["witness"]["ok"] is True
+    assert body["delta_sampled"] <= 0.1 and body["sigma"] >= body["analytic_sigma"] * (1 - 1e-9)
+    assert body["sigma"] == pytest.approx(body["analytic_sigma"], rel=0.01)
+    too_large = client.get("/api/gaussian", params={"epsilon": 8, "sensitivity": 1, "delta": 0.1})
+    assert too_large.status_code == 422 and too_large.json()["parameter"] == "epsilon"
+
+
+# --- the budget planner --------------------------------------------------------------------------
+def test_planner_errors_risk_and_composition(client: TestClient) -> None:
+    body = get(client, "planner", total_epsilon=1, count_epsilon=0.2, mean_epsilon=0.5, histogram_epsilon=0.3)
+    assert body["composed_epsilon"] == pytest.approx(1.0) and body["within_budget"] is True
+    queries = {q["name"]: q for q in body["queries"]}
+    assert queries["count"]["sensitivity"] == [1.0]
+    assert queries["count"]["expected_sd"] == pytest.approx(math.sqrt(2) / 0.2)
+    assert queries["histogram"]["sensitivity"] == [1.0]
+    assert queries["mean"]["sensitivity"] == [1.0, 36.5]  # count and centred sum over [17, 90]
+    curve = queries["count"]["curve"]
+    assert all(a > b for a, b in zip(curve["sd"], curve["sd"][1:], strict=False))  # error falls as ε grows
+    risk = body["risk"]
+    assert risk["advantage"] == pytest.approx(math.tanh(0.5))
+    assert risk["posterior_at_1pct"] == pytest.approx(0.01 * math.e / (0.99 + 0.01 * math.e))
+    over = get(client, "planner", total_epsilon=0.5, count_epsilon=0.2, mean_epsilon=0.5, histogram_epsilon=0.3)
+    assert over["within_budget"] is False
+
+
+def test_planner_releases_through_a_session_and_refuses_a_spent_plan(client: TestClient) -> None:
+    params = {"plan_id": "test-plan-1", "total_epsilon": 1, "count_epsilon": 0.2, "mean_epsilon": 0.5, "histogram_epsilon": 0.3}
+    first = client.post("/api/planner/release", params=params)
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert body["spent"] == pytest.approx(1.0) and body["remaining"] == pytest.approx(0.0)
+    answers = {a["name"]: a for a in body["answers"]}
+    assert set(answers) == {"count", "mean", "histogram"}
+    low, high = answers["count"]["interval"]
+    assert low < answers["count"]["value"] < high and answers["count"]["epsilon"] == pytest.approx(0.2)
+    assert set(answers["histogram"]["value"]) == {"White", "Black", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other"}
+    assert 17 <= answers["mean"]["value"] <= 90
+    assert [h["epsilon"] for h in body["history"]] == pytest.approx([0.2, 0.5, 0.3])
+    again = client.post("/api/planner/release", params=params)
+    assert again.status_code == 409 and "nothing was released" in again.json()["detail"]
+    over = client.post("/api/planner/release", params={**params, "plan_id": "test-plan-2", "total_epsilon": 0.5})
+    assert over.status_code == 409
+    fresh = client.post("/api/planner/release", params={**params, "plan_id": "test-plan-2"})  # nothing was spent on it
+    assert fresh.status_code == 200
+    bad = client.post("/api/planner/release", params={**params, "plan_id": "x"})
+    assert bad.status_code == 422 and bad.json()["parameter"] == "plan_id"
+
+
+def test_planner_falls_back_to_generated_data_without_adult(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from dpwitness.explorer import planner
+
+    monkeypatch.setenv("DPWITNESS_ADULT", str(tmp_path / "absent.csv"))
+    planner.source.cache_clear()
+    planner._unit_error.cache_clear()
+    try:
+        body = planner.plan(1.0, 0.2, 0.5, 0.3)
+        assert body["data"] == "generated"
+        released = planner.PlanLedger(str(tmp_path)).release("generated-1", 1.0, 0.2, 0.5, 0.3)
+        assert released["data"] == "generated" and len(released["answers"]) == 3
+    finally:
+        planner.source.cache_clear()
+        planner._unit_error.cache_clear()
 
 
 # --- warming the caches -------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sqlite3
@@ -11,12 +12,14 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
 
-from dpwitness import BudgetExceeded
+from dpwitness import BudgetExceeded, ParameterError
+from dpwitness.budget import Budget, Ledger
 from dpwitness.session import Session
 
 
@@ -38,12 +41,12 @@ def test_reopening_continues_from_what_was_spent(table: Path, tmp_path: Path) ->
     first.count(epsilon=0.4)
     first.mean("x", (0, 1000), epsilon=0.2)
     reopened = Session(str(table), epsilon=1.0, ledger=ledger)  # same file, another spelling: same account
-    assert reopened.spent == pytest.approx(0.6) and reopened.remaining == pytest.approx(0.4)
+    assert reopened.spent.epsilon == pytest.approx(0.6) and reopened.remaining.epsilon == pytest.approx(0.4)
     assert [s.label for s in reopened.history] == ["count()", "mean(x) in [0, 1000]"]
     with pytest.raises(BudgetExceeded):
         reopened.sum("x", (0, 1000), epsilon=0.5)
     reopened.sum("x", (0, 1000), epsilon=0.4)
-    assert first.remaining == pytest.approx(0.0)  # the first session sees the second's spend
+    assert first.remaining.epsilon == pytest.approx(0.0)  # the first session sees the second's spend
     assert all(account == f"file:{table.resolve()}" for account, _, _ in ledger_rows(ledger))
 
 
@@ -57,7 +60,7 @@ def test_accounts_share_or_separate_budgets(table: Path, tmp_path: Path) -> None
     with pytest.raises(BudgetExceeded):
         alice_2.count(epsilon=0.7)
     bob.count(epsilon=0.7)
-    assert alice_2.spent == pytest.approx(0.7) and bob.spent == pytest.approx(0.7)
+    assert alice_2.spent.epsilon == pytest.approx(0.7) and bob.spent.epsilon == pytest.approx(0.7)
     assert Session(frame, epsilon=1.0, ledger=ledger).account == "dataframe"
 
 
@@ -137,4 +140,185 @@ def test_a_child_killed_mid_run_loses_no_spend_record(table: Path, tmp_path: Pat
     assert len(printed) <= len(rows) <= len(printed) + 1
     assert all(label == "count()" for _, label, _ in rows)
     reopened = Session(table, epsilon=100.0, ledger=ledger, account="shared")
-    assert reopened.spent == pytest.approx(0.01 * len(rows))
+    assert reopened.spent.epsilon == pytest.approx(0.01 * len(rows))
+
+
+# --- the ledger owns the total (issue 9.4) -------------------------------------------------------
+
+
+def test_reopening_with_another_total_is_refused_until_raised_explicitly(table: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "owned.db"
+    Session(table, epsilon=5.0, ledger=ledger)  # stores nothing until it spends: a failed run leaves no account
+    Session(table, epsilon=2.0, ledger=ledger).count(epsilon=0.5)
+    with pytest.raises(ParameterError) as caught:
+        Session(table, epsilon=5.0, ledger=ledger)  # used to raise the total to 5 silently
+    assert caught.value.parameter == "epsilon"
+    assert "2" in caught.value.expected and "raise_budget" in caught.value.expected and "\n" not in str(caught.value)
+    continued = Session(table, ledger=ledger)  # no total: the stored account continues
+    assert continued.total == Budget(2.0, 0.0, math.inf) and continued.spent.epsilon == 0.5
+    assert continued.raise_budget(epsilon=5.0) == Budget(5.0, 0.0, math.inf)
+    assert Session(table, epsilon=5.0, ledger=ledger).remaining.epsilon == pytest.approx(4.5)
+    store = Ledger(ledger)
+    account = f"file:{table.resolve()}"
+    assert [(kind, total.epsilon) for kind, _, total in store.events(account)] == [("open", 2.0), ("raise", 5.0)]
+    assert len(ledger_rows(ledger)) == 1  # a raise is its own event, never a spend
+    with pytest.raises(ParameterError) as lower:
+        continued.raise_budget(epsilon=1.0)
+    assert lower.value.parameter == "epsilon"
+    with pytest.raises(ParameterError) as new_account:
+        Session(table, ledger=ledger, account="never-opened")  # a new account needs a total
+    assert new_account.value.parameter == "epsilon"
+
+
+def test_the_delta_total_is_owned_too(table: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "delta.db"
+    Session(table, epsilon=1.0, delta_budget=1e-6, ledger=ledger).count(epsilon=0.1)  # stored with the first spend
+    assert Session(table, epsilon=1.0, ledger=ledger).total.delta == 1e-6  # δ not named: the stored one
+    for attempt in ({"epsilon": 1.0, "delta_budget": 1e-5}, {"delta_budget": 0.0}):
+        with pytest.raises(ParameterError) as caught:
+            Session(table, ledger=ledger, **attempt)  # type: ignore[arg-type]
+        assert caught.value.parameter == "delta_budget"
+    with pytest.raises(ParameterError) as both:
+        Session(table, epsilon=1.0, rho=0.5, ledger=tmp_path / "other.db")
+    assert both.value.parameter == "rho"
+
+
+def test_a_ledger_of_the_old_schema_is_migrated(table: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "old.db"
+    account = f"file:{table.resolve()}"
+    with sqlite3.connect(ledger) as connection:  # what the ε-only ledger wrote
+        connection.execute(
+            "CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, account TEXT NOT NULL, "
+            "label TEXT NOT NULL, epsilon REAL NOT NULL, at REAL NOT NULL)"
+        )
+        connection.executemany(
+            "INSERT INTO spends (account, label, epsilon, at) VALUES (?, ?, ?, 0)", [(account, "count()", 0.25)] * 2
+        )
+    session = Session(table, epsilon=1.0, ledger=ledger)  # the first open after migration stores the total
+    assert session.spent == Budget(0.5, 0.0, 0.0625) and session.remaining.epsilon == 0.5
+    session.count(epsilon=0.5)
+    with pytest.raises(BudgetExceeded):
+        session.count(epsilon=0.01)
+    with sqlite3.connect(ledger) as connection:
+        rows = connection.execute("SELECT epsilon, delta, rho, selection_delta FROM spends ORDER BY id").fetchall()
+    assert rows == [(0.25, 0.0, 0.03125, 0.0), (0.25, 0.0, 0.03125, 0.0), (0.5, 0.0, 0.125, 0.0)]
+
+
+# --- δ is budgeted and sized to a declared bound (issue 9.5) -------------------------------------
+
+
+def unique_ids(n: int) -> pl.DataFrame:
+    return pl.DataFrame({"ssn": [f"{100_000_000 + 7 * i}" for i in range(n)]})
+
+
+def test_unique_identifiers_are_protected_by_a_delta_sized_to_max_rows(tmp_path: Path) -> None:
+    """The "3M unique identifiers" report at 200,000 rows: every key is one person's. The δ of
+    a release over undeclared keys bounds each person's chance of exposure, so n·δ keys are
+    expected to leak. With δ sized to the declared bound (1/(10·max_rows)) that is ≤ 0.1."""
+    frame = unique_ids(200_000)
+    ledger = tmp_path / "ids.db"
+    session = Session(frame, epsilon=2.0, delta_budget=1e-5, max_rows=200_000, ledger=ledger, seed=12)
+    assert session.delta == 1 / 2_000_000
+    release = session.histogram("ssn", epsilon=1.0)
+    assert isinstance(release.value, dict) and len(release.value) <= 2  # expected ≤ 0.1
+    assert release.delta == 5e-7 and "at most 0.1 unique keys (max_rows·δ)" in release.notice
+    assert ledger_deltas(ledger) == [(5e-7, 5e-7)]  # recorded: basic δ and selection δ
+    assert session.spent.delta == 5e-7
+    with pytest.raises(ParameterError) as too_large:
+        session.histogram("ssn", epsilon=0.5, delta=1e-4)  # n·δ = 20 expected exposures
+    assert too_large.value.parameter == "delta" and "5e-07" in str(too_large.value)
+    # The bound is what protects: a lie about max_rows lets δ = 1e-4 through, and ≈ n·δ = 20 leak.
+    lied = Session(frame, epsilon=1.0, delta_budget=1e-3, max_rows=1000, seed=12).histogram("ssn", epsilon=1.0, delta=1e-4)
+    assert isinstance(lied.value, dict) and len(lied.value) >= 8
+    assert len(ledger_deltas(ledger)) == 1  # the refusal spent nothing
+
+
+def ledger_deltas(path: Path) -> list[tuple[float, float]]:
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT delta, selection_delta FROM spends ORDER BY id").fetchall()
+
+
+@pytest.mark.parametrize(
+    ("options", "parameter"),
+    [
+        ({"epsilon": 1.0, "delta_budget": 1e-5}, "max_rows"),  # no declared bound
+        ({"epsilon": 1.0, "max_rows": 1000}, "delta_budget"),  # no δ budget
+        ({"epsilon": 1.0, "max_rows": 1000, "delta_budget": 1e-3, "delta": 1e-3}, "delta"),  # δ > 1/(10·n)
+        ({"epsilon": 1.0, "max_rows": 0}, "max_rows"),
+        ({"epsilon": 1.0, "max_rows": 10, "delta": 1.5}, "delta"),
+    ],
+)
+def test_undeclared_keys_without_a_sized_delta_are_refused_before_spending(
+    tmp_path: Path, options: dict[str, float], parameter: str
+) -> None:
+    ledger = tmp_path / "refused.db"
+    with pytest.raises(ParameterError) as caught:
+        Session(unique_ids(100), ledger=ledger, **options).histogram("ssn", epsilon=0.5)  # type: ignore[arg-type]
+    assert caught.value.parameter == parameter and "\n" not in str(caught.value)
+    assert ledger_rows(ledger) == [] if ledger.exists() else True
+
+
+def test_the_delta_budget_is_enforced(tmp_path: Path) -> None:
+    session = Session(unique_ids(100), epsilon=10.0, delta_budget=1e-3, max_rows=1000, ledger=tmp_path / "d.db")
+    session.histogram("ssn", epsilon=0.1)  # δ = 1e-4 each
+    for _ in range(9):
+        session.histogram("ssn", epsilon=0.1)
+    assert session.spent.delta == pytest.approx(1e-3) and session.remaining.delta == pytest.approx(0.0, abs=1e-15)
+    with pytest.raises(BudgetExceeded, match="δ"):
+        session.histogram("ssn", epsilon=0.1)
+    assert session.count(epsilon=0.1).delta == 0  # declared-key and ungrouped releases still fit
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def run_cli(*args: str) -> tuple[int, dict[str, Any] | str]:
+    from typer.testing import CliRunner
+
+    from dpwitness.cli import app
+
+    result = CliRunner().invoke(app, ["query", *args])
+    try:
+        return result.exit_code, json.loads(result.stdout)
+    except json.JSONDecodeError:
+        return result.exit_code, result.output
+
+
+def test_cli_ledger_without_budget_continues_the_stored_account(table: Path, tmp_path: Path) -> None:
+    ledger = str(tmp_path / "cli.db")
+    code, first = run_cli(str(table), "--epsilon", "0.5", "--count", "--ledger", ledger, "--budget", "2", "--json")
+    assert code == 0 and isinstance(first, dict) and first["total"]["epsilon"] == 2.0
+    code, second = run_cli(str(table), "--epsilon", "0.5", "--count", "--ledger", ledger, "--json")
+    assert code == 0 and isinstance(second, dict)
+    assert second["total"]["epsilon"] == 2.0 and second["spent"]["epsilon"] == 1.0  # used to reset the total to 0.5
+    code, refused = run_cli(str(table), "--epsilon", "0.5", "--count", "--ledger", ledger, "--budget", "5", "--json")
+    assert code == 2 and isinstance(refused, dict) and refused["error"]["parameter"] == "epsilon"
+    assert "--raise-budget" in refused["error"]["message"] and len(ledger_rows(Path(ledger))) == 2
+    code, raised = run_cli(str(table), "--epsilon", "0.5", "--ledger", ledger, "--raise-budget", "5")
+    assert code == 0 and "ε = 5" in str(raised)
+    code, after = run_cli(str(table), "--epsilon", "0.5", "--count", "--ledger", ledger, "--budget", "5", "--json")
+    assert code == 0 and isinstance(after, dict) and after["remaining"]["epsilon"] == pytest.approx(3.5)
+    account = f"file:{table.resolve()}"
+    assert [kind for kind, _, _ in Ledger(ledger).events(account)] == ["open", "raise"]
+
+
+def test_cli_undeclared_keys_need_a_declared_bound(people_ids: Path, tmp_path: Path) -> None:
+    ledger = str(tmp_path / "keys.db")
+    base = [str(people_ids), "--epsilon", "1", "--histogram", "ssn", "--ledger", ledger, "--json"]
+    code, missing = run_cli(*base)
+    assert code == 2 and isinstance(missing, dict) and missing["error"]["parameter"] == "max_rows"
+    code, too_large = run_cli(*base, "--max-rows", "1000", "--delta-budget", "1e-3", "--delta", "1e-3")
+    assert code == 2 and isinstance(too_large, dict) and too_large["error"]["parameter"] == "delta"
+    code, released = run_cli(*base, "--max-rows", "1000", "--delta-budget", "1e-3", "--seed", "3")
+    assert code == 0 and isinstance(released, dict)
+    assert released["spent"]["delta"] == 1e-4 and released["total"]["delta"] == 1e-3
+    assert "at most 0.1 unique keys" in released["releases"][0]["notice"]
+    code, no_ledger = run_cli(str(people_ids), "--epsilon", "1", "--raise-budget", "3", "--json")
+    assert code == 2 and isinstance(no_ledger, dict) and no_ledger["error"]["parameter"] == "raise-budget"
+
+
+@pytest.fixture
+def people_ids(tmp_path: Path) -> Path:
+    path = tmp_path / "ids.csv"
+    unique_ids(500).write_csv(path)
+    return path

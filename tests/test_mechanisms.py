@@ -189,3 +189,37 @@ def test_rounding_is_charged_only_for_coordinates_one_record_can_change() -> Non
     assert dense.noise.m > histogram.noise.m and dense.privacy_loss(1.0) <= 1.0
     with pytest.raises(ParameterError, match="changed_coordinates"):
         Laplace(sensitivity=1.0, epsilon=1.0, dimension=4, changed_coordinates=0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [
+        ({"sensitivity": 1, "epsilon": 1e308}, "epsilon"),  # OverflowError before
+        ({"sensitivity": 1, "epsilon": 1e-300}, "epsilon"),  # ValueError before
+        ({"sensitivity": 1, "epsilon": 1e-9}, "epsilon"),  # MemoryError before (release --epsilon 1e-9)
+        ({"sensitivity": 1, "epsilon": 2e-9}, "epsilon"),  # silently 4× the claimed scale before
+        ({"sensitivity": 1, "epsilon": 1.01e-9}, "epsilon"),  # silently 404× before
+        ({"sensitivity": 1e300, "epsilon": 1}, "sensitivity"),  # OverflowError before
+        ({"sensitivity": 1e-300, "epsilon": 1}, "sensitivity"),
+        ({"sensitivity": 1e-100, "epsilon": 1e3}, "sensitivity"),  # scale Δ/ε below the range
+        ({"sensitivity": 1e100, "epsilon": 1e-3}, "sensitivity"),  # scale Δ/ε above the range
+        ({"sensitivity": 1, "epsilon": 1.0001e3}, "epsilon"),
+        ({"sensitivity": 1, "epsilon": 0.999e-3}, "epsilon"),
+    ],
+)
+def test_inputs_outside_the_accepted_ranges_are_one_line_errors(kwargs: dict[str, float], parameter: str) -> None:
+    with pytest.raises(ParameterError) as info:
+        Laplace(**kwargs)  # type: ignore[arg-type]
+    assert info.value.parameter == parameter
+    message = str(info.value)
+    assert "\n" not in message and "[" in message  # names the accepted range
+
+
+@pytest.mark.parametrize(("sensitivity", "epsilon"), [(1.0, 1e-3), (1.0, 1e3), (1e-100, 1e-3), (1e100, 1e3), (1e97, 1e-3)])
+def test_the_ends_of_the_accepted_ranges_calibrate(sensitivity: float, epsilon: float) -> None:
+    mech = Laplace(sensitivity=sensitivity, epsilon=epsilon)
+    assert mech.privacy_loss(sensitivity) <= epsilon
+    assert mech.noise is not None and mech.noise.scale == pytest.approx(sensitivity / epsilon, rel=2e-6)
+    assert math.isfinite(mech.variance)
+    out = mech.release(0.0, size=4, seed=1).value
+    assert np.all(np.isfinite(out))

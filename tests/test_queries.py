@@ -22,7 +22,9 @@ TABLE = [
     ("count", {}, R1, 5, {"count": 5}),  # a unit's rows are dropped when its id is null: rows count 0 or 1
     ("sum", {"bounds": (0, 100)}, AR, 1, {"sum": 100}),
     ("sum", {"bounds": (0, 100)}, R1, 1, {"sum": 100}),
-    ("sum", {"bounds": (50, 100)}, R1, 1, {"sum": 50}),
+    ("sum", {"bounds": (50, 100)}, R1, 1, {"sum": 100}),  # a null ↔ a value: [50, 100] ∪ {0}, not U − L = 50
+    ("sum", {"bounds": (-80, -20)}, R1, 1, {"sum": 80}),
+    ("sum", {"bounds": (50, 100)}, R1, 3, {"sum": 300}),
     ("sum", {"bounds": (-30, 10)}, AR, 1, {"sum": 30}),
     ("sum", {"bounds": (-30, 10)}, AR, 3, {"sum": 90}),
     ("sum", {"bounds": (-30, 10)}, R1, 3, {"sum": 120}),
@@ -207,3 +209,27 @@ def test_label_is_readable() -> None:
         statistic="mean", column="hours", bounds=(0, 99), by=("sex",), epsilon=1, privacy_unit="pid", max_contributions=2
     )
     assert query.label == "mean(hours) in [0, 99] by sex, ≤ 2 row(s) per pid"
+
+
+def test_only_the_plain_row_count_is_always_counted() -> None:
+    """Every other part's record can move between counted and not counted, so its term ranges
+    over [a, b] ∪ {0}: a null, a filter, an undeclared key or a null unit drops it."""
+    assert Query(statistic="count", epsilon=1).always_counted
+    for options in ({"column": "x"}, {"where": "x > 1"}, {"by": ("g",)}, {"privacy_unit": "p"}):
+        assert not Query(statistic="count", epsilon=1, **options).always_counted  # type: ignore[arg-type]
+    assert Query(statistic="count", epsilon=1, where="x > 1", neighbours=R1).parts[0].sensitivity == 1
+
+
+def test_derivation_cases_cover_every_combination() -> None:
+    from dpwitness.queries import CASE_FILTERS, CASE_OPTIONS, derivation_cases
+
+    cases = list(derivation_cases())
+    seen = {(q.statistic.value, q.neighbours.value, q.privacy_unit is not None, q.filtered) for q in cases}
+    for statistic in CASE_OPTIONS:
+        for relation in (AR, R1):
+            for kind in CASE_FILTERS:
+                assert (statistic, relation, False, kind) in seen
+                assert (statistic, relation, True, kind) in seen or kind == "position"
+    grouped = {(q.statistic.value, q.declared) for q in cases if q.by}
+    assert {("count", True), ("count", False), ("sum", True), ("sum", False), ("mean", True), ("mean", False)} <= grouped
+    assert all(q.bounds is None or q.bounds[0] > 0 for q in cases)  # bounds that exclude 0 show a forgotten ∪ {0}

@@ -85,7 +85,8 @@ def call(server: ServerProcess, method: str, path: str, token: str | None = None
 
 
 def spent(server: ServerProcess, analyst: str) -> float:
-    budget: float = call(server, "GET", "/v1/budget", TOKENS[analyst]).json()["spent"]
+    """The analyst's ε spent (their budgets here have δ = 0: basic composition)."""
+    budget: float = call(server, "GET", "/v1/budget", TOKENS[analyst]).json()["spent"]["epsilon"]
     return budget
 
 
@@ -159,7 +160,7 @@ def test_every_answer_is_noisy_and_paid_for(server: ServerProcess, body: dict[st
     assert release["epsilon"] == pytest.approx(0.2)
     assert release["sensitivity"] > 0
     assert release["randomness"].startswith("os.urandom")
-    assert answer["spent"] == pytest.approx(before + 0.2)
+    assert answer["spent"]["epsilon"] == pytest.approx(before + 0.2) and answer["spent"]["delta"] == 0
     value = release["value"]
     if isinstance(value, dict):
         assert set(release["interval"]) == set(value)
@@ -206,6 +207,15 @@ def test_bad_queries_get_a_clear_4xx_and_cost_nothing(server: ServerProcess, bod
     assert call(server, "GET", "/v1/budget", TOKENS["bob"]).json() == before
 
 
+def test_validation_errors_are_one_clear_line(server: ServerProcess) -> None:
+    """ε ≤ 0: "epsilon: Input should be greater than 0", not pydantic's raw list; the details stay under "errors"."""
+    response = call(server, "POST", "/v1/query", TOKENS["bob"], json={"table": "adult", "statistic": "count", "epsilon": 0})
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert isinstance(detail, str) and "\n" not in detail and detail.startswith("epsilon: ") and "422" not in detail
+    assert response.json()["errors"][0]["loc"][-1] == "epsilon"
+
+
 @pytest.mark.parametrize("raw", RAW_BAD_BODIES)
 def test_malformed_json_nan_and_infinity_are_refused(server: ServerProcess, raw: bytes) -> None:
     before = spent(server, "bob")
@@ -241,7 +251,7 @@ def test_budget_exceeded_is_402_before_anything_is_released(server: ServerProces
         client.count("adult", epsilon=0.08)
         with pytest.raises(BudgetExceeded):
             client.count("adult", epsilon=0.08)
-        assert client.budget()["spent"] == pytest.approx(0.08)
+        assert client.budget()["spent"]["epsilon"] == pytest.approx(0.08)
         assert client.budget()["records"] == 1
 
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 import time
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from dpwitness.budget import Budget, Spend
 from dpwitness.data import adult_path
 from dpwitness.serve.ledger import GroupCommitLedger
 from dpwitness.serve.process import ServerProcess, write_config
@@ -73,20 +75,21 @@ def test_64_concurrent_requests_with_budget_for_10(ten_queries_server: tuple[Ser
     assert len(rows) == 10
     assert sum(eps for _, _, eps in rows) == pytest.approx(1.0, abs=1e-12)
     budget = httpx.get(f"{server.url}/v1/budget", headers={"Authorization": "Bearer ten-token-" + "q" * 24}).json()
-    assert budget["records"] == 10 and budget["remaining"] == pytest.approx(0.0, abs=1e-12)
+    assert budget["records"] == 10 and budget["remaining"]["epsilon"] == pytest.approx(0.0, abs=1e-12)
 
 
 def test_group_commit_ledger_never_overspends_across_instances(tmp_path: Path) -> None:
     """Two ledgers on one file (as two server processes would be) and 8 threads each."""
     path = tmp_path / "ledger.db"
     ledgers = [GroupCommitLedger(path), GroupCommitLedger(path)]
+    ledgers[0].open_account("shared", Budget(10.0, 0.0, math.inf))
     admitted: list[int] = []
 
     def spender(index: int) -> None:
         ledger = ledgers[index % 2]
         for _ in range(20):
             try:
-                ledger.spend("shared", 0.25, 10.0, "x")
+                ledger.spend("shared", Spend("x", 0.25))
                 admitted.append(index)
             except Exception as error:  # BudgetExceeded
                 assert type(error).__name__ == "BudgetExceeded"
@@ -99,7 +102,7 @@ def test_group_commit_ledger_never_overspends_across_instances(tmp_path: Path) -
     for ledger in ledgers:
         ledger.close()
     assert len(admitted) == 40
-    assert ledgers[0].spent("shared") == 10.0
+    assert ledgers[0].usage("shared").epsilon == 10.0 and ledgers[1].spent("shared").epsilon == 10.0
 
 
 @pytest.mark.slow
@@ -168,19 +171,23 @@ def test_group_commit_ledger_reads_see_every_writer(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     first, second = GroupCommitLedger(path), GroupCommitLedger(path)
     plain = Ledger(path)
+    for account in ("a", "b"):
+        plain.open_account(account, Budget(10.0, 0.0, math.inf))
     token = LABEL_PREFIX.set("req-1 ")
     try:
-        first.spend("a", 0.5, 10.0, "one")
+        first.spend("a", Spend("one", 0.5))
     finally:
         LABEL_PREFIX.reset(token)
-    assert first.spent("a") == second.spent("a") == 0.5
-    second.spend("a", 0.25, 10.0, "two")
-    plain.spend("a", 0.125, 10.0, "three")
-    first.spend("b", 1.0, 10.0, "other account")
+    assert first.spent("a") == second.spent("a") == Budget(0.5, 0.0, 0.125)
+    second.spend("a", Spend("two", 0.25))
+    plain.spend("a", Spend("three", 0.125))
+    first.spend("b", Spend("other account", 1.0))
     for ledger in (first, second):
-        assert ledger.spent("a") == 0.875
+        assert ledger.spent("a").epsilon == 0.875
         assert [s.label for s in ledger.history("a")] == ["req-1 one", "two", "three"]
-    with pytest.raises(BudgetExceeded, match=r"only 9\.125 of 10 remains"):
-        second.spend("a", 9.5, 10.0, "too much")  # the writer's cached total saw the other writers' rows
+    with pytest.raises(BudgetExceeded, match=r"only ε = 9\.125, δ = 0 remains of ε = 10, δ = 0"):
+        second.spend("a", Spend("too much", 9.5))  # the writer's cached total saw the other writers' rows
+    plain.raise_budget("a", epsilon=20.0)  # another process raises the total: the writer re-reads it
+    second.spend("a", Spend("now it fits", 9.5))
     first.close()
     second.close()

@@ -128,7 +128,7 @@ def test_aggregate_cache_remembers_exact_values_only_without_privacy_unit() -> N
     second = session.sum("x", (0, 1), epsilon=1.0)
     assert (cache.hits, cache.misses) == (1, 1)
     assert first.value != second.value  # the exact sum is remembered, the noise is fresh
-    assert session.spent == 2.0  # and every answer is paid for
+    assert session.spent.epsilon == 2.0  # and every answer is paid for
     session.sum("x", (0, 2), epsilon=1.0)  # another shape (bounds)
     session.count(epsilon=1.0)
     assert cache.misses == 3 and len(cache._entries) == 2  # least recently used shape dropped

@@ -59,3 +59,12 @@ def test_release_carries_its_witness() -> None:
     release = Laplace(sensitivity=1, epsilon=1).release(1.0, seed=1)
     assert release.witness().ok
     assert set(release.witness().to_dict()) >= {"ok", "claimed_epsilon", "worst_log_ratio", "variance", "expected_variance"}
+
+
+@pytest.mark.parametrize(("sensitivity", "epsilon"), [(1.0, 1e-3), (1.0, 1.2e-3), (3.0, 1e3), (1e-100, 1e-3), (1e100, 1e3)])
+def test_loss_is_within_epsilon_at_the_ends_of_the_accepted_range(sensitivity: float, epsilon: float) -> None:
+    report = witness(Laplace(sensitivity=sensitivity, epsilon=epsilon))
+    assert report.ok, report.verdict
+    assert report.worst_log_ratio <= epsilon
+    assert report.observed_log_ratio <= report.worst_log_ratio
+    assert report.variance == pytest.approx(2 * (sensitivity / epsilon) ** 2, rel=1e-5)

@@ -2,21 +2,24 @@
 
 from dpwitness.budget import Accountant
 from dpwitness.errors import BudgetExceeded, ParameterError
-from dpwitness.mechanisms import Laplace
+from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.release import Release
 from dpwitness.session import Session
-from dpwitness.witness import AuditResult, WitnessReport, audit, witness
+from dpwitness.witness import AuditResult, SensitivityResult, WitnessReport, audit, sensitivity_search, witness
 
 __all__ = [
     "Accountant",
     "AuditResult",
     "BudgetExceeded",
+    "Gaussian",
     "Laplace",
     "ParameterError",
     "Release",
+    "SensitivityResult",
     "Session",
     "WitnessReport",
     "audit",
+    "sensitivity_search",
     "witness",
 ]
 __version__ = "0.1.0"

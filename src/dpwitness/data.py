@@ -23,6 +23,14 @@ def adult_path() -> Path | None:
     return next((p for p in candidates if p.is_file()), None)
 
 
+def adult_missing() -> str:
+    """Why Adult was not found, naming the path that was looked at (for messages)."""
+    override = os.environ.get("DPWITNESS_ADULT")
+    if override is not None:
+        return f"DPWITNESS_ADULT={override} is not a file"
+    return "../shared/data/adult.csv not found (set DPWITNESS_ADULT to its path)"
+
+
 def adult_column(name: str) -> npt.NDArray[np.float64] | None:
     """One numeric column of Adult (missing values dropped), or None when the file is absent."""
     path = adult_path()

@@ -41,6 +41,26 @@ def require(module: str, extra: str, what: str) -> ModuleType:
         raise MissingPart(what, extra) from None
 
 
+#: The optional modules and the extra that installs each (see pyproject.toml).
+OPTIONAL_PARTS = {
+    "scipy": "audit",
+    "matplotlib": "plot",
+    "fastapi": "web",
+    "uvicorn": "web",
+    "httpx": "web",
+    "httptools": "web",
+    "polars": "polars",
+    "pyarrow": "polars",
+    "pyspark": "spark",
+}
+
+
+def missing_part(error: ImportError, what: str) -> MissingPart | None:
+    """The :class:`MissingPart` for an import of an optional module that failed, else None."""
+    top = (error.name or "").partition(".")[0]
+    return MissingPart(what, OPTIONAL_PARTS[top]) if top in OPTIONAL_PARTS else None
+
+
 class ExitCode(IntEnum):
     """The command line's exit codes, the same for every command (documented in the README)."""
 

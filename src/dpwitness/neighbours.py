@@ -33,11 +33,19 @@ class Neighbours(StrEnum):
         return "replace one record (n is fixed and public)"
 
 
+#: Largest accepted |L| and |U| of clamping bounds: 2^50 (≈ 1.1e15). With it every Δ, scale
+#: and aggregate stays far inside float64: a centred square is ≤ 2^100, and a sum of 2^63
+#: clamped values ≤ 2^163 (the sampler's grid clips anything beyond 2^60 steps anyway).
+MAX_BOUND = 2.0**50
+
+
 def check_bounds(lower: float, upper: float, parameter: str = "bounds") -> tuple[float, float]:
-    low = check_finite(parameter, lower, "(L, U) with finite L < U")
-    high = check_finite(parameter, upper, "(L, U) with finite L < U")
-    if not low < high:
-        raise ParameterError(parameter, "(L, U) with finite L < U", (lower, upper))
+    """(L, U) with finite L < U and |L|, |U| ≤ 2^50 (:data:`MAX_BOUND`), checked before any spend."""
+    expected = "(L, U) with finite L < U and |L|, |U| ≤ 2^50 (≈ 1.1e15)"
+    low = check_finite(parameter, lower, expected)
+    high = check_finite(parameter, upper, expected)
+    if not low < high or max(abs(low), abs(high)) > MAX_BOUND:
+        raise ParameterError(parameter, expected, (lower, upper))
     return low, high
 
 
@@ -47,7 +55,9 @@ def count_sensitivity(neighbours: Neighbours) -> float:
 
 
 def sum_sensitivity(neighbours: Neighbours, lower: float, upper: float) -> float:
-    """Values clamped to [L, U]: max(|L|, |U|) for add/remove, U − L for replace-one."""
+    """The textbook Δ of Σ clamp(x, L, U) over a column *without missing values*: max(|L|, |U|)
+    for add/remove, U − L for replace-one. A session's sums use :func:`counted_range`, since a
+    record that can be missing (or filtered out) adds 0: replace-one then has max(U, 0) − min(L, 0)."""
     low, high = check_bounds(lower, upper)
     return max(abs(low), abs(high)) if neighbours is Neighbours.ADD_REMOVE else high - low
 
@@ -63,6 +73,29 @@ def mean_sensitivity_public_n(lower: float, upper: float, n: int) -> float:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ParameterError("n", "a whole number ≥ 1", n)
     return (high - low) / n
+
+
+def counted_range(low: float, high: float, *, always_counted: bool) -> tuple[float, float]:
+    """The range of a record's term when the record may also be *not counted*: [low, high] ∪ {0}.
+
+    A record adds nothing when it is dropped (a null or NaN value, a row outside the filter or
+    outside the declared keys, a null privacy unit), so unless every record is always counted
+    its term ranges over [low, high] ∪ {0} = [min(low, 0), max(high, 0)]. Under replace-one
+    this is what separates a sum over [50, 100] (Δ = 100, not 50) from the textbook.
+    """
+    if always_counted:
+        return low, high
+    return min(low, 0.0), max(high, 0.0)
+
+
+def effective_relation(neighbours: Neighbours, *, positional: bool) -> Neighbours:
+    """The relation a query's rows move under.
+
+    A row-position filter (``row_number <= 5`` over a declared order) is not record-wise:
+    adding one record shifts the positions after it, so one record enters the window and
+    another leaves, which moves the rows like replace-one even under add/remove.
+    """
+    return Neighbours.REPLACE_ONE if positional else neighbours
 
 
 # --- privacy units: a person may own many rows ----------------------------------------------

@@ -24,15 +24,17 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from dpwitness.caching import scoped_cache
+
 LN2 = math.log(2.0)
-#: m lies in [2^TABLE_BITS, 2^(TABLE_BITS+1)); sets the grid's fineness relative to the scale.
+#: m ≥ 2^GRID_STEPS_LOG2 and Δ/γ ≥ 2^GRID_STEPS_LOG2: the grid's fineness relative to the scale and to Δ.
 GRID_STEPS_LOG2 = 27
 #: L ranges over 2^LOW_BITS values (the fine, nearly-uniform level).
 LOW_BITS = 20
@@ -41,9 +43,12 @@ _THRESHOLD_ONE = 1 << 32
 #: Relative safety margin so that table quantisation never pushes the loss above ε.
 _MARGIN = 2.0**-26
 _CHUNK = 1 << 16
-#: The tables' typical quantisation charge (measured ≈ 4·10^-10); reserving it up front means
-#: calibration almost always needs one pass.
-_EXPECTED_DEVIATION = 1e-9
+
+#: What the Laplace sampler calibrates exactly (docs/mechanism.md, "Accepted ranges"): ε, Δ > 0
+#: and the scale b = Δ/ε. Outside them the mechanisms raise a one-line ParameterError.
+EPSILON_RANGE = (1e-3, 1e3)
+SENSITIVITY_RANGE = (1e-100, 1e100)
+SCALE_RANGE = (1e-100, 1e100)
 
 
 class BitSource(Protocol):
@@ -136,7 +141,7 @@ def _alias_from_weights(weights: list[int], columns: int) -> _AliasTable:
     return _AliasTable(np.array(threshold, dtype=np.uint64), np.array(alias, dtype=np.int64))
 
 
-@lru_cache(maxsize=64)
+@scoped_cache(64, scoped_maxsize=32)  # per analyst in the service: see dpwitness.caching
 def _high_table(m: int) -> tuple[_AliasTable, int]:
     """P(J = j) ∝ 2^(−j·c/m) for j < ceil(m / c)."""
     count = -(-m // _LOW_SIZE)
@@ -151,7 +156,7 @@ def _high_table(m: int) -> tuple[_AliasTable, int]:
     return _alias_from_weights([int(w) for w in weights], columns), count
 
 
-@lru_cache(maxsize=16)
+@scoped_cache(16, scoped_maxsize=8)  # 8 MB each (shared between scopes when equal)
 def _low_thresholds(m: int) -> npt.NDArray[np.uint64]:
     """Accept L = l with probability thresholds[l] / 2^32 ≈ 2^(−l/m)."""
     ideal = np.exp2(-np.arange(_LOW_SIZE, dtype=np.float64) / m) * _THRESHOLD_ONE
@@ -176,24 +181,28 @@ class GridLaplace:
     _deviation: float = field(repr=False, compare=False, default=float("nan"))
 
     @staticmethod
-    @lru_cache(maxsize=256)
+    @scoped_cache(256)
     def calibrate(*, sensitivity: float, epsilon: float, dimension: int = 1) -> GridLaplace:
         """The grid noise whose privacy loss for an L1 shift of ``sensitivity`` is ≤ ε.
 
         Inputs are rounded to the grid; a rounded shift is at most
         ceil(Δ/γ) + dimension − 1 steps, and that whole count is charged, together with
         the tables' quantisation (so m is raised until the exact loss fits under ε).
+        The grid is chosen so that both m ≥ 2^27 and Δ/γ ≥ 2^27: one step of rounding costs
+        at most 2^-27 of ε and the scale is never more than that much coarser than asked,
+        whatever ε in :data:`EPSILON_RANGE` (no absolute reservation: the tables' measured
+        deviation is charged relative to the ε at hand).
         """
         scale = sensitivity / epsilon
-        exponent = math.frexp(scale * LN2)[1] - 1  # 2^exponent ≤ scale·ln2 < 2^(exponent+1)
-        granularity_log2 = exponent - GRID_STEPS_LOG2
+        granularity_log2 = math.frexp(min(sensitivity, scale * LN2))[1] - 1 - GRID_STEPS_LOG2
         steps = _max_steps(sensitivity, granularity_log2, dimension)
-        budget = epsilon * (1.0 - _MARGIN) - _EXPECTED_DEVIATION
+        budget = epsilon * (1.0 - _MARGIN)
         while True:
             candidate = GridLaplace(granularity_log2, math.ceil(steps * LN2 / budget))
-            if candidate.loss_for_steps(steps) <= epsilon:
+            loss = candidate.loss_for_steps(steps)
+            if loss <= epsilon:
                 return candidate
-            budget -= max(candidate.loss_for_steps(steps) - epsilon, epsilon * _MARGIN)
+            budget -= max(loss - epsilon, epsilon * _MARGIN)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_deviation", self._table_deviation())
@@ -340,3 +349,424 @@ def round_to_grid(values: npt.NDArray[np.float64], granularity_log2: int) -> npt
     scaled = np.ldexp(values, -granularity_log2)
     whole = np.floor(scaled)
     return (whole + (scaled - whole >= 0.5)).astype(np.int64)
+
+
+# --- the discrete Gaussian ------------------------------------------------------------------
+#
+# X = ±Y on the grid γ·ℤ with the pair (−, 0) rejected, so P(X = x) ∝ Q(|x|), where Y is drawn by
+# exact integer rejection from a blocked proposal:
+#
+#     Y = c·B + L,  B from a 53-bit integer alias table over 1023 blocks and one tail column,
+#                   L uniform on {0, …, c − 1} (c = 2^11),
+#     accept with probability accept[Y] / 2^53, accept[y] = ⌊2^53 · exp(−(y² − (c·B)²) / 2s²)⌋,
+#
+# and the tail column draws Y = K + Geometric(1/2) (K = 1023·c ≥ 16 s), accepted always. So
+# Q(y) = weight[B] · accept[y] exactly, an integer, and every integer has positive probability
+# (outputs for neighbouring inputs have the same support γ·ℤ). The block weights are
+# ∝ exp(−(c·B)²/2s²), so Q is the discrete Gaussian N_ℤ(0, s²) up to the tables' quantisation,
+# whose total-variation distance from it, η, is computed from the tables and charged.
+
+#: s = σ/γ lies in [2^GAUSS_STEPS_LOG2, 2^(GAUSS_STEPS_LOG2 + 1)) (then raised by the rounding charge).
+GAUSS_STEPS_LOG2 = 16
+_GAUSS_BLOCK_BITS = 11
+_GAUSS_COLUMN_BITS = 10
+_GAUSS_BLOCK = 1 << _GAUSS_BLOCK_BITS
+_GAUSS_COLUMNS = 1 << _GAUSS_COLUMN_BITS
+_GAUSS_BLOCKS = _GAUSS_COLUMNS - 1  # the last column is the tail
+_GAUSS_TABLE = _GAUSS_BLOCKS * _GAUSS_BLOCK
+#: Both acceptance tests compare 53 uniform bits with a 53-bit integer threshold (exact in float64).
+_ONE53 = 1 << 53
+#: Float rounding in the TV computation (exp within 4 ulp, products within 3 ulp, pairwise sums of
+#: terms totalling ≤ 2: ≲ 4·10^-15 in all): added to η.
+_TV_SLACK = 5e-15
+#: Relative error allowed for libm's erfc in the δ bounds (it is ≲ 10^-15).
+_ERFC_SLACK = 1e-12
+#: What the Gaussian sampler calibrates exactly (docs/mechanism.md, "Accepted ranges").
+GAUSS_EPSILON_RANGE = (1e-3, 5.0)
+GAUSS_DELTA_RANGE = (1e-10, 0.5)
+GAUSS_RHO_RANGE = (1e-6, 1e3)
+
+
+@dataclass(frozen=True)
+class _GaussianTables:
+    alias: _AliasTable  # 53-bit thresholds; a full column is its own alias
+    accept: npt.NDArray[np.uint64]  # ⌊2^53 · exp(−(y² − (c·b)²)/2s²)⌋ for y < K
+    weights: tuple[int, ...]  # exact alias-table mass of each column, Σ = columns · 2^53
+    q: npt.NDArray[np.float64]  # Q(y) = weights[b] · accept[y] for y < K
+    tail: float  # Q's mass on the tail y ≥ K
+    normaliser: float  # Σ over x ∈ ℤ of Q(|x|)
+
+
+def _alias53(weights: list[int]) -> _AliasTable:
+    """Exact Vose construction with 53-bit thresholds (full columns alias themselves)."""
+    columns = len(weights)
+    scaled = list(weights)
+    threshold = [0] * columns
+    alias = list(range(columns))
+    small = [i for i, w in enumerate(scaled) if w < _ONE53]
+    large = [i for i, w in enumerate(scaled) if w >= _ONE53]
+    while small and large:
+        s, g = small.pop(), large.pop()
+        threshold[s] = scaled[s]
+        alias[s] = g
+        scaled[g] -= _ONE53 - scaled[s]
+        (small if scaled[g] < _ONE53 else large).append(g)
+    for i in small + large:
+        threshold[i], alias[i] = _ONE53 - 1, i
+    return _AliasTable(np.array(threshold, dtype=np.uint64), np.array(alias, dtype=np.int64))
+
+
+def _alias53_masses(table: _AliasTable) -> list[int]:
+    """Each column's exact probability × columns · 2^53, read back from the table."""
+    masses = [0] * table.columns
+    for column, (kept, other) in enumerate(zip(table.threshold.tolist(), table.alias.tolist(), strict=True)):
+        if other == column:
+            masses[column] += _ONE53
+        else:
+            masses[column] += int(kept)
+            masses[other] += _ONE53 - int(kept)
+    return masses
+
+
+@scoped_cache(4, scoped_maxsize=2)  # 32 MB each
+def _gaussian_tables(s: float) -> _GaussianTables:
+    starts = np.arange(_GAUSS_BLOCKS, dtype=np.float64) * _GAUSS_BLOCK
+    ideal = np.exp(-(starts**2) / (2.0 * s * s))
+    total = _GAUSS_COLUMNS * _ONE53
+    exact = [float(v) for v in ideal / ideal.sum()]
+    # Python integers: the weights need 63 bits. Each is within one unit of total·ideal (largest
+    # remainder) and at least 1, so every block, and the tail column, has positive probability.
+    weights = [max(1, int(v * total)) for v in exact] + [1]
+    shortfall = total - sum(weights)
+    order = np.argsort([-(v * total - int(v * total)) for v in exact])
+    i = 0
+    while shortfall > 0:
+        weights[int(order[i % len(order)])] += 1
+        shortfall -= 1
+        i += 1
+    while shortfall < 0:  # only if clamping to 1 overshot: take from the largest
+        biggest = max(range(_GAUSS_BLOCKS), key=weights.__getitem__)
+        weights[biggest] += shortfall
+        shortfall = 0
+    table = _alias53(weights)
+    y = np.arange(_GAUSS_TABLE, dtype=np.int64)
+    low = y & (_GAUSS_BLOCK - 1)
+    # y² − (c·b)² = l·(2y − l): exact in float64 (< 2^44)
+    within = np.exp(-(low * (2 * y - low)).astype(np.float64) / (2.0 * s * s))
+    accept = np.floor(np.ldexp(within, 53)).astype(np.uint64)  # < 2^53 unless within = 1
+    accept[within >= 1.0] = np.uint64(_ONE53 - 1)
+    masses = tuple(_alias53_masses(table))
+    # Q(y) = weight[b]·accept[y] in float64 (relative rounding ≤ 2^-51, inside _TV_SLACK)
+    q = np.repeat(np.array([float(w) for w in masses[:_GAUSS_BLOCKS]]), _GAUSS_BLOCK) * accept.astype(np.float64)
+    tail = float(masses[-1]) * _GAUSS_BLOCK * float(_ONE53)
+    normaliser = 2.0 * (float(np.sum(q)) + tail) - float(q[0])
+    return _GaussianTables(table, accept, masses, q, tail, normaliser)
+
+
+@dataclass(frozen=True)
+class GridGaussian:
+    """Discrete Gaussian noise N_ℤ(0, s²) on the grid γ·ℤ, γ = 2^granularity_log2, s = σ/γ.
+
+    Sampled exactly from integer tables (see the comment above); :meth:`tv_distance` is the
+    total-variation distance η between what is sampled and the ideal N_ℤ(0, s²), computed from
+    the tables, and every privacy figure charges it.
+    """
+
+    granularity_log2: int
+    s: float
+    _eta: float = field(repr=False, compare=False, default=float("nan"))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_eta", self._tv_from_tables())
+
+    @property
+    def granularity(self) -> float:
+        return math.ldexp(1.0, self.granularity_log2)
+
+    @property
+    def sigma(self) -> float:
+        """s·γ: the σ of the discrete Gaussian in real units."""
+        return self.s * self.granularity
+
+    def tv_distance(self) -> float:
+        """η ≥ TV(sampled, N_ℤ(0, s²)), from the exact tables (float rounding added on top)."""
+        return self._eta
+
+    def steps_for_shift(self, shift: float, changed: int = 1) -> float:
+        """Largest L2 length, in grid steps, of a rounded input shift of L2 length ``shift``.
+
+        One coordinate: ⌈Δ/γ⌉ (an integer). Several: each rounded coordinate moves by less
+        than one step more than its real shift, so ‖r‖₂ < Δ/γ + √changed.
+        """
+        if shift == 0:
+            return 0.0
+        if changed == 1:
+            return float(math.ceil(math.ldexp(shift, -self.granularity_log2)))
+        return math.ldexp(shift, -self.granularity_log2) + math.sqrt(changed)
+
+    def rho_for_steps(self, steps: float) -> float:
+        """zCDP ρ = k²/2s² of N_ℤ(0, s²) for shifts of L2 length ≤ k (Canonne–Kamath–Steinke 2020)."""
+        return steps * steps / (2.0 * self.s * self.s)
+
+    def delta_for_steps(self, epsilon: float, steps: float, changed: int = 1) -> float:
+        """An upper bound on δ(ε) of the sampled noise for shifts of L2 length ≤ ``steps``, never below it.
+
+        One coordinate: the exact hockey-stick divergence of N_ℤ(0, s²) (CKS 2020, Thm 7) with
+        its tail sums bounded rigorously by integrals; several coordinates: the zCDP → (ε, δ)
+        conversion (CKS 2020, Prop. 12). Plus (1 + e^ε)·changed·η for the tables' deviation.
+        """
+        if steps == 0:
+            return 0.0
+        if changed == 1:
+            ideal = discrete_gaussian_delta(self.s, int(steps), epsilon)
+        else:
+            ideal = zcdp_delta(self.rho_for_steps(steps), epsilon)
+        return min(1.0, ideal + (1.0 + math.exp(epsilon)) * changed * self._eta)
+
+    # --- the exact PMF, for the witness -----------------------------------------------------
+    def magnitude_weights(self) -> tuple[npt.NDArray[np.float64], float, float]:
+        """(Q(y) for y < K, Q's tail mass, the normaliser over ℤ), Q(y) = weight[b]·accept[y] as floats.
+
+        P(X = x) = Q(|x|)/Z; the tail mass sits on |x| = K + g with probability ∝ 2^-(g+1).
+        """
+        tables = _gaussian_tables(self.s)
+        return tables.q, tables.tail, tables.normaliser
+
+    def pmf(self, x: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """P(X = x) of the sampled noise, in grid steps (float rounding ≈ 10^-16 relative)."""
+        q, tail, z = self.magnitude_weights()
+        y = np.abs(np.asarray(x, dtype=np.int64))
+        inside = y < _GAUSS_TABLE
+        out = np.empty(y.shape, dtype=np.float64)
+        out[inside] = q[y[inside]] / z
+        beyond = y[~inside] - _GAUSS_TABLE
+        out[~inside] = tail * np.exp2(-(beyond + 1.0)) / z
+        return out
+
+    def variance_steps(self) -> float:
+        """Var(X) in grid steps, from the tables."""
+        q, tail, z = self.magnitude_weights()
+        y = np.arange(_GAUSS_TABLE, dtype=np.float64)
+        k = float(_GAUSS_TABLE)
+        return float(2.0 * (float(np.sum(q * y * y)) + tail * (k * k + 2.0 * k + 3.0)) / z)
+
+    def _tv_from_tables(self) -> float:
+        q, tail, z = self.magnitude_weights()
+        y = np.arange(_GAUSS_TABLE, dtype=np.float64)
+        ideal = np.exp(-(y * y) / (2.0 * self.s * self.s)) / (math.sqrt(2.0 * math.pi) * self.s)
+        gap = np.abs(q / z - ideal)
+        # over ℤ: ±y for y ≥ 1, y = 0 once; the tail of each side and the ideal's mass beyond K
+        inside = 2.0 * float(np.sum(gap)) - float(gap[0])  # numpy's pairwise sum: error ≲ 21·2^-53
+        beyond = 2.0 * tail / z + math.erfc(_GAUSS_TABLE / (math.sqrt(2.0) * self.s))
+        return 0.5 * (inside + beyond) + _TV_SLACK
+
+    # --- sampling --------------------------------------------------------------------------
+    def sample(self, n: int, bits: BitSource) -> npt.NDArray[np.int64]:
+        """n independent draws of X, in grid steps."""
+        out = np.empty(n, dtype=np.int64)
+        for start in range(0, n, _CHUNK):
+            stop = min(n, start + _CHUNK)
+            out[start:stop] = _fill(stop - start, lambda k: self._attempt(k, bits))
+        return out
+
+    def _attempt(self, n: int, bits: BitSource) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """Two 64-bit words per attempt: a = sign | column | L | 42 bits, t = 53 bits | 11 bits.
+
+        The alias test uses t's top 53 bits; the acceptance test the 42 spare bits of a and t's
+        low 11 bits; no bit is used twice, so the three choices are independent.
+        """
+        tables = _gaussian_tables(self.s)
+        words = bits.words(2 * n)
+        a, t = words[:n], words[n:]
+        used = 1 + _GAUSS_COLUMN_BITS + _GAUSS_BLOCK_BITS
+        negative = (a & np.uint64(1)).astype(bool)
+        column = ((a >> np.uint64(1)) & np.uint64(_GAUSS_COLUMNS - 1)).astype(np.intp)
+        low = ((a >> np.uint64(1 + _GAUSS_COLUMN_BITS)) & np.uint64(_GAUSS_BLOCK - 1)).astype(np.int64)
+        block = np.where(t >> np.uint64(11) < tables.alias.threshold[column], column, tables.alias.alias[column])
+        u_accept = ((a >> np.uint64(used)) << np.uint64(11)) | (t & np.uint64(0x7FF))
+        tail = block == _GAUSS_BLOCKS
+        y = block * _GAUSS_BLOCK + low
+        y[tail] = 0
+        accepted = u_accept < tables.accept[y]
+        if tail.any():  # probability ≈ 2^-63 per attempt: K + Geometric(1/2), always accepted
+            y[tail] = _GAUSS_TABLE + _geometric_half(int(tail.sum()), bits)
+            accepted[tail] = True
+        accepted &= ~(negative & (y == 0))
+        return np.where(negative, -y, y), accepted
+
+
+def _fill(n: int, attempt: Callable[[int], tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]]) -> npt.NDArray[np.int64]:
+    """Repeat vectorised rejection attempts until n draws are accepted (order kept: rejections are data-independent)."""
+    out = np.empty(n, dtype=np.int64)
+    filled = 0
+    while filled < n:
+        need = n - filled
+        draws, accepted = attempt(need + (need >> 5) + 8)
+        kept = draws[accepted][:need]
+        out[filled : filled + len(kept)] = kept
+        filled += len(kept)
+    return out
+
+
+def _normal_tail(z: float) -> float:
+    """P(N(0,1) > z) = erfc(z/√2)/2."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+#: Terms of a discrete Gaussian tail summed one by one before the integral bound takes over.
+_EXPLICIT_TERMS = 32
+
+
+def _head(a: int, s: float) -> tuple[float, int]:
+    """(Σ_{x=a}^{b−1} exp(−x²/2s²)/(√(2π)s), b): at least J terms, and on to b ≥ s + 1/2 (f convex beyond)."""
+    b = max(a + _EXPLICIT_TERMS, math.ceil(s + 0.5))
+    x = np.arange(a, b, dtype=np.float64)
+    return float(np.sum(np.exp(-(x * x) / (2.0 * s * s)))) / (math.sqrt(2.0 * math.pi) * s), b
+
+
+def _tail_upper(a: int, s: float) -> float:
+    """≥ P(X ≥ a) for X ~ N_ℤ(0, s²), a an integer.
+
+    f(x) = exp(−x²/2s²): the terms up to b (b − 1/2 ≥ s) are summed one by one, then
+    Σ_{x≥b} f ≤ ∫_{b−1/2}^∞ f since f is convex there (Hermite–Hadamard); and the normaliser
+    Σ_ℤ f ≥ √(2π)·s (Poisson summation).
+    """
+    if a <= 0:
+        return 1.0 - _tail_lower(1 - a, s)
+    head, b = _head(a, s)
+    return min(1.0, (head + _normal_tail((b - 0.5) / s)) * (1.0 + _ERFC_SLACK))
+
+
+def _tail_lower(a: int, s: float) -> float:
+    """≤ P(X ≥ a) for X ~ N_ℤ(0, s²): the same terms, then Σ_{x≥b} f ≥ ∫_b^∞ f + f(b)/2 (trapezoid,
+    f convex); Σ_ℤ f ≤ √(2π)s·(1 + 3e^{−2π²s²})."""
+    if a <= 0:
+        return 1.0 - _tail_upper(1 - a, s)
+    theta_excess = 1.0 + 3.0 * math.exp(-2.0 * math.pi**2 * s * s)
+    head, b = _head(a, s)
+    trapezoid = 0.5 * math.exp(-b * b / (2.0 * s * s)) / (math.sqrt(2.0 * math.pi) * s)
+    return max(0.0, (head + _normal_tail(b / s) + trapezoid) * (1.0 - _ERFC_SLACK) / theta_excess)
+
+
+def discrete_gaussian_delta(s: float, steps: int, epsilon: float) -> float:
+    """δ(ε) of N_ℤ(0, s²) for integer shifts |k| ≤ steps, rounded up (CKS 2020, Theorem 7).
+
+    δ = P[X > εs²/k − k/2] − e^ε·P[X > εs²/k + k/2]; the first tail is bounded above, the
+    second below, so the result never understates δ.
+    """
+    if steps == 0:
+        return 0.0
+    k = float(steps)
+    tau = epsilon * s * s / k - k / 2.0
+    first = _tail_upper(math.floor(tau) + 1, s)
+    second = _tail_lower(math.floor(tau + k) + 1, s)
+    return min(1.0, max(0.0, first - math.exp(epsilon) * second))
+
+
+def zcdp_delta(rho: float, epsilon: float) -> float:
+    """δ such that ρ-zCDP implies (ε, δ)-DP (CKS 2020, Prop. 12: the infimum over α > 1).
+
+    δ = inf_α exp((α−1)(αρ − ε)) / (α−1) · (1 − 1/α)^α; any α gives a valid bound, so the
+    numerical minimisation can only make it looser, never wrong.
+    """
+    if rho == 0:
+        return 0.0
+
+    def log_delta(alpha: float) -> float:
+        return (alpha - 1.0) * (alpha * rho - epsilon) - math.log(alpha - 1.0) + alpha * math.log1p(-1.0 / alpha)
+
+    grid = np.exp(np.linspace(math.log(1.0 + 1e-9), math.log(1e6), 2000))
+    values = [log_delta(float(a)) for a in grid]
+    best = int(np.argmin(values))
+    low, high = float(grid[max(best - 1, 0)]), float(grid[min(best + 1, len(grid) - 1)])
+    for _ in range(80):  # golden-section refinement around the best grid point
+        m1, m2 = low + 0.382 * (high - low), low + 0.618 * (high - low)
+        if log_delta(m1) < log_delta(m2):
+            high = m2
+        else:
+            low = m1
+    smallest = min(values[best], log_delta(0.5 * (low + high)))
+    return min(1.0, math.exp(smallest))
+
+
+def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
+    """The exact σ of the (continuous) analytic Gaussian mechanism (Balle & Wang 2018, Thm 8).
+
+    The smallest σ with Φ(Δ/2σ − εσ/Δ) − e^ε·Φ(−Δ/2σ − εσ/Δ) ≤ δ, solved by bisection on σ/Δ
+    (the left side decreases in σ). ≈ 4.2247 for ε = 1, δ = 10^-6, Δ = 1.
+    """
+
+    def excess(ratio: float) -> float:
+        a, b = 0.5 / ratio, epsilon * ratio
+        return 0.5 * math.erfc((b - a) / math.sqrt(2.0)) - math.exp(epsilon) * 0.5 * math.erfc((a + b) / math.sqrt(2.0)) - delta
+
+    low, high = 1e-9, 1.0
+    while excess(high) > 0:
+        low, high = high, high * 2.0
+    for _ in range(200):
+        middle = math.sqrt(low * high)
+        if excess(middle) > 0:
+            low = middle
+        else:
+            high = middle
+    return high * sensitivity
+
+
+def _smallest_s(bound: Callable[[float], float], start: float, target: float) -> float:
+    """The smallest s ≥ start (to 10^-12 relative) with bound(s) ≤ target; bound decreases in s."""
+    low, high = start, start
+    while bound(high) > target:
+        low, high = high, high * 1.001
+    if high == start:
+        return start
+    for _ in range(60):
+        middle = 0.5 * (low + high)
+        if bound(middle) > target:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+@scoped_cache(256, scoped_maxsize=64)
+def gaussian_for_delta(*, sensitivity: float, epsilon: float, delta: float, changed: int = 1) -> GridGaussian:
+    """The grid Gaussian whose δ(ε) for an L2 shift of ``sensitivity`` (grid rounding charged) is ≤ δ.
+
+    The grid puts s = σ/γ in [2^16, 2^17); the shift is charged in whole rounded steps; s is the
+    smallest value whose rigorous bound (tables' deviation η included) fits under δ.
+    """
+    sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    granularity_log2 = math.frexp(sigma)[1] - 1 - GAUSS_STEPS_LOG2
+    probe = GridGaussian.__new__(GridGaussian)  # steps_for_shift needs only the grid
+    object.__setattr__(probe, "granularity_log2", granularity_log2)
+    steps = GridGaussian.steps_for_shift(probe, sensitivity, changed)
+    charge = (1.0 + math.exp(epsilon)) * changed * 1.05 * _TV_SLACK  # η is ≈ _TV_SLACK; verified below
+    while True:
+        target = delta - charge
+        if target < 0.5 * delta:
+            raise ValueError(f"delta {delta:g} is too small for epsilon {epsilon:g} and {changed} changed coordinates")
+        if changed == 1:
+            start = analytic_gaussian_sigma(steps, epsilon, target)
+            s = _smallest_s(lambda v: discrete_gaussian_delta(v, int(steps), epsilon), start, target)
+        else:
+            start = analytic_gaussian_sigma(steps, epsilon, target)
+            s = _smallest_s(lambda v: zcdp_delta(steps * steps / (2.0 * v * v), epsilon), start, target)
+        candidate = GridGaussian(granularity_log2, s)
+        spent = candidate.delta_for_steps(epsilon, steps, changed)
+        if spent <= delta:
+            return candidate
+        charge += spent - delta + 1e-6 * delta
+
+
+@scoped_cache(256, scoped_maxsize=64)
+def gaussian_for_rho(*, sensitivity: float, rho: float, changed: int = 1) -> GridGaussian:
+    """The grid Gaussian whose zCDP ρ = k²/2s² for an L2 shift of ``sensitivity`` (k rounded steps) is ≤ ρ."""
+    sigma = sensitivity / math.sqrt(2.0 * rho)
+    granularity_log2 = math.frexp(sigma)[1] - 1 - GAUSS_STEPS_LOG2
+    probe = GridGaussian.__new__(GridGaussian)
+    object.__setattr__(probe, "granularity_log2", granularity_log2)
+    steps = GridGaussian.steps_for_shift(probe, sensitivity, changed)
+    s = steps / math.sqrt(2.0 * rho)
+    while steps * steps / (2.0 * s * s) > rho:
+        s = math.nextafter(s, math.inf)
+    return GridGaussian(granularity_log2, s)

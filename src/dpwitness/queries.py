@@ -16,7 +16,7 @@ Nothing here reads data or draws noise: the session spends, the engine aggregate
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -24,7 +24,16 @@ from typing import Any
 import numpy as np
 
 from dpwitness.errors import ParameterError, check_positive_finite
-from dpwitness.neighbours import ContributionBound, Neighbours, check_bounds, unit_sensitivity
+from dpwitness.neighbours import (
+    ContributionBound,
+    Neighbours,
+    check_bounds,
+    counted_range,
+    effective_relation,
+    unit_sensitivity,
+)
+from dpwitness.predicates import Predicate, parse
+from dpwitness.quantiles import DEFAULT_BINS, MAX_CELLS, check_bins, check_quantiles
 
 #: A group key: a scalar for one ``by`` column, a tuple for several.
 Key = Any
@@ -38,6 +47,7 @@ class Statistic(StrEnum):
     MEAN = "mean"
     VARIANCE = "variance"
     HISTOGRAM = "histogram"
+    QUANTILE = "quantile"
 
 
 class Aggregate(StrEnum):
@@ -56,26 +66,59 @@ class Aggregate(StrEnum):
 
 
 class ColumnKind(StrEnum):
+    """A column's type, from declared metadata (a Parquet or frame schema, ``dtypes=``).
+
+    ``untyped`` is a column whose type nobody declared (a CSV column): it is held as text and
+    read as the query needs it — as numbers by a bounded statistic or a comparison with a
+    number (text that does not parse is missing), as text elsewhere. Types are never inferred
+    from the values: one record could flip an inferred type.
+    """
+
     INTEGER = "integer"
     FLOAT = "float"
     STRING = "string"
     BOOLEAN = "boolean"
+    UNTYPED = "untyped"
     OTHER = "other"
 
     @property
     def numeric(self) -> bool:
         return self in (ColumnKind.INTEGER, ColumnKind.FLOAT)
 
+    @property
+    def readable_as_number(self) -> bool:
+        """Whether a bounded statistic can read the column: numeric, or untyped text (parsed)."""
+        return self.numeric or self is ColumnKind.UNTYPED
+
+
+#: The column types that ``dtypes=`` can declare (for a CSV, or to override a schema).
+DECLARABLE = (ColumnKind.INTEGER, ColumnKind.FLOAT, ColumnKind.STRING, ColumnKind.BOOLEAN)
+
+
+def parse_dtypes(dtypes: Mapping[str, Any] | None) -> dict[str, ColumnKind]:
+    """Validate ``dtypes=``: column name → one of integer, float, string, boolean."""
+    if dtypes is None:
+        return {}
+    if not isinstance(dtypes, Mapping):
+        raise ParameterError("dtypes", "a mapping of column name to integer, float, string or boolean", type(dtypes).__name__)
+    out: dict[str, ColumnKind] = {}
+    for name, kind in dtypes.items():
+        if not (isinstance(name, str) and name) or str(getattr(kind, "value", kind)) not in {k.value for k in DECLARABLE}:
+            raise ParameterError("dtypes", "a mapping of column name to integer, float, string or boolean", {name: kind})
+        out[name] = ColumnKind(str(getattr(kind, "value", kind)))
+    return out
+
 
 @dataclass(frozen=True)
 class Schema:
-    """What an engine tells the session before any spend: column kinds and whether there is a row.
+    """What an engine tells the session before any spend: the column names and kinds.
 
-    Both are treated as public (see docs/statistics.md): nothing else is read before spending.
+    Read from metadata only (a CSV header, a Parquet footer, a frame's schema): never a row.
+    Whether the table (or a filter's result) is empty is *not* public: an empty selection gets
+    a noisy answer like any other (see docs/statistics.md).
     """
 
     columns: Mapping[str, ColumnKind]
-    empty: bool
 
 
 @dataclass(frozen=True)
@@ -101,7 +144,8 @@ class Query:
     that costs ``delta``. ``split`` gives each noisy part's share of ``epsilon`` (default:
     even); ``max_groups`` (grouped queries) bounds the groups a unit touches, with at most
     ``max_contributions`` rows in each; without it a unit keeps at most ``max_contributions``
-    rows in all.
+    rows in all. ``where`` is a row filter (:mod:`dpwitness.predicates`); ``order_by`` the
+    table's declared order, which ``row_number`` in ``where`` counts positions in.
     """
 
     statistic: Statistic
@@ -116,6 +160,12 @@ class Query:
     max_groups: int | None = None
     split: tuple[float, ...] | None = None
     delta: float = 1e-6
+    where: str | None = None
+    order_by: tuple[str, ...] = ()
+    #: A quantile's q values and its bins of [L, U] (:mod:`dpwitness.quantiles`); None otherwise.
+    quantiles: tuple[float, ...] | None = None
+    bins: int | None = None
+    _predicate: Predicate | None = field(init=False, repr=False, compare=False)
     _parts: tuple[Part, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -128,12 +178,18 @@ class Query:
             raise ParameterError("column", f"a column name for {statistic.value}", self.column)
         if self.column is not None and not (isinstance(self.column, str) and self.column):
             raise ParameterError("column", "a column name or None", self.column)
-        if statistic in (Statistic.SUM, Statistic.MEAN, Statistic.VARIANCE):
+        if statistic in (Statistic.SUM, Statistic.MEAN, Statistic.VARIANCE, Statistic.QUANTILE):
             if self.bounds is None or isinstance(self.bounds, str) or len(self.bounds) != 2:
                 raise ParameterError("bounds", f"(L, U) with finite L < U for {statistic.value}", self.bounds)
             object.__setattr__(self, "bounds", check_bounds(*self.bounds))
         elif self.bounds is not None:
             raise ParameterError("bounds", f"None for {statistic.value}", self.bounds)
+        if statistic is Statistic.QUANTILE:
+            object.__setattr__(self, "quantiles", check_quantiles(self.quantiles))
+            object.__setattr__(self, "bins", check_bins(DEFAULT_BINS if self.bins is None else self.bins))
+        elif self.quantiles is not None or self.bins is not None:
+            parameter, value = ("q", self.quantiles) if self.quantiles is not None else ("bins", self.bins)
+            raise ParameterError(parameter, f"None for {statistic.value} (only a quantile has q and bins)", value)
         by = _names("by", self.by)
         if statistic is Statistic.HISTOGRAM and by:
             raise ParameterError("by", "empty for a histogram (its column is the key)", self.by)
@@ -141,14 +197,20 @@ class Query:
             raise ParameterError("by", "empty: grouped variance is not supported", self.by)
         object.__setattr__(self, "by", by)
         if self.keys is not None:
-            if not self.group_columns:
+            declared = self.declared_columns
+            if not declared:
                 raise ParameterError("keys", "None for an ungrouped query", self.keys)
             keys = tuple(tuple(k) if isinstance(k, list) else k for k in self.keys)
             if not keys or len(set(keys)) != len(keys):
                 raise ParameterError("keys", "a non-empty sequence of distinct keys", self.keys)
-            if len(self.group_columns) > 1 and not all(isinstance(k, tuple) and len(k) == len(self.group_columns) for k in keys):
-                raise ParameterError("keys", f"tuples of {len(self.group_columns)} values (one per by column)", self.keys)
+            if len(declared) > 1 and not all(isinstance(k, tuple) and len(k) == len(declared) for k in keys):
+                raise ParameterError("keys", f"tuples of {len(declared)} values (one per by column)", self.keys)
             object.__setattr__(self, "keys", keys)
+        if statistic is Statistic.QUANTILE:
+            if by and self.keys is None:
+                raise ParameterError("keys", "declared keys for a grouped quantile (every key's bins are released)", None)
+            if len(self.cells) > MAX_CELLS:
+                raise ParameterError("bins", f"at most {MAX_CELLS} bins over all keys (keys × bins)", len(self.cells))
         if self.privacy_unit is not None and not (isinstance(self.privacy_unit, str) and self.privacy_unit):
             raise ParameterError("privacy_unit", "a column name or None", self.privacy_unit)
         _check_whole("max_contributions", self.max_contributions)
@@ -162,6 +224,17 @@ class Query:
                 raise ParameterError("max_groups", "None unless privacy_unit is set", self.max_groups)
         if not (isinstance(self.delta, float | int) and 0 < self.delta < 1):
             raise ParameterError("delta", "a number strictly between 0 and 1", self.delta)
+        object.__setattr__(self, "order_by", _names("order_by", self.order_by))
+        predicate = None if self.where is None else parse(self.where)
+        if predicate is not None and not predicate.record_wise:
+            if not self.order_by:
+                raise ParameterError("where", "row_number only on a table with a declared order (order_by=)", self.where)
+            if self.privacy_unit is not None:
+                # A unit may hold any number of rows before bounding: adding it shifts positions by that many.
+                raise ParameterError(
+                    "where", "no row_number with a privacy unit (a unit's rows shift positions unboundedly)", self.where
+                )
+        object.__setattr__(self, "_predicate", predicate)
         object.__setattr__(self, "_parts", self._derive_parts())
 
     # --- what the query needs -------------------------------------------------------------
@@ -171,7 +244,27 @@ class Query:
         if self.statistic is Statistic.HISTOGRAM:
             assert self.column is not None
             return (self.column,)
+        if self.statistic is Statistic.QUANTILE:  # the last key is the column's bin (an engine computes it)
+            assert self.column is not None
+            return (*self.by, self.column)
         return self.by
+
+    @property
+    def declared_columns(self) -> tuple[str, ...]:
+        """The columns whose values ``keys`` lists: ``group_columns``, but only ``by`` for a quantile."""
+        return self.by if self.statistic is Statistic.QUANTILE else self.group_columns
+
+    @property
+    def cells(self) -> tuple[Key, ...]:
+        """Every key a declared release has: ``keys``, or for a quantile each bin j (ungrouped)
+        or each (key…, j) — the engine's key layout for these columns."""
+        if self.statistic is not Statistic.QUANTILE:
+            return self.keys or ()
+        assert self.bins is not None
+        if self.keys is None:
+            return tuple(range(self.bins))
+        prefixes = [k if isinstance(k, tuple) else (k,) for k in self.keys]
+        return tuple((*prefix, j) for prefix in prefixes for j in range(self.bins))
 
     @property
     def grouped(self) -> bool:
@@ -179,8 +272,9 @@ class Query:
 
     @property
     def declared(self) -> bool:
-        """True when the group keys are public (declared); False when they come from the data."""
-        return self.keys is not None
+        """True when the group keys are public (declared); False when they come from the data.
+        A quantile's bins are always declared."""
+        return self.keys is not None or self.statistic is Statistic.QUANTILE
 
     @property
     def centre(self) -> float:
@@ -190,6 +284,30 @@ class Query:
     @property
     def half_range(self) -> float:
         return 0.0 if self.bounds is None else (self.bounds[1] - self.bounds[0]) / 2
+
+    @property
+    def predicate(self) -> Predicate | None:
+        """The parsed row filter, or None."""
+        return self._predicate
+
+    @property
+    def filtered(self) -> str:
+        """How the rows are filtered: ``"none"``, ``"value"`` (record-wise) or ``"position"`` (row_number)."""
+        if self._predicate is None:
+            return "none"
+        return "value" if self._predicate.record_wise else "position"
+
+    @property
+    def always_counted(self) -> bool:
+        """True when every record adds its term whatever its values: only ``count()`` with no
+        column, privacy unit, filter or groups. Otherwise a record can move between counted and
+        not counted (null or NaN, filtered out, a key outside the declared set, a null unit)."""
+        return self.column is None and self.privacy_unit is None and self._predicate is None and not self.grouped
+
+    @property
+    def relation(self) -> Neighbours:
+        """The relation the kept rows move under (:func:`dpwitness.neighbours.effective_relation`)."""
+        return effective_relation(self.neighbours, positional=self.filtered == "position")
 
     @property
     def contribution(self) -> ContributionBound:
@@ -218,10 +336,14 @@ class Query:
         text = f"{self.statistic.value}({inner})"
         if self.bounds is not None:
             text += f" in [{self.bounds[0]:g}, {self.bounds[1]:g}]"
+        if self.quantiles is not None:
+            text += " at q = " + ", ".join(f"{q:g}" for q in self.quantiles)
         if self.by:
             text += " by " + ", ".join(self.by)
         if self.keys is not None:
             text += f" over {len(self.keys)} declared keys"
+        if self.where is not None:
+            text += f" where {self.where}"
         if self.privacy_unit is not None:
             text += f", ≤ {self.max_contributions} row(s) per {self.privacy_unit}"
             if self.max_groups is not None and self.grouped:
@@ -239,6 +361,10 @@ class Query:
             "privacy_unit": self.privacy_unit,
             "max_contributions": self.max_contributions,
             "max_groups": self.max_groups,
+            "where": self.where,
+            "order_by": list(self.order_by),
+            "quantiles": None if self.quantiles is None else list(self.quantiles),
+            "bins": self.bins,
             "epsilon": self.epsilon,
             "parts": [
                 {"aggregate": p.aggregate.value, "epsilon": self.epsilon_of(p), "sensitivity": p.sensitivity} for p in self._parts
@@ -247,23 +373,27 @@ class Query:
 
     # --- checks against the data's schema (public metadata only) ----------------------------
     def check_schema(self, schema: Schema) -> None:
-        """Raise :class:`ParameterError` for a missing or non-numeric column or an empty table."""
+        """Raise :class:`ParameterError` for a missing column, a column a statistic cannot read as
+        numbers, keys or filter literals of the wrong type. Uses the column names and kinds only."""
         for parameter, name in self._columns_used():
             if name not in schema.columns:
                 raise ParameterError(parameter, f"a column of the table ({', '.join(schema.columns)})", name)
-        if self.statistic in (Statistic.SUM, Statistic.MEAN, Statistic.VARIANCE):
-            assert self.column is not None
+        if self.bounds is not None and self.column is not None:
             kind = schema.columns[self.column]
-            if not kind.numeric:
-                raise ParameterError("column", f"a numeric column for {self.statistic.value}", f"{self.column!r} ({kind.value})")
+            if not kind.readable_as_number:
+                raise ParameterError(
+                    "column", f"a numeric (or untyped) column for {self.statistic.value}", f"{self.column!r} ({kind.value})"
+                )
         if self.keys is not None:
-            for position, name in enumerate(self.group_columns):
+            for position, name in enumerate(self.declared_columns):
                 kind = schema.columns[name]
-                values = [k[position] if len(self.group_columns) > 1 else k for k in self.keys]
-                if not all(_fits(kind, v) for v in values):
+                values = [k[position] if len(self.declared_columns) > 1 else k for k in self.keys]
+                if not all(_fits(kind, v) for v in values) or (
+                    kind is ColumnKind.UNTYPED and len({type(v) for v in values}) > 1
+                ):
                     raise ParameterError("keys", f"values of {name!r}'s kind ({kind.value})", values)
-        if schema.empty:
-            raise ParameterError("source", "a table with at least one row", "an empty table")
+        if self._predicate is not None:
+            self._predicate.check(schema.columns)
 
     def _columns_used(self) -> Iterable[tuple[str, str]]:
         if self.column is not None:
@@ -272,6 +402,15 @@ class Query:
             yield "by", name
         if self.privacy_unit is not None:
             yield "privacy_unit", self.privacy_unit
+        for name in self.order_by:
+            yield "order_by", name
+
+    @property
+    def columns_read(self) -> tuple[str, ...]:
+        """Every table column the engine reads: the column, keys, unit, filter and order columns."""
+        filtered = self._predicate.columns if self._predicate is not None else ()
+        order = self.order_by if self.filtered == "position" else ()
+        return tuple(dict.fromkeys(c for c in (self.column, *self.group_columns, self.privacy_unit, *filtered, *order) if c))
 
     # --- derivation -----------------------------------------------------------------------
     def _derive_parts(self) -> tuple[Part, ...]:
@@ -281,15 +420,17 @@ class Query:
         coordinates = 1
         if self.grouped:
             # A unit moves the keys it holds; replacing it also moves the ≤ g keys of its new rows.
-            moved = bound.max_groups * (2 if self.neighbours is Neighbours.REPLACE_ONE else 1)
-            coordinates = moved if self.keys is None else min(moved, len(self.keys))
+            # A quantile's unit can put each of its rows in a different bin: max_rows cells.
+            held = bound.max_rows if self.statistic is Statistic.QUANTILE else bound.max_groups
+            moved = held * (2 if self.relation is Neighbours.REPLACE_ONE else 1)
+            coordinates = moved if not self.declared else min(moved, len(self.cells))
         return tuple(
             Part(name, share, self._sensitivity(name, bound), coordinates) for name, share in zip(aggregates, shares, strict=True)
         )
 
     def _noisy_aggregates(self) -> tuple[Aggregate, ...]:
         s = self.statistic
-        if s in (Statistic.COUNT, Statistic.HISTOGRAM):
+        if s in (Statistic.COUNT, Statistic.HISTOGRAM, Statistic.QUANTILE):
             return (Aggregate.COUNT,)
         # Undeclared keys need a noisy count to pick the groups; put it first. A mean or variance
         # always has a noisy count: its n counts non-null values, which a neighbour can change
@@ -311,19 +452,26 @@ class Query:
         total = math.fsum(split)
         return tuple(x / total for x in split)
 
-    def _sensitivity(self, aggregate: Aggregate, bound: ContributionBound) -> float:
-        """Δ of one part: the per-row range of the aggregate's term, times the rows one unit keeps."""
+    def term_range(self, aggregate: Aggregate) -> tuple[float, float]:
+        """[a, b]: the range of one *counted* row's term in ``aggregate`` (before the ∪ {0} of
+        :func:`dpwitness.neighbours.counted_range` for rows that may not be counted)."""
         h = self.half_range
-        # A row counts 1, or 0 once dropped (null column or unit): under replace-one a record can
-        # change from null to a value, so only a count of all rows (no column, no unit) has t = 1.
-        counted = (1.0, 1.0) if self.column is None and self.privacy_unit is None else (0.0, 1.0)
-        low, high = {
-            Aggregate.COUNT: counted,
+        return {
+            Aggregate.COUNT: (1.0, 1.0),
             Aggregate.SUM: self.bounds or (0.0, 0.0),
             Aggregate.CENTRED_SUM: (-h, h),
             Aggregate.CENTRED_SQUARES: (0.0, h * h),
         }[aggregate]
-        return unit_sensitivity(self.neighbours, low, high, bound, grouped=self.grouped)
+
+    def _sensitivity(self, aggregate: Aggregate, bound: ContributionBound) -> float:
+        """Δ of one part, derived here and only here:
+
+        the row's term ranges over [a, b] ∪ {0} unless every record is always counted
+        (:attr:`always_counted`); rows move under :attr:`relation` (replace-one for a
+        row-position filter); a unit moves ≤ ``bound.max_rows`` rows.
+        """
+        low, high = counted_range(*self.term_range(aggregate), always_counted=self.always_counted)
+        return unit_sensitivity(self.relation, low, high, bound, grouped=self.grouped)
 
 
 def _parse(kind: type[Statistic], parameter: str, value: Any) -> Statistic:
@@ -352,9 +500,60 @@ def _fits(kind: ColumnKind, value: Any) -> bool:
         return isinstance(value, int | np.integer) and not isinstance(value, bool)
     if kind is ColumnKind.FLOAT:
         return isinstance(value, int | float | np.number) and not isinstance(value, bool)
+    if kind is ColumnKind.UNTYPED:  # text: a key is compared as text, so "9" and 9 both mean the cell "9"
+        return isinstance(value, str | int | np.integer) and not isinstance(value, bool)
     return True
 
 
 def _check_whole(parameter: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ParameterError(parameter, "a whole number ≥ 1", value)
+
+
+# --- every derivation, for the sensitivity search ----------------------------------------------
+
+#: Example options per statistic for :func:`derivation_cases` (a new statistic adds its line).
+#: Columns: ``x`` the value (nullable float), ``g`` the key, ``pid`` the unit, ``o`` the order.
+CASE_OPTIONS: dict[str, dict[str, Any]] = {
+    "count": {},
+    "sum": {"column": "x", "bounds": (2.0, 5.0)},
+    "mean": {"column": "x", "bounds": (2.0, 5.0)},
+    "variance": {"column": "x", "bounds": (2.0, 5.0)},
+    "histogram": {"column": "g", "keys": ("a", "b")},
+}
+#: Filters of each kind: none, record-wise (value), and a row-position window.
+CASE_FILTERS: dict[str, str | None] = {"none": None, "value": "x > 3 or g == 'a'", "position": "row_number <= 3"}
+
+
+def derivation_cases(*, epsilon: float = 1.0) -> Iterator[Query]:
+    """One query per statistic × relation × privacy unit × grouping × filter that Δ distinguishes.
+
+    Grouping is none, declared keys (``g`` in a, b) or undeclared keys; the privacy unit is
+    none or ``pid`` with 2 rows per unit; filters are :data:`CASE_FILTERS` (row-position
+    filters need a declared order, ``o``, and no unit). The bounds (2, 5) exclude 0, so a
+    derivation that forgot "not counted" would show. Combinations a query refuses (a grouped
+    variance, a grouped histogram) are skipped. The sensitivity search runs each through both
+    engines' exact aggregates against ``[p.sensitivity for p in q.parts]``.
+    """
+    for statistic, options in CASE_OPTIONS.items():
+        for relation in Neighbours:
+            for unit in (None, "pid"):
+                for grouping in ("none", "declared", "undeclared"):
+                    for kind, where in CASE_FILTERS.items():
+                        if kind == "position" and unit is not None:
+                            continue
+                        extra: dict[str, Any] = dict(options)
+                        if grouping != "none":
+                            if statistic in ("variance", "histogram"):
+                                continue
+                            extra.update(by=("g",), keys=("a", "b") if grouping == "declared" else None)
+                        yield Query(
+                            statistic=statistic,  # type: ignore[arg-type]
+                            epsilon=epsilon,
+                            neighbours=relation,
+                            privacy_unit=unit,
+                            max_contributions=2 if unit else 1,
+                            where=where,
+                            order_by=("o",) if kind == "position" else (),
+                            **extra,
+                        )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -12,7 +13,7 @@ import numpy.typing as npt
 from dpwitness.errors import check_alpha
 
 if TYPE_CHECKING:
-    from dpwitness.mechanisms import Laplace
+    from dpwitness.mechanisms import Gaussian, Laplace
     from dpwitness.witness.analytic import WitnessReport
     from dpwitness.witness.audit import AuditResult
 
@@ -20,6 +21,21 @@ NOT_FOR_PRODUCTION = "seeded randomness: reproducible, NOT for production releas
 
 Value = float | npt.NDArray[np.float64] | dict[Any, float]
 Interval = tuple[float, float] | tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | dict[Any, tuple[float, float]]
+
+#: The judges of a release, registered by :mod:`dpwitness.witness` when it is imported (it always
+#: is: ``dpwitness/__init__`` imports it), so that a release never imports its judge.
+_JUDGES: dict[str, Callable[..., Any]] = {}
+
+
+def register_judge(name: str, judge: Callable[..., Any]) -> None:
+    """Register ``judge(mechanism, **options)`` as ``"witness"`` or ``"audit"`` for :class:`Release`."""
+    _JUDGES[name] = judge
+
+
+def _judge(name: str) -> Callable[..., Any]:
+    if name not in _JUDGES:
+        raise RuntimeError(f"no {name} is registered: import dpwitness.witness first")
+    return _JUDGES[name]
 
 
 @dataclass(frozen=True)
@@ -43,10 +59,18 @@ class Release:
     seeded: bool = False
     notes: tuple[str, ...] = ()
     delta: float = 0.0
-    mechanism: Laplace | None = field(default=None, repr=False, compare=False)
+    mechanism: Laplace | Gaussian | None = field(default=None, repr=False, compare=False)
+    #: Every subclass, so that :meth:`from_dict` can rebuild the kind that ``to_dict`` names.
+    _kinds: ClassVar[list[type[Release]]] = []
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        Release._kinds.append(cls)
 
     @property
     def half_width(self) -> float:
+        if self.mechanism is not None:  # the mechanism's own law (Laplace: b·ln(1/α); Gaussian: σ·z)
+            return self.mechanism.interval(self.alpha)
         return self.scale * math.log(1.0 / check_alpha(self.alpha))
 
     @property
@@ -74,11 +98,13 @@ class Release:
 
     def witness(self) -> WitnessReport:
         """The analytic witness of the mechanism that made this release."""
-        from dpwitness.witness.analytic import witness
-
         if self.mechanism is None:
-            raise ValueError("this release carries no mechanism to witness (a composite release: witness each of its .parts)")
-        return witness(self.mechanism)
+            raise ValueError(
+                "this release carries no mechanism to witness (a composite release: witness each of its .parts; "
+                "a reloaded one: rebuild Laplace(sensitivity=..., epsilon=...))"
+            )
+        report: WitnessReport = _judge("witness")(self.mechanism)
+        return report
 
     def audit(self, **kwargs: Any) -> AuditResult:
         """The empirical certificate: the black-box auditor run on this release's mechanism.
@@ -87,11 +113,10 @@ class Release:
         coordinate for vectors) against the claimed ε; ``kwargs`` go to :func:`dpwitness.audit`
         (``samples``, ``confidence``, ``seed``…).
         """
-        from dpwitness.witness.audit import audit_laplace
-
         if self.mechanism is None:
             raise ValueError("this release carries no mechanism to audit (a composite release: audit each of its .parts)")
-        return audit_laplace(self.mechanism, **kwargs)
+        result: AuditResult = _judge("audit")(self.mechanism, **kwargs)
+        return result
 
     def __float__(self) -> float:
         if isinstance(self.value, (dict, np.ndarray)):
@@ -101,13 +126,14 @@ class Release:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready description (arrays become lists, keys become strings)."""
         return {
+            "kind": type(self).__name__,
             "query": self.query,
             "value": _plain(self.value),
             "epsilon": self.epsilon,
             "delta": self.delta,
             "sensitivity": self.sensitivity,
             "scale": self.scale,
-            "variance": 2.0 * self.scale**2,
+            "variance": self.mechanism.variance if self.mechanism is not None else 2.0 * self.scale**2,
             "alpha": self.alpha,
             "interval": _plain(self.interval),
             "neighbours": self.neighbours,
@@ -115,7 +141,55 @@ class Release:
             "seeded": self.seeded,
             "seed": self.seed,
             "notice": self.notice,
+            "notes": list(self.notes),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Release:
+        """The release that :meth:`to_dict` described (for archives; see ``Session.to_dict``).
+
+        Keyed values come back with string keys, vectors as arrays. The mechanism is not
+        archived: to witness a reloaded release, rebuild ``Laplace(sensitivity=…, epsilon=…)``.
+        """
+        candidates: list[type[Release]] = [Release, *Release._kinds]
+        kinds = {kind.__name__: kind for kind in candidates}
+        target: type[Release] = kinds.get(str(data.get("kind", cls.__name__)), cls)
+        names = {f.name for f in fields(target) if f.init and f.name != "mechanism"}
+        options: dict[str, Any] = {name: data[name] for name in names if name in data}
+        options["value"] = _revived(data["value"])
+        options["scale"] = math.nan if data.get("scale") is None else float(data["scale"])
+        options["notes"] = tuple(data.get("notes", ()))
+        for name, value in options.items():
+            if name == "parts":
+                options[name] = tuple(Release.from_dict(part) for part in value)
+            elif isinstance(value, dict) and "kind" in value:  # a release inside (a quantile's histogram)
+                options[name] = Release.from_dict(value)
+            elif isinstance(value, list):
+                options[name] = tuple(value)
+        return target(**options)
+
+    def __str__(self) -> str:
+        from dpwitness.report import release_text
+
+        return release_text(self)
+
+    def __repr__(self) -> str:
+        from dpwitness.report import release_repr
+
+        return release_repr(self)
+
+    def _repr_html_(self) -> str:
+        from dpwitness.report import release_html
+
+        return release_html(self)
+
+
+def _revived(value: Any) -> Any:
+    if isinstance(value, list):
+        return np.asarray(value, dtype=np.float64)
+    if isinstance(value, dict):
+        return {key: float(v) for key, v in value.items()}
+    return float(value)
 
 
 def _plain(value: Any) -> Any:

@@ -4,8 +4,9 @@ Order of work for every query, so that a bad parameter or an exhausted budget co
 and reads nothing:
 
 1. build and validate the :class:`~dpwitness.queries.Query` (pure parameters);
-2. check it against the table's schema (column names and kinds, and whether there is a
-   row: public metadata, see docs/statistics.md), and calibrate the noise;
+2. check it against the table's schema (column names and kinds: metadata only; whether the
+   table or a filter's result is empty is not public, see docs/statistics.md), compile the
+   engine's plan (nothing read), and calibrate the noise;
 3. spend ε, atomically and durably when there is a ledger (:class:`BudgetExceeded` here);
 4. only then let the engine compute the exact aggregates;
 5. add Laplace noise once, with :class:`dpwitness.Laplace`, and compose the release.
@@ -16,30 +17,38 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dpwitness.budget import Accountant, Ledger, Spend
+from dpwitness.budget import Accountant, Budget, Ledger, Spend, check_total
 from dpwitness.engines import Engine, SelectionKey, engine_for
-from dpwitness.errors import ParameterError, check_alpha, check_positive_finite
+from dpwitness.errors import ParameterError, check_alpha
 from dpwitness.mechanisms import Laplace
 from dpwitness.neighbours import ContributionBound, Neighbours, partition_threshold
 from dpwitness.noise import SECURE_BITS, SeededBits, bit_source
-from dpwitness.queries import Aggregate, Aggregates, Key, Query, Schema, Statistic
+from dpwitness.quantiles import accuracy_note, check_quantiles, quantile_notes, quantile_release, rank_error
+from dpwitness.queries import Aggregate, Aggregates, Key, Query, Schema, Statistic, parse_dtypes
 from dpwitness.release import Release
 from dpwitness.witness.analytic import WitnessReport
 from dpwitness.witness.analytic import compose as compose_witnesses
 
 DEFAULT_DELTA = 1e-6
+
+
+def max_delta(max_rows: int) -> float:
+    """The largest δ a release over undeclared keys may cost: 1/(10·max_rows), so that at most
+    0.1 unique keys are expected to be exposed (each unit's own keys leak with probability ≤ δ)."""
+    return 1.0 / (10.0 * max_rows)
+
 #: τ is computed for δ·(1 − 2^-20): room for the sampler's discrete tail and table deviations.
 _PARTITION_DELTA_MARGIN = 1.0 - 2.0**-20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CompositeRelease(Release):
     """A statistic derived from several noisy parts (a mean from a noisy sum and a noisy count,
     a variance from noisy moments). ``scale`` is NaN: the error is not Laplace. ``interval``
@@ -83,11 +92,11 @@ class CompositeRelease(Release):
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
-        data.update(scale=None, variance=None, parts=[p.to_dict() for p in self.parts])
+        data.update(scale=None, variance=None, parts=[p.to_dict() for p in self.parts], bounds=list(self.bounds))
         return data
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Preview:
     """What a query would cost and how accurate it would be; nothing spent, nothing released.
 
@@ -120,6 +129,18 @@ class Preview:
             "notes": list(self.notes),
         }
 
+    def __str__(self) -> str:
+        from dpwitness.report import preview_text
+
+        return preview_text(self)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        from dpwitness.report import preview_html
+
+        return preview_html(self)
+
 
 @dataclass
 class _Plan:
@@ -129,20 +150,34 @@ class _Plan:
     mechanisms: tuple[Laplace, ...]
     threshold: float | None
     delta: float
+    exposure: float | None = None  # max_rows·δ: expected unique keys exposed, at most
     cost: float = field(init=False)
+    rho: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.cost = math.fsum(self.query.epsilon_of(p) for p in self.query.parts if p.sensitivity > 0)
+        charged = [self.query.epsilon_of(p) for p in self.query.parts if p.sensitivity > 0]
+        self.cost = math.fsum(charged)
+        self.rho = math.fsum(e * e / 2 for e in charged)  # each part is ε_i-DP, so ε_i²/2-zCDP
+
+    def spend(self, label: str) -> Spend:
+        """What the ledger records for this query: its ε and δ, its ρ, and δ from selection."""
+        return Spend(label, self.cost, self.delta, self.rho, self.delta)
 
 
 class Session:
-    """Private statistics on ``source`` within a total ``epsilon``.
+    """Private statistics on ``source`` within a total budget: ``epsilon`` (with an optional
+    ``delta_budget``, the total δ) or ``rho`` (a zCDP total); see docs/budget.md.
 
     ``source`` is a CSV/Parquet path or a Polars/pandas (Lazy)DataFrame (a Spark DataFrame or
     path with ``engine="spark"``). Constructing a session reads nothing. With ``ledger`` (a
     path or :class:`~dpwitness.budget.Ledger`) every spend is committed to SQLite before the
     data is read, under ``account`` (default: the source's resolved path, or "dataframe"):
     sessions on the same ledger and account share the budget, across processes and restarts.
+    The ledger owns the account's total: a new account stores the total given; reopening
+    needs no total (or the same one) and :meth:`raise_budget` raises it explicitly.
+    ``delta`` is the δ of one release over undeclared keys (default 1/(10·max_rows));
+    such releases need ``max_rows``, a declared bound on the table's rows (privacy units with
+    ``privacy_unit``), never its real size, and refuse δ > 1/(10·max_rows).
     ``seed`` makes releases reproducible (NOT for production): query i gets its own stream,
     spawned from the seed by its position in the account's history, so no two share noise.
     """
@@ -151,36 +186,54 @@ class Session:
         self,
         source: Any,
         *,
-        epsilon: float,
+        epsilon: float | None = None,
+        delta_budget: float | None = None,
+        rho: float | None = None,
         neighbours: str = "add-remove",
         privacy_unit: str | None = None,
         max_contributions: int = 1,
         max_groups: int | None = None,
+        max_rows: int | None = None,
         engine: str = "polars",
         ledger: str | os.PathLike[str] | Ledger | None = None,
         account: str | None = None,
         seed: int | None = None,
-        delta: float = DEFAULT_DELTA,
+        delta: float | None = None,
+        dtypes: Mapping[str, str] | None = None,
+        order_by: str | Sequence[str] | None = None,
     ) -> None:
-        total = check_positive_finite("epsilon", epsilon)
+        continuing = epsilon is None and rho is None and ledger is not None  # the ledger's stored total
+        wanted = None if continuing else check_total(epsilon=epsilon, delta=delta_budget, rho=rho)
         self.neighbours = Neighbours.parse(neighbours)
         if privacy_unit is not None and not (isinstance(privacy_unit, str) and privacy_unit):
             raise ParameterError("privacy_unit", "a column name or None", privacy_unit)
         ContributionBound.of(max_contributions, max_groups)
         if privacy_unit is None and (max_contributions != 1 or max_groups is not None):
             raise ParameterError("privacy_unit", "a column name when max_contributions ≠ 1 or max_groups is set", privacy_unit)
+        if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1):
+            raise ParameterError("max_rows", "a whole number ≥ 1 (a declared bound on rows or units, not a count)", max_rows)
+        if delta is not None and not (isinstance(delta, float | int) and not isinstance(delta, bool) and 0 < delta < 1):
+            raise ParameterError("delta", "a number strictly between 0 and 1", delta)
         if seed is not None:
             bit_source(seed)  # validates
         self.privacy_unit = privacy_unit
         self.max_contributions = max_contributions
         self.max_groups = max_groups
-        self.delta = delta
+        self.max_rows = max_rows
+        self.delta = float(delta) if delta is not None else (max_delta(max_rows) if max_rows is not None else DEFAULT_DELTA)
         self.seed = seed
+        self.dtypes = parse_dtypes(dtypes)  # declared column types (e.g. for a CSV); validated, nothing read
+        self.order_by: tuple[str, ...] = (order_by,) if isinstance(order_by, str) else tuple(order_by or ())
         self.engine: Engine = engine_for(engine)
         self.source = source
         store = ledger if isinstance(ledger, Ledger) or ledger is None else Ledger(ledger)
         self.account = account if account is not None else _account_for(source)
-        self._accountant = Accountant(total, ledger=store, account=self.account)
+        if wanted is None:
+            self._accountant = Accountant(delta=delta_budget, ledger=store, account=self.account)
+        elif wanted.is_zcdp:
+            self._accountant = Accountant(rho=wanted.rho, delta=delta_budget, ledger=store, account=self.account)
+        else:
+            self._accountant = Accountant(wanted.epsilon, delta=delta_budget, ledger=store, account=self.account)
         self._handle: Any = None
         self._schema: Schema | None = None
         self.releases: list[Release] = []
@@ -188,20 +241,61 @@ class Session:
     # --- budget ---------------------------------------------------------------------------
     @property
     def epsilon(self) -> float:
+        """The total ε (∞ for a ρ total)."""
+        return self._accountant.total.epsilon
+
+    @property
+    def total(self) -> Budget:
+        """The account's total (ε, δ) or ρ (from the ledger when there is one)."""
         return self._accountant.total
 
     @property
-    def spent(self) -> float:
+    def spent(self) -> Budget:
+        """What this account's releases satisfy together: the better of basic composition
+        (Σε, Σδ) and zCDP composition converted to (ε, δ); ``.rho`` is Σρ."""
         return self._accountant.spent
 
     @property
-    def remaining(self) -> float:
-        return max(self._accountant.remaining, 0.0)
+    def remaining(self) -> Budget:
+        """What one more release could spend: ε (a pure release), δ (selection), ρ."""
+        return self._accountant.remaining
 
     @property
     def history(self) -> list[Spend]:
         """Every spend on this account (from the ledger: earlier sessions included)."""
         return self._accountant.history
+
+    def raise_budget(self, *, epsilon: float | None = None, delta: float | None = None, rho: float | None = None) -> Budget:
+        """Raise the account's total (recorded in the ledger as its own event); returns it."""
+        return self._accountant.raise_budget(epsilon=epsilon, delta=delta, rho=rho)
+
+    def check_budget(self, queries: Sequence[Query]) -> None:
+        """Raise :class:`~dpwitness.errors.BudgetExceeded` unless all ``queries`` together fit
+        the remaining budget (after each query's own checks); spends nothing."""
+        self._accountant.check_all([self._plan(q).spend(q.label) for q in queries])
+
+    # --- display and archive ----------------------------------------------------------------
+    def __repr__(self) -> str:
+        from dpwitness.report import session_text
+
+        return session_text(self)
+
+    def _repr_html_(self) -> str:
+        from dpwitness.report import session_html
+
+        return session_html(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """An archive of this session: its releases (reload each with ``Release.from_dict``) and
+        the account's spend history from the ledger."""
+        return {
+            "source": str(self.source),
+            "account": self.account,
+            "spent": _plain_budget(self.spent),
+            "remaining": _plain_budget(self.remaining),
+            "releases": [r.to_dict() for r in self.releases],
+            "history": [asdict(spend) for spend in self.history],
+        }
 
     # --- queries --------------------------------------------------------------------------
     def count(
@@ -211,11 +305,12 @@ class Session:
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
         column: str | None = None,
+        where: str | None = None,
         alpha: float = 0.05,
         delta: float | None = None,
     ) -> Release:
-        """Rows (with a non-null ``column`` if given), or rows per key with ``by``."""
-        return self.run(self.query("count", column, epsilon=epsilon, by=by, keys=keys, delta=delta), alpha=alpha)
+        """Rows (with a non-null ``column`` if given), or rows per key with ``by``; ``where`` filters rows."""
+        return self.run(self.query("count", column, epsilon=epsilon, by=by, keys=keys, where=where, delta=delta), alpha=alpha)
 
     def sum(
         self,
@@ -225,11 +320,13 @@ class Session:
         epsilon: float,
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
+        where: str | None = None,
         alpha: float = 0.05,
         delta: float | None = None,
     ) -> Release:
-        """Σ clamp(column, L, U) over non-null rows (per key with ``by``)."""
-        return self.run(self.query("sum", column, epsilon=epsilon, bounds=bounds, by=by, keys=keys, delta=delta), alpha=alpha)
+        """Σ clamp(column, L, U) over non-null rows (per key with ``by``; rows where ``where`` holds)."""
+        query = self.query("sum", column, epsilon=epsilon, bounds=bounds, by=by, keys=keys, where=where, delta=delta)
+        return self.run(query, alpha=alpha)
 
     def mean(
         self,
@@ -240,11 +337,13 @@ class Session:
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
         split: Sequence[float] | None = None,
+        where: str | None = None,
         alpha: float = 0.05,
         delta: float | None = None,
     ) -> Release:
         """Mean of clamp(column, L, U) over non-null rows: noisy centred sum / noisy count."""
-        query = self.query("mean", column, epsilon=epsilon, bounds=bounds, by=by, keys=keys, split=split, delta=delta)
+        options: dict[str, Any] = {"bounds": bounds, "by": by, "keys": keys, "split": split, "where": where, "delta": delta}
+        query = self.query("mean", column, epsilon=epsilon, **options)
         return self.run(query, alpha=alpha)
 
     def variance(
@@ -254,10 +353,11 @@ class Session:
         *,
         epsilon: float,
         split: Sequence[float] | None = None,
+        where: str | None = None,
         alpha: float = 0.05,
     ) -> Release:
         """Population variance of clamp(column, L, U), from noisy moments."""
-        return self.run(self.query("variance", column, epsilon=epsilon, bounds=bounds, split=split), alpha=alpha)
+        return self.run(self.query("variance", column, epsilon=epsilon, bounds=bounds, split=split, where=where), alpha=alpha)
 
     def histogram(
         self,
@@ -265,11 +365,78 @@ class Session:
         categories: Sequence[Key] | None = None,
         *,
         epsilon: float,
+        where: str | None = None,
         alpha: float = 0.05,
         delta: float | None = None,
     ) -> Release:
         """Counts per value of ``column`` over ``categories`` (declared), or over thresholded values from the data."""
-        return self.run(self.query("histogram", column, epsilon=epsilon, keys=categories, delta=delta), alpha=alpha)
+        return self.run(self.query("histogram", column, epsilon=epsilon, keys=categories, where=where, delta=delta), alpha=alpha)
+
+    def quantile(
+        self,
+        column: str,
+        q: float | Sequence[float],
+        bounds: tuple[float, float],
+        *,
+        epsilon: float,
+        by: str | Sequence[str] | None = None,
+        keys: Sequence[Key] | None = None,
+        where: str | None = None,
+        bins: int | None = None,
+        alpha: float = 0.05,
+    ) -> Release:
+        """The q-quantile(s) of clamp(column, L, U), per declared key with ``by``: one noisy
+        histogram of ``bins`` bins of [L, U], post-processed (several q share it: one spend).
+        See :mod:`dpwitness.quantiles` for the method and the rank-error guarantee."""
+        options: dict[str, Any] = {"bounds": bounds, "by": by, "keys": keys, "quantiles": q, "bins": bins, "where": where}
+        query = self.query("quantile", column, epsilon=epsilon, **options)
+        return self.run(query, alpha=alpha)
+
+    def median(
+        self,
+        column: str,
+        bounds: tuple[float, float],
+        *,
+        epsilon: float,
+        by: str | Sequence[str] | None = None,
+        keys: Sequence[Key] | None = None,
+        where: str | None = None,
+        bins: int | None = None,
+        alpha: float = 0.05,
+    ) -> Release:
+        """The 0.5-quantile: see :meth:`quantile`."""
+        return self.quantile(column, 0.5, bounds, epsilon=epsilon, by=by, keys=keys, where=where, bins=bins, alpha=alpha)
+
+    def min(
+        self,
+        column: str,
+        bounds: tuple[float, float],
+        *,
+        epsilon: float,
+        by: str | Sequence[str] | None = None,
+        keys: Sequence[Key] | None = None,
+        where: str | None = None,
+        bins: int | None = None,
+        alpha: float = 0.05,
+    ) -> Release:
+        """A DP minimum: the 0-quantile within [L, U], its rank kept above the noise (the exact
+        minimum is not releasable); see docs/statistics.md."""
+        return self.quantile(column, 0.0, bounds, epsilon=epsilon, by=by, keys=keys, where=where, bins=bins, alpha=alpha)
+
+    def max(
+        self,
+        column: str,
+        bounds: tuple[float, float],
+        *,
+        epsilon: float,
+        by: str | Sequence[str] | None = None,
+        keys: Sequence[Key] | None = None,
+        where: str | None = None,
+        bins: int | None = None,
+        alpha: float = 0.05,
+    ) -> Release:
+        """A DP maximum: the 1-quantile within [L, U] (see :meth:`min`)."""
+        return self.quantile(column, 1.0, bounds, epsilon=epsilon, by=by, keys=keys, where=where, bins=bins, alpha=alpha)
 
     def query(
         self,
@@ -282,8 +449,11 @@ class Session:
         keys: Sequence[Key] | None = None,
         split: Sequence[float] | None = None,
         delta: float | None = None,
+        quantiles: float | Sequence[float] | None = None,
+        bins: int | None = None,
+        where: str | None = None,
     ) -> Query:
-        """The validated description of a query under this session's relation and privacy unit."""
+        """The validated description of a query under this session's relation, privacy unit and order."""
         return Query(
             statistic=statistic,  # type: ignore[arg-type]
             epsilon=epsilon,
@@ -297,6 +467,10 @@ class Session:
             max_groups=self.max_groups,
             split=None if split is None else tuple(split),
             delta=self.delta if delta is None else delta,
+            quantiles=check_quantiles(quantiles) if quantiles is not None else None,
+            bins=bins,
+            where=where,
+            order_by=self.order_by,
         )
 
     def preview(self, statistic: str | Query, column: str | None = None, *, alpha: float = 0.05, **options: Any) -> Preview:
@@ -323,12 +497,18 @@ class Session:
         if query.statistic in (Statistic.MEAN, Statistic.VARIANCE):
             interval = None
             notes.append("the interval depends on the private n: ≈ ±(w_sum + |mean − centre|·w_count)/n, see parts")
+        if query.statistic is Statistic.QUANTILE:  # the accuracy is a rank error, stated before the spend
+            assert query.bounds is not None and query.bins is not None and plan.mechanisms[0].noise is not None
+            rank = rank_error(plan.mechanisms[0].noise.scale, query.bins, alpha)
+            interval = None
+            parts = ({**parts[0], "rank_error": rank, "bin_width": (query.bounds[1] - query.bounds[0]) / query.bins},)
+            notes.append(accuracy_note(rank=rank, bounds=query.bounds, bins=query.bins, alpha=alpha))
         return Preview(
             query.label, plan.cost, sensitivity, scale, interval, alpha, parts, plan.threshold, plan.delta, tuple(notes)
         )
 
     def schema(self) -> Schema:
-        """The table's column kinds and whether it has a row (public metadata; no spend)."""
+        """The table's column names and kinds (metadata only: no row is read; no spend)."""
         return self._table_schema()
 
     def cost(self, query: Query) -> float:
@@ -339,9 +519,19 @@ class Session:
         """Spend, aggregate, add noise once: see the module docstring for the order."""
         alpha = check_alpha(alpha)
         plan = self._plan(query)
-        self._accountant.spend(plan.cost, query.label)  # raises BudgetExceeded before any data is read
+        cost = plan.spend(query.label)
+        self._accountant.spend(cost.epsilon, cost.label, delta=cost.delta, rho=cost.rho, selection_delta=cost.selection_delta)
+        # (BudgetExceeded there, before any data is read)
         seeds = self._streams(query, len(query.parts) + 1)
-        exact = self.engine.aggregate(self._opened(), query, selection_key=_selection_key(seeds[0]))
+        try:
+            exact = self.engine.aggregate(self._opened(), query, selection_key=_selection_key(seeds[0]))
+        except Exception as error:
+            # Nothing after the spend may depend on the data; if an engine fails anyway, its
+            # message may quote a value from the data: withhold it (the type says what kind).
+            raise RuntimeError(
+                f"the {self.engine.name} engine failed after ε was spent ({type(error).__name__}); "
+                "its message is withheld because it may quote the data — please report this"
+            ) from None
         release = _compose(query, plan, exact, seeds[1:], seed=self.seed).with_alpha(alpha)
         self.releases.append(release)
         return release
@@ -351,6 +541,8 @@ class Session:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.queries.Query", query)
         query.check_schema(self._table_schema())
+        self.engine.check(self._opened(), query)  # the plan compiles: nothing after the spend fails for the query
+        exposure = self._check_selection_delta(query)
         # Built (and so validated) before anything is spent; charged for every key a unit can move.
         mechanisms = tuple(
             Laplace(sensitivity=p.sensitivity, epsilon=query.epsilon_of(p), changed_coordinates=p.changed_coordinates)
@@ -367,11 +559,33 @@ class Session:
                 scale=scale, bound=query.contribution, delta=query.delta * _PARTITION_DELTA_MARGIN
             )
             delta = query.delta
-        return _Plan(query, mechanisms, threshold, delta)
+        return _Plan(query, mechanisms, threshold, delta, exposure)
+
+    def _check_selection_delta(self, query: Query) -> float | None:
+        """A release over undeclared keys costs δ: it needs a declared ``max_rows``, a δ of at
+        most 1/(10·max_rows) and a δ budget. Returns max_rows·δ, the bound on the expected
+        number of unique keys it exposes (None for declared keys)."""
+        if not query.grouped or query.declared:
+            return None
+        if self.max_rows is None:
+            raise ParameterError(
+                "max_rows",
+                "a declared bound on the table's rows (privacy units with privacy_unit) for a release over "
+                "undeclared keys, whose δ is sized to it; or declare the keys",
+                None,
+            )
+        cap = max_delta(self.max_rows)
+        if query.delta > cap * (1 + 1e-12):
+            raise ParameterError("delta", f"at most 1/(10·max_rows) = {cap:.3g} for max_rows = {self.max_rows}", query.delta)
+        if self._accountant.total.delta <= 0:
+            raise ParameterError(
+                "delta_budget", "a total δ > 0 (delta_budget=…) for a release over undeclared keys, which costs δ", 0.0
+            )
+        return self.max_rows * query.delta
 
     def _opened(self) -> Any:
         if self._handle is None:
-            self._handle = self.engine.open(self.source)
+            self._handle = self.engine.open(self.source, dtypes=self.dtypes or None)
         return self._handle
 
     def _table_schema(self) -> Schema:
@@ -430,6 +644,12 @@ def _compose(
     if query.statistic in (Statistic.COUNT, Statistic.HISTOGRAM, Statistic.SUM):
         return replace(released[-1], **common)
     assert query.bounds is not None
+    if query.statistic is Statistic.QUANTILE:
+        assert query.quantiles is not None and query.bins is not None
+        common["notes"] = (*common["notes"], *quantile_notes(query.quantiles, query.bins, query.bounds))
+        return quantile_release(
+            released[0], quantiles=query.quantiles, bounds=query.bounds, bins=query.bins, keys=query.keys, common=common
+        )
     value = _derive(query, released)
     main = released[-1]
     return CompositeRelease(
@@ -478,8 +698,8 @@ def _derive(query: Query, parts: list[Release]) -> float | dict[Key, float]:
 def _release_keys(query: Query, exact: Aggregates) -> list[Key] | None:
     if not query.grouped:
         return None
-    if query.keys is not None:
-        return list(query.keys)
+    if query.declared:
+        return list(query.cells)
     counts = exact.get(Aggregate.COUNT.value, {})
     assert isinstance(counts, dict)
     try:
@@ -516,13 +736,18 @@ def _notes(query: Query, plan: _Plan) -> tuple[str, ...]:
         notes.append(
             f"one Laplace vector over the keys, L1 Δ = {query.parts[-1].sensitivity:g}; a unit moves ≤ {coordinates} key(s)"
         )
-        if query.declared:
+        if query.keys is not None:
             notes.append("keys are declared (public): every declared key is released, rows with other keys are dropped")
-        else:
+        elif not query.declared:
             notes.append(
                 f"keys come from the data: only keys whose noisy count ≥ {plan.threshold:.4g} are released "
                 f"(partition selection, costs δ = {plan.delta:.3g})"
             )
+            if plan.exposure is not None:
+                notes.append(
+                    f"at most {plan.exposure:.3g} unique keys (max_rows·δ) are expected to be exposed, "
+                    "for the declared max_rows"
+                )
     return tuple(notes)
 
 
@@ -541,6 +766,10 @@ def _selection_key(stream: np.random.SeedSequence | None) -> SelectionKey:
     bits = SECURE_BITS if stream is None else SeededBits(stream)
     words = [int(w) for w in bits.words(4)]
     return (words[0], words[1], words[2], words[3])
+
+
+def _plain_budget(value: Any) -> Any:
+    return value.to_dict() if hasattr(value, "to_dict") else value
 
 
 def _account_for(source: Any) -> str:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from dpwitness.errors import require
+
 if TYPE_CHECKING:
     from dpwitness.attacks.membership import MembershipResult
 
@@ -18,8 +20,7 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def _pyplot() -> Any:
-    import matplotlib
-
+    matplotlib = require("matplotlib", "plot", "a figure (--plot)")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

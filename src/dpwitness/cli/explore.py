@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from dpwitness.cli.core import fail
+from dpwitness.errors import ExitCode
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -24,13 +25,13 @@ def explore(
     open_browser: Annotated[bool, typer.Option("--open", help="Open the page in the default browser.")] = False,
 ) -> None:
     """Start the explorer: walkthrough, live panel, witness badge and red-team windows."""
-    console = Console(stderr=True, highlight=False)
+    console = Console(stderr=True, highlight=False, emoji=False)
     try:
         import uvicorn
 
         from dpwitness.explorer.app import create_app
     except ImportError as error:  # the web extra is optional
-        fail(f"the explorer needs the web extra ({error.name} is missing): pip install 'dpwitness[web]'")
+        fail(f"the explorer needs the web extra ({error.name} is missing): pip install 'dpwitness[web]'", ExitCode.MISSING_PART)
     if not _is_loopback(host):
         console.print(f"[yellow]warning:[/] binding {host}: anyone who can reach this address can use the page")
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/"

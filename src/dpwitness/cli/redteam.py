@@ -15,19 +15,30 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dpwitness.cli.core import fail, user_errors
-from dpwitness.data import adult_column, generated_ages
-from dpwitness.errors import ParameterError
+from dpwitness.data import adult_column, adult_missing, generated_ages
+from dpwitness.errors import ExitCode, ParameterError, require
 
-console = Console(highlight=False)
+console = Console(highlight=False, emoji=False)
 attack_app = typer.Typer(
     help="The red team: attacks that show what DP bounds, and the mistakes the witness catches.", no_args_is_help=True
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
-PlotOption = Annotated[Path | None, typer.Option("--plot", help="Write a PNG figure to this path (needs matplotlib).")]
+def _plot_needs_matplotlib(path: Path | None) -> Path | None:
+    """Check for matplotlib while the options are parsed: before any run, not after."""
+    if path is not None:
+        require("matplotlib", "plot", "a figure (--plot)")
+    return path
+
+
+PlotOption = Annotated[
+    Path | None,
+    typer.Option("--plot", help="Write a PNG figure to this path (needs matplotlib).", callback=_plot_needs_matplotlib),
+]
 SeedOption = Annotated[int | None, typer.Option(help="Reproducible run (seeded randomness: NOT for production releases).")]
 
 
@@ -136,22 +147,30 @@ def audit_command(
             relation=relation,
             progress=None if not as_json else False,
         )
-        if plot is not None and second is not None:
+        if plot is not None:
             from dpwitness.attacks.plots import plot_distributions
 
+            shown, shown_prime, label = first, second, "first output coordinate"
+            if second is None:  # neighbour search: draw the worst pair it found
+                from dpwitness.witness.neighbour_search import neighbour_pairs
+
+                worst = (result.pair or "").split(": d = ", 1)[0]
+                found = {name: (a, b) for name, a, b in neighbour_pairs(first, relation=relation)}
+                shown, shown_prime = found[worst]
+                label = f"worst pair ({worst}), first output coordinate"
             sampler = Sampler(function, deadline=math.inf)
             rng = np.random.default_rng(seed)
-            a = sampler.draw(first, rng, 50_000, "d")[:, 0]
-            b = sampler.draw(second, rng, 50_000, "d_prime")[:, 0]
-            plot_distributions(plot, a, b, epsilon=epsilon, title=f"{mechanism}: first output coordinate")
+            a = sampler.draw(shown, rng, 50_000, "d")[:, 0]
+            b = sampler.draw(shown_prime, rng, 50_000, "d_prime")[:, 0]
+            plot_distributions(plot, a, b, epsilon=epsilon, title=f"{mechanism}: {label}")
     if as_json:
         _print_json(result.to_dict())
     else:
         colour = {"ok": "green", "violated": "red", "inconclusive": "yellow"}[result.verdict]
-        console.print(f"[{colour}]{result}[/]")
+        console.print(f"[{colour}]{escape(str(result))}[/]")  # the pair quotes the user's input: never markup
         console.print(f"[dim]model: {result.model}[/]")
         for line in result.pairs_tried:
-            console.print(f"  pair {line}")
+            console.print(f"  pair {escape(line)}")
     _plot_done(plot)
     raise typer.Exit({"ok": 0, "violated": 1, "inconclusive": 3}[result.verdict])
 
@@ -164,8 +183,8 @@ def _column(name: str) -> tuple[np.ndarray[Any, np.dtype[np.float64]], str]:
     if values is not None:
         return values, f"UCI Adult, column {name!r}"
     if name != "age":
-        raise FileNotFoundError(f"../shared/data/adult.csv not found, and generated data has only 'age' (asked for {name!r})")
-    return generated_ages(), "generated ages (../shared/data/adult.csv not found)"
+        raise FileNotFoundError(f"{adult_missing()}, and generated data has only 'age' (asked for {name!r})")
+    return generated_ages(), f"generated ages ({adult_missing()})"
 
 
 def _ladder(top: int) -> list[int]:
@@ -262,7 +281,8 @@ def _differencing_server(
     try:
         from dpwitness.serve.attack import differencing_against_server
     except ImportError as error:
-        fail(f"attacking a server needs the service extra (pip install 'dpwitness[web]'): {error}")
+        missing = f"attacking a server needs the web extra ({error.name} is missing): pip install 'dpwitness[web]'"
+        fail(missing, ExitCode.MISSING_PART)
     if not token:
         fail("--server needs --token")
     try:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from dpwitness.cli.core import user_errors
-from dpwitness.errors import ParameterError
+from dpwitness.errors import ParameterError, require
 
 
 def serve(
@@ -17,19 +17,27 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log", help="log every request")] = False,
     workers: Annotated[int, typer.Option(help="server processes sharing the ledger (each gets 1/N of the rate limits)")] = 1,
+    raise_budgets: Annotated[
+        bool,
+        typer.Option(
+            "--raise-budgets",
+            help="raise analysts' totals stored in the ledger to the config's (recorded as ledger events); "
+            "without it a config whose total differs from the stored one is refused",
+        ),
+    ] = False,
 ) -> None:
     """Serve DP queries over HTTP: every answer noised, every spend durable before it is sent."""
     import os
 
-    import uvicorn
-
+    require("fastapi", "web", "dpwitness serve")
+    uvicorn = require("uvicorn", "web", "dpwitness serve")
     from dpwitness.serve.app import CONFIG_VARIABLE, WORKERS_VARIABLE, create_app
     from dpwitness.serve.config import load_config
 
     with user_errors():
         if workers < 1:
             raise ParameterError("workers", "a whole number ≥ 1", workers)
-        app = create_app(load_config(config))  # validates the config and tables before listening
+        app = create_app(load_config(config), raise_budgets=raise_budgets)  # validates config, tables, budgets first
     typer.echo(f"dpwitness serve: http://{host}:{port}  (OpenAPI schema at /openapi.json, docs at /docs)", err=True)
     if workers == 1:
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=access_log)

@@ -2,21 +2,34 @@
 
 The contract (every engine implements it the same way; the session does all the rest):
 
-``open(source) -> handle``
-    Cheap: no data scan. Turn a path / frame into the engine's lazy handle; raise
-    :class:`~dpwitness.ParameterError` (parameter ``"source"``) for a missing file or an
-    unsupported source.
+``open(source, *, dtypes=None) -> handle``
+    Cheap: no data scan (a CSV's header, a Parquet footer). Turn a path / frame into the
+    engine's lazy handle; raise :class:`~dpwitness.ParameterError` (parameter ``"source"``)
+    for a missing file or an unsupported source. Types come from declared metadata only: a
+    CSV's columns are text (``untyped``) unless ``dtypes`` declares them, and a declared type
+    is a non-strict cast (a cell that does not fit is null).
 ``schema(handle) -> Schema``
-    Column kinds and whether the table has a row: metadata only (at most one row is read).
+    Column names and kinds: metadata only, no row is read (emptiness is not public).
+``check(handle, query) -> None``
+    Build the plan without running it and raise ``ParameterError`` if it cannot be compiled;
+    the session calls it before the spend, so nothing after the spend fails for the query.
 ``aggregate(handle, query, *, selection_key) -> Aggregates``
     The exact values of ``query.aggregates``; for a grouped query each value is a dict
     ``{key: number}`` over the keys present (a scalar key for one group column, a tuple for
-    several; absent keys are zero). Steps, in this order:
+    several; absent keys are zero; declared keys are reported as declared, see
+    :func:`declared_keys`). Steps, in this order:
 
-    1. drop rows where ``query.column`` (if any), any of ``query.group_columns`` or
+    0. read: a bounded statistic reads an untyped ``query.column`` as float64 numbers
+       (surrounding spaces ignored, text that does not parse is null);
+    1. filter (``query.predicate``): keep the rows at positions ``window`` (1-based) in the
+       declared order (``query.order_by``, nulls last, ties broken by the other columns read),
+       counted over *every* row; then keep the rows where the value conditions are true
+       (SQL's three-valued logic; NaN counts as null; see :mod:`dpwitness.predicates`);
+    2. drop rows where ``query.column`` (if any), any of ``query.group_columns`` or
        ``query.privacy_unit`` is null (or NaN);
-    2. if ``query.keys`` is not None, keep only rows whose key is one of them;
-    3. contribution bounding, when ``query.privacy_unit`` is set: with
+    3. if ``query.keys`` is not None, keep only rows whose key is one of them (a declared key
+       is cast to the column's type; text for an untyped column);
+    4. contribution bounding, when ``query.privacy_unit`` is set: with
        ``b = query.contribution`` and ``k = b.max_rows_per_group``: if the query is grouped
        and ``query.max_groups`` is set, keep for each unit ≤ ``b.max_groups`` of its distinct
        keys, chosen uniformly at random, then ≤ k rows in each (unit, key); otherwise keep
@@ -24,11 +37,18 @@ The contract (every engine implements it the same way; the session does all the 
        by a per-row pseudo-random value keyed by ``selection_key`` (four 64-bit words from
        :func:`dpwitness.noise.bit_source`: secure unless the session is seeded); never by
        file order or by the values;
-    4. ``v = clamp(query.column, L, U)`` as float64 (``query.bounds``);
-    5. ``count`` = rows, ``sum`` = Σ v, ``centred_sum`` = Σ (v − query.centre),
-       ``centred_squares`` = Σ (v − query.centre)², per key when grouped.
+    5. ``v = clamp(query.column, L, U)`` as float64 (``query.bounds``);
+    6. ``count`` = rows, ``sum`` = Σ v, ``centred_sum`` = Σ (v − query.centre),
+       ``centred_squares`` = Σ (v − query.centre)², per key when grouped. A quantile
+       (``query.bins`` = B is set) counts rows per (``by`` key…, bin): the last
+       ``group_columns`` entry is its column, whose key part is the bin
+       min(⌊(v − L)·s⌋, B − 1) with s = :func:`dpwitness.quantiles.bin_scale` (these float64
+       operations, in this order, so every engine bins every row alike); ``keys`` lists the
+       ``by`` keys only (``query.declared_columns``).
 
     No noise, no budget, no rounding: the session adds Laplace noise once, on the driver.
+    Nothing here may fail because of a value in the data (casts are non-strict, sums are of
+    clamped float64 values), and no error may quote one.
 
 An engine lives in ``dpwitness/engines/<name>.py`` and exposes one instance as ``ENGINE``.
 Engines are looked up by name with :func:`engine_for`; ``spark`` is imported only when asked for.
@@ -36,10 +56,10 @@ Engines are looked up by name with :func:`engine_for`; ``spark`` is imported onl
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
-from dpwitness.errors import ParameterError
+from dpwitness.errors import ParameterError, require
 from dpwitness.queries import Aggregates, Query, Schema
 
 #: Four 64-bit words that key the random row selection of contribution bounding.
@@ -53,21 +73,55 @@ class Engine(Protocol):
 
     name: str
 
-    def open(self, source: Any) -> Any: ...
+    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None) -> Any: ...
 
     def schema(self, handle: Any) -> Schema: ...
 
+    def check(self, handle: Any, query: Query) -> None: ...
+
     def aggregate(self, handle: Any, query: Query, *, selection_key: SelectionKey) -> Aggregates: ...
+
+
+def declared_keys(query: Query, untyped: Collection[str], out: Aggregates) -> Aggregates:
+    """Key the aggregates of a declared-key query by the declared keys themselves.
+
+    An untyped (text) key column matches a declared key by its text (``9`` matches the cell
+    ``"9"``), so the engine's keys are text there; this maps them back to the declared values,
+    so the session finds every declared key whatever the column's type.
+    """
+    columns = query.declared_columns
+    if query.keys is None or not any(c in untyped for c in columns):
+        return out
+    single = len(columns) == 1
+
+    def as_read(key: Any) -> Any:
+        parts = (key,) if single else key
+        read = tuple(str(v) if c in untyped else v for c, v in zip(columns, parts, strict=True))
+        return read[0] if single else read
+
+    back = {as_read(k): k for k in query.keys}
+
+    def declared(key: Any) -> Any:
+        if query.bins is None:
+            return back.get(key, key)
+        # A quantile's engine keys are (key…, bin): map the key part, keep the bin.
+        prefix = key[0] if single else key[:-1]
+        if prefix not in back:
+            return key
+        found = back[prefix]
+        return (*(found if isinstance(found, tuple) else (found,)), key[-1])
+
+    return {
+        name: {declared(key): value for key, value in values.items()} if isinstance(values, dict) else values
+        for name, values in out.items()
+    }
 
 
 def engine_for(name: str) -> Engine:
     """The engine called ``name`` ("polars" or "spark"); its module is imported on first use."""
     if name not in _ENGINES:
         raise ParameterError("engine", f"one of {', '.join(_ENGINES)}", name)
-    try:
-        module = importlib.import_module(_ENGINES[name])
-    except ImportError as error:
-        raise ParameterError("engine", f"an installed engine (pip install 'dpwitness[{name}]')", f"{name} ({error})") from None
+    module = require(_ENGINES[name], name, f"the {name} engine")
     engine: Engine = module.ENGINE
     return engine
 

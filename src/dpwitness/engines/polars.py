@@ -3,59 +3,118 @@
 CSV and Parquet paths are scanned lazily (``pl.scan_csv`` / ``pl.scan_parquet``) and only the
 columns the query uses are read, so a Parquet file larger than memory works. Polars and
 pandas frames are accepted too. See :mod:`dpwitness.engines` for the contract.
+
+Column types come from declared metadata (a Parquet or frame schema, ``dtypes=``) or from the
+query, never from the values: a CSV is scanned with every column as text (``untyped``), and a
+bounded statistic or a comparison with a number reads it with a non-strict cast (text that does
+not parse is null). Declared ``dtypes`` are non-strict casts too. So no cell can make a plan
+fail after the spend, and no error can quote one.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from dpwitness.engines import SelectionKey
+from dpwitness.engines import SelectionKey, declared_keys
 from dpwitness.errors import ParameterError
-from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema
+from dpwitness.predicates import to_polars
+from dpwitness.quantiles import bin_scale
+from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
 
 _CSV = {".csv", ".tsv", ".txt"}
 _PARQUET = {".parquet", ".pq"}
-#: Rows Polars reads to guess CSV column types (part of the public schema, not of the data).
-CSV_INFER_ROWS = 10_000
 _U64 = pl.UInt64
+_BIN = "__dpw_bin"
+_ROW = "_dpw_row"
+_DECLARED = {ColumnKind.INTEGER: pl.Int64, ColumnKind.FLOAT: pl.Float64, ColumnKind.STRING: pl.String}
+
+
+@dataclass(frozen=True)
+class PolarsTable:
+    """A lazy frame and the columns nobody declared a type for (held as text)."""
+
+    frame: pl.LazyFrame
+    untyped: frozenset[str] = frozenset()
 
 
 class PolarsEngine:
     name = "polars"
 
-    def open(self, source: Any) -> pl.LazyFrame:
-        """A lazy frame over ``source``; a path is checked to exist but not read."""
-        if isinstance(source, pl.LazyFrame):
-            return source
-        if isinstance(source, pl.DataFrame):
-            return source.lazy()
-        if isinstance(source, str | os.PathLike):
+    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None) -> PolarsTable:
+        """A lazy table over ``source``; a path is checked to exist but not read.
+
+        A CSV's columns are text (``untyped``) unless ``dtypes`` declares them; ``dtypes``
+        (integer, float, string, boolean) is applied to any source as a non-strict cast.
+        """
+        declared = parse_dtypes(dtypes)
+        untyped: frozenset[str] = frozenset()
+        if isinstance(source, PolarsTable):
+            frame, untyped = source.frame, source.untyped
+        elif isinstance(source, pl.LazyFrame):
+            frame = source
+        elif isinstance(source, pl.DataFrame):
+            frame = source.lazy()
+        elif isinstance(source, str | os.PathLike):
             path = Path(source)
             if not path.is_file():
                 raise ParameterError("source", "an existing CSV or Parquet file", str(source))
             suffix = path.suffix.lower()
             if suffix in _PARQUET:
-                return pl.scan_parquet(path)
-            if suffix in _CSV:
-                return pl.scan_csv(path, infer_schema_length=CSV_INFER_ROWS, separator="\t" if suffix == ".tsv" else ",")
-            raise ParameterError("source", "a file ending in .csv, .tsv, .parquet or .pq", str(source))
-        if type(source).__module__.split(".")[0] == "pandas" and type(source).__name__ == "DataFrame":
-            return pl.from_pandas(source).lazy()
-        raise ParameterError("source", "a CSV/Parquet path or a Polars/pandas DataFrame or LazyFrame", type(source).__name__)
+                frame = pl.scan_parquet(path)
+            elif suffix in _CSV:
+                frame = pl.scan_csv(
+                    path,
+                    infer_schema=False,  # every column is text: no type is inferred from the values
+                    separator="\t" if suffix == ".tsv" else ",",
+                    truncate_ragged_lines=True,  # a ragged line is cut or padded with nulls, never an error
+                    ignore_errors=True,
+                    encoding="utf8-lossy",
+                )
+                try:
+                    untyped = frozenset(frame.collect_schema().names())  # the header only
+                except (pl.exceptions.PolarsError, OSError) as error:
+                    raise ParameterError("source", "a readable CSV file with a header", type(error).__name__) from None
+            else:
+                raise ParameterError("source", "a file ending in .csv, .tsv, .parquet or .pq", str(source))
+        elif type(source).__module__.split(".")[0] == "pandas" and type(source).__name__ == "DataFrame":
+            frame = pl.from_pandas(source).lazy()
+        else:
+            raise ParameterError("source", "a CSV/Parquet path or a Polars/pandas DataFrame or LazyFrame", type(source).__name__)
+        if declared:
+            names = _names(frame)
+            missing = [c for c in declared if c not in names]
+            if missing:
+                raise ParameterError("dtypes", f"columns of the table ({', '.join(names)})", missing)
+            frame = frame.with_columns([_declare(c, k, c in untyped or _text(frame, c)) for c, k in declared.items()])
+            untyped = untyped - set(declared)
+        return PolarsTable(frame, untyped)
 
-    def schema(self, handle: pl.LazyFrame) -> Schema:
+    def schema(self, handle: PolarsTable | pl.LazyFrame) -> Schema:
+        """Column names and kinds from metadata (a CSV header, a Parquet footer): no row is read."""
+        table = _table(handle)
         try:
-            schema = handle.collect_schema()
-            empty = handle.head(1).collect().height == 0
+            schema = table.frame.collect_schema()
         except (pl.exceptions.PolarsError, OSError) as error:
-            raise ParameterError("source", "a readable table", f"{type(error).__name__}: {error}") from None
-        return Schema({name: _kind(dtype) for name, dtype in schema.items()}, empty)
+            raise ParameterError("source", "a readable table", type(error).__name__) from None
+        return Schema({name: ColumnKind.UNTYPED if name in table.untyped else _kind(dtype) for name, dtype in schema.items()})
 
-    def aggregate(self, handle: pl.LazyFrame, query: Query, *, selection_key: SelectionKey) -> Aggregates:
+    def check(self, handle: PolarsTable | pl.LazyFrame, query: Query) -> None:
+        """Run the whole plan on an empty table of the same schema (before the spend, reading nothing):
+        a type error in the plan shows here, never after the spend."""
+        table = _table(handle)
+        try:
+            empty = PolarsTable(pl.LazyFrame(schema=table.frame.collect_schema()), table.untyped)
+            self.plan(empty, query, selection_key=(0, 0, 0, 0)).collect()
+        except pl.exceptions.PolarsError as error:
+            raise ParameterError("query", "a query this table's column types support", type(error).__name__) from None
+
+    def aggregate(self, handle: PolarsTable | pl.LazyFrame, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         frame = self.plan(handle, query, selection_key=selection_key)
         result = frame.collect(engine="streaming")
         names = [a.value for a in query.aggregates]
@@ -67,24 +126,34 @@ class PolarsEngine:
             key = values[0] if groups == 1 else tuple(values[:groups])
             for name, value in zip(names, values[groups:], strict=True):
                 out[name][key] = float(value or 0.0)
-        return dict(out)
+        return declared_keys(query, _table(handle).untyped, dict(out))
 
-    def plan(self, handle: pl.LazyFrame, query: Query, *, selection_key: SelectionKey) -> pl.LazyFrame:
-        """The lazy plan: drop nulls, keep declared keys, bound contributions, clamp, aggregate.
+    def plan(self, handle: PolarsTable | pl.LazyFrame, query: Query, *, selection_key: SelectionKey) -> pl.LazyFrame:
+        """The lazy plan: read, filter, drop nulls, keep declared keys, bound contributions, clamp, aggregate.
 
         Without a privacy unit or groups, nulls need no filter: ``count`` counts non-null values
         and the sums skip nulls, which is the same rule, one pass cheaper.
         """
+        table = _table(handle)
         groups = list(query.group_columns)
         unit = query.privacy_unit
         used = list(dict.fromkeys([c for c in (query.column, *groups, unit) if c is not None]))
-        schema = handle.collect_schema()
-        frame = handle.select(used) if used else handle
+        kinds = self.schema(table).columns
+        frame = table.frame
+        read = list(query.columns_read)
+        if read:
+            frame = frame.select(read)
+        frame = _filtered(frame, query, kinds, read)
+        if query.bounds is not None and query.column is not None and kinds[query.column] is ColumnKind.UNTYPED:
+            frame = frame.with_columns(_as_number(query.column))  # the query says: numbers
+        if used and len(used) < len(read):
+            frame = frame.select(used)
+        schema = frame.collect_schema()
         if groups or unit is not None:
             present = [pl.col(c).is_not_null() for c in used] + [pl.col(c).is_not_nan() for c in used if schema[c].is_float()]
             frame = frame.filter(pl.all_horizontal(present))
         if query.keys is not None:
-            frame = _keep_keys(frame, groups, query.keys, schema)
+            frame = _keep_keys(frame, list(query.declared_columns), query.keys, schema)
         if unit is not None and not groups and query.aggregates == (Aggregate.COUNT,):
             # Which rows a unit keeps cannot change a count: Σ_units min(rows, k), no selection needed.
             per_unit = frame.group_by(unit).agg(pl.len().clip(upper_bound=query.contribution.max_rows).alias("count"))
@@ -92,7 +161,74 @@ class PolarsEngine:
         if unit is not None:
             frame = _bound(frame, query, unit, groups, selection_key)
         aggregates = _expressions(query, schema)
+        if query.bins is not None:  # a quantile: counts per (key, bin of the column)
+            frame, groups = frame.with_columns(_bin(query).alias(_BIN)), [*query.by, _BIN]
         return frame.group_by(groups).agg(aggregates) if groups else frame.select(aggregates)
+
+
+def _table(handle: PolarsTable | pl.LazyFrame) -> PolarsTable:
+    return handle if isinstance(handle, PolarsTable) else PolarsTable(handle)
+
+
+def _names(frame: pl.LazyFrame) -> list[str]:
+    try:
+        return frame.collect_schema().names()
+    except (pl.exceptions.PolarsError, OSError) as error:
+        raise ParameterError("source", "a readable table", type(error).__name__) from None
+
+
+def _text(frame: pl.LazyFrame, column: str) -> bool:
+    return frame.collect_schema()[column] == pl.String
+
+
+def _as_number(column: str) -> pl.Expr:
+    """Text read as a float64 number: surrounding spaces ignored, anything unparsable → null."""
+    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False).alias(column)
+
+
+def _declare(column: str, kind: ColumnKind, text: bool) -> pl.Expr:
+    """A declared type as a non-strict cast (a cell that does not fit becomes null, never an error)."""
+    expr = pl.col(column)
+    if kind is ColumnKind.BOOLEAN:
+        if not text:
+            return expr.cast(pl.Boolean, strict=False)
+        lowered = expr.str.strip_chars().str.to_lowercase()
+        return pl.when(lowered == "true").then(True).when(lowered == "false").then(False).otherwise(None).alias(column)
+    if text and kind is not ColumnKind.STRING:
+        expr = expr.str.strip_chars()
+    return expr.cast(_DECLARED[kind], strict=False).alias(column)
+
+
+def _filtered(frame: pl.LazyFrame, query: Query, kinds: Mapping[str, ColumnKind], read: list[str]) -> pl.LazyFrame:
+    """Apply ``query.where``: the row-position window first (over every row, in the declared
+    order), then the value conditions. Rows where the predicate is not *true* are dropped."""
+    predicate = query.predicate
+    if predicate is None:
+        return frame
+    if predicate.window is not None:
+        low, high = predicate.window
+        frame = frame.sort(_order(query, kinds, read), nulls_last=True).with_row_index(_ROW, offset=1)
+        keep = pl.col(_ROW) >= low
+        if high != float("inf"):
+            keep = keep & (pl.col(_ROW) <= high)
+        frame = frame.filter(keep).drop(_ROW)
+    if predicate.value_tree is not None:
+        frame = frame.filter(to_polars(predicate, kinds, frame.collect_schema()))
+    return frame
+
+
+def _order(query: Query, kinds: Mapping[str, ColumnKind], read: list[str]) -> list[pl.Expr]:
+    """The declared order, then every other column read (rows equal in all of them are interchangeable).
+
+    An untyped order column is ordered as numbers (then as text, for what does not parse).
+    """
+    keys: list[pl.Expr] = []
+    for name in query.order_by:
+        if kinds[name] is ColumnKind.UNTYPED:
+            keys.append(pl.col(name).str.strip_chars().cast(pl.Float64, strict=False))
+        keys.append(pl.col(name))
+    keys.extend(pl.col(c) for c in read if c not in query.order_by)
+    return keys
 
 
 def _kind(dtype: pl.DataType) -> ColumnKind:
@@ -111,7 +247,8 @@ def _keep_keys(frame: pl.LazyFrame, groups: list[str], keys: tuple[Any, ...], sc
     if len(groups) == 1:
         values = pl.Series(list(keys), strict=False).cast(schema[groups[0]], strict=False)
         return frame.filter(pl.col(groups[0]).is_in(values.implode()))
-    declared = pl.DataFrame([list(k) for k in keys], schema=[(g, schema[g]) for g in groups], orient="row")
+    columns = [pl.Series(g, [k[i] for k in keys], strict=False).cast(schema[g], strict=False) for i, g in enumerate(groups)]
+    declared = pl.DataFrame(columns)
     return frame.join(declared.lazy(), on=groups, how="semi")
 
 
@@ -138,6 +275,15 @@ def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key:
         per, limit = [unit], bound.max_rows
     row = _keyed_random(pl.int_range(pl.len(), dtype=_U64), key)
     return frame.with_columns(row.alias("_dpw_random")).filter(pl.col("_dpw_random").rank("ordinal").over(per) <= limit)
+
+
+def _bin(query: Query) -> pl.Expr:
+    """The bin of clamp(column, L, U): min(⌊(v − L)·s⌋, B − 1), s from :func:`dpwitness.quantiles.bin_scale`."""
+    assert query.column is not None and query.bounds is not None and query.bins is not None
+    low, high = query.bounds
+    scale = bin_scale(query.bounds, query.bins)
+    value = pl.col(query.column).cast(pl.Float64).clip(low, high)
+    return ((value - low) * scale).floor().clip(0, query.bins - 1).cast(pl.Int64)
 
 
 def _expressions(query: Query, schema: pl.Schema) -> list[pl.Expr]:

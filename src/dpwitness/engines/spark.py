@@ -29,14 +29,17 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.engines import SelectionKey
+from dpwitness.engines import SelectionKey, declared_keys
 from dpwitness.errors import ParameterError
-from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema
+from dpwitness.predicates import to_spark
+from dpwitness.quantiles import bin_scale
+from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -44,6 +47,8 @@ if TYPE_CHECKING:
 _CSV = {".csv", ".tsv", ".txt"}
 _PARQUET = {".parquet", ".pq"}
 _SELECTED = "__dpw_rank"
+_ROW = "__dpw_position"
+_BIN = "__dpw_bin"
 
 
 def local_session(
@@ -84,19 +89,46 @@ def local_session(
     return session
 
 
+@dataclass(frozen=True)
+class SparkTable:
+    """A Spark DataFrame and the columns nobody declared a type for (held as text)."""
+
+    frame: DataFrame
+    untyped: frozenset[str] = frozenset()
+
+
+_SPARK_TYPES = {ColumnKind.INTEGER: "long", ColumnKind.FLOAT: "double", ColumnKind.STRING: "string"}
+
+
 class SparkEngine:
     name = "spark"
 
-    def open(self, source: Any) -> DataFrame:
-        """A Spark DataFrame over ``source``: a Spark DataFrame, a CSV/Parquet path, or a pandas/Polars frame.
+    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None) -> SparkTable:
+        """A Spark table over ``source``: a Spark DataFrame, a CSV/Parquet path, or a pandas/Polars frame.
 
-        A Parquet path only reads the file's footer; a CSV path is read with a header and
-        Spark's type inference (one pass over the file).
+        A Parquet path only reads the file's footer; a CSV path only its header: every column
+        is text (``untyped``) unless ``dtypes`` declares it (never Spark's type inference,
+        which reads the values). Declared types are non-strict casts (``try_cast``).
         """
+        declared = parse_dtypes(dtypes)
+        table = self._open(source)
+        if not declared:
+            return table
+        frame, names = table.frame, table.frame.columns
+        missing = [c for c in declared if c not in names]
+        if missing:
+            raise ParameterError("dtypes", f"columns of the table ({', '.join(names)})", missing)
+        for column, kind in declared.items():
+            frame = frame.withColumn(column, _declare(frame, column, kind))
+        return SparkTable(frame, table.untyped - set(declared))
+
+    def _open(self, source: Any) -> SparkTable:
         from pyspark.sql import DataFrame
 
-        if isinstance(source, DataFrame):
+        if isinstance(source, SparkTable):
             return source
+        if isinstance(source, DataFrame):
+            return SparkTable(source)
         if isinstance(source, str | os.PathLike):
             path = Path(source)
             if not path.exists():
@@ -104,35 +136,40 @@ class SparkEngine:
             suffix = path.suffix.lower()
             spark = local_session()
             if path.is_dir() or suffix in _PARQUET:
-                return spark.read.parquet(str(path))
+                return SparkTable(spark.read.parquet(str(path)))
             if suffix in _CSV:
-                return (
-                    spark.read.option("header", True)
-                    .option("inferSchema", True)
-                    .option("sep", "\t" if suffix == ".tsv" else ",")
-                    .csv(str(path))
-                )
+                frame = spark.read.option("header", True).option("sep", "\t" if suffix == ".tsv" else ",").csv(str(path))
+                return SparkTable(frame, frozenset(frame.columns))
             raise ParameterError("source", "a file ending in .csv, .tsv, .parquet or .pq, or a Parquet folder", str(source))
         module = type(source).__module__.split(".")[0]
         if module == "pandas" and type(source).__name__ == "DataFrame":
-            return local_session().createDataFrame(source)
+            return SparkTable(local_session().createDataFrame(source))
         if module == "polars" and type(source).__name__ in ("DataFrame", "LazyFrame"):
             frame = source.collect() if type(source).__name__ == "LazyFrame" else source
-            return local_session().createDataFrame(frame.to_pandas())
+            return SparkTable(local_session().createDataFrame(frame.to_pandas()))
         raise ParameterError("source", "a Spark DataFrame, a CSV/Parquet path or a pandas/Polars frame", type(source).__name__)
 
-    def schema(self, handle: DataFrame) -> Schema:
-        """Column kinds from Spark's schema, and whether there is a row (reads at most one)."""
+    def schema(self, handle: SparkTable | DataFrame) -> Schema:
+        """Column names and kinds from Spark's schema (metadata only: no row is read)."""
+        from pyspark.errors import PySparkException
+
+        table = _table(handle)
+        try:
+            fields = table.frame.schema.fields
+        except PySparkException as error:
+            raise ParameterError("source", "a readable table", type(error).__name__) from None
+        return Schema({f.name: ColumnKind.UNTYPED if f.name in table.untyped else _kind(f.dataType) for f in fields})
+
+    def check(self, handle: SparkTable | DataFrame, query: Query) -> None:
+        """Build (and so analyse) the plan without running it, before the spend."""
         from pyspark.errors import PySparkException
 
         try:
-            columns = {field.name: _kind(field.dataType) for field in handle.schema.fields}
-            empty = handle.isEmpty()
+            self.plan(handle, query, selection_key=(0, 0, 0, 0)).schema  # noqa: B018  (analysis only)
         except PySparkException as error:
-            raise ParameterError("source", "a readable table", f"{type(error).__name__}: {error}") from None
-        return Schema(columns, empty)
+            raise ParameterError("query", "a query this table's column types support", type(error).__name__) from None
 
-    def aggregate(self, handle: DataFrame, query: Query, *, selection_key: SelectionKey) -> Aggregates:
+    def aggregate(self, handle: SparkTable | DataFrame, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         rows = self.plan(handle, query, selection_key=selection_key).collect()
         names = [a.value for a in query.aggregates]
         if not query.grouped:
@@ -144,19 +181,21 @@ class SparkEngine:
             key = row[0] if groups == 1 else tuple(row[:groups])
             for name, value in zip(names, row[groups:], strict=True):
                 out[name][key] = float(value or 0.0)
-        return dict(out)
+        return declared_keys(query, _table(handle).untyped, dict(out))
 
-    def plan(self, handle: DataFrame, query: Query, *, selection_key: SelectionKey) -> DataFrame:
+    def plan(self, handle: SparkTable | DataFrame, query: Query, *, selection_key: SelectionKey) -> DataFrame:
         """The Spark plan: drop nulls, keep declared keys, bound contributions, clamp, aggregate."""
         frame = self.bounded(handle, query, selection_key=selection_key)
         groups = list(query.group_columns)
         if query.privacy_unit is not None and not groups and query.aggregates == (Aggregate.COUNT,):
             return frame  # already Σ_unit min(rows, k): see bounded()
         aggregates = _expressions(query)
+        if query.bins is not None:  # a quantile: counts per (key, bin of the column)
+            frame, groups = frame.withColumn(_BIN, _bin(query)), [*query.by, _BIN]
         return frame.groupBy(*groups).agg(*aggregates) if groups else frame.agg(*aggregates)
 
-    def bounded(self, handle: DataFrame, query: Query, *, selection_key: SelectionKey) -> DataFrame:
-        """Steps 1–3 of the contract: the rows the aggregates are computed over.
+    def bounded(self, handle: SparkTable | DataFrame, query: Query, *, selection_key: SelectionKey) -> DataFrame:
+        """Steps 0–4 of the contract: the rows the aggregates are computed over.
 
         For an ungrouped count under a privacy unit (the one case where *which* rows are kept
         cannot change the result) it returns instead the one-row frame Σ_unit min(rows, k),
@@ -167,13 +206,21 @@ class SparkEngine:
         groups = list(query.group_columns)
         unit = query.privacy_unit
         used = list(dict.fromkeys(c for c in (query.column, *groups, unit) if c is not None))
-        frame = handle.select(*used) if used else handle.select(F.lit(1).alias("__dpw_row"))
-        kinds = {field.name: field.dataType.typeName() for field in handle.schema.fields}
+        table = _table(handle)
+        schema = self.schema(table).columns
+        read = list(query.columns_read)
+        frame = table.frame.select(*(F.col(f"`{c}`") for c in read)) if read else table.frame.select(F.lit(1).alias("__dpw_row"))
+        frame = _filtered(frame, query, schema, read)
+        if query.bounds is not None and query.column is not None and schema[query.column] is ColumnKind.UNTYPED:
+            frame = frame.withColumn(query.column, _as_number(query.column))  # the query says: numbers
+        if used and len(used) < len(read):
+            frame = frame.select(*used)
+        kinds = {field.name: field.dataType.typeName() for field in frame.schema.fields}
         present = [F.col(c).isNotNull() for c in used] + [~F.isnan(F.col(c)) for c in used if kinds[c] in ("double", "float")]
         if present:
             frame = frame.filter(reduce(lambda a, b: a & b, present))
         if query.keys is not None:
-            frame = frame.filter(_declared(frame, groups, query.keys))
+            frame = frame.filter(_declared(frame, list(query.declared_columns), query.keys))
         if unit is None:
             return frame
         bound = query.contribution
@@ -181,6 +228,61 @@ class SparkEngine:
             per_unit = frame.groupBy(unit).agg(F.count(F.lit(1)).alias("rows"))
             return per_unit.agg(F.sum(F.least(F.col("rows"), F.lit(bound.max_rows))).cast("double").alias(Aggregate.COUNT.value))
         return _bound(frame, query, unit, groups, used, selection_key)
+
+
+def _table(handle: SparkTable | DataFrame) -> SparkTable:
+    return handle if isinstance(handle, SparkTable) else SparkTable(handle)
+
+
+def _as_number(column: str) -> Column:
+    """Text read as a double: surrounding spaces ignored, anything unparsable → null (never an error)."""
+    from pyspark.sql import functions as F
+
+    return F.trim(F.col(f"`{column}`")).try_cast("double")
+
+
+def _declare(frame: DataFrame, column: str, kind: ColumnKind) -> Column:
+    """A declared type as ``try_cast`` (a cell that does not fit becomes null, never an error)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    value = F.col(f"`{column}`")
+    text = isinstance(frame.schema[column].dataType, T.StringType)
+    if kind is ColumnKind.BOOLEAN:
+        if not text:
+            return value.try_cast("boolean")
+        lowered = F.lower(F.trim(value))
+        missing = F.lit(None).cast("boolean")
+        return F.when(lowered == "true", F.lit(True)).when(lowered == "false", F.lit(False)).otherwise(missing)
+    if text and kind is not ColumnKind.STRING:
+        value = F.trim(value)
+    return value.try_cast(_SPARK_TYPES[kind])
+
+
+def _filtered(frame: DataFrame, query: Query, kinds: Mapping[str, ColumnKind], read: list[str]) -> DataFrame:
+    """``query.where``: the row-position window (over every row, in the declared order), then the values."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    predicate = query.predicate
+    if predicate is None:
+        return frame
+    if predicate.window is not None:
+        low, high = predicate.window
+        order = []
+        for name in query.order_by:
+            if kinds[name] is ColumnKind.UNTYPED:
+                order.append(_as_number(name).asc_nulls_last())
+            order.append(F.col(f"`{name}`").asc_nulls_last())
+        order.extend(F.col(f"`{c}`").asc_nulls_last() for c in read if c not in query.order_by)
+        frame = frame.withColumn(_ROW, F.row_number().over(Window.orderBy(*order)))
+        keep = F.col(_ROW) >= F.lit(int(low))
+        if high != float("inf"):
+            keep = keep & (F.col(_ROW) <= F.lit(int(high)))
+        frame = frame.filter(keep).drop(_ROW)
+    if predicate.value_tree is not None:
+        frame = frame.filter(to_spark(predicate, kinds))
+    return frame
 
 
 def _kind(dtype: Any) -> ColumnKind:
@@ -254,6 +356,17 @@ def _bound(frame: DataFrame, query: Query, unit: str, groups: list[str], used: l
     draw = _keyed([*(F.col(c) for c in per), F.col(_SELECTED)], key)
     chosen = Window.partitionBy(*per).orderBy(draw, F.col(_SELECTED))
     return frame.withColumn(_SELECTED, F.row_number().over(chosen)).filter(F.col(_SELECTED) <= limit).drop(_SELECTED)
+
+
+def _bin(query: Query) -> Column:
+    """The bin of clamp(column, L, U): min(⌊(v − L)·s⌋, B − 1), the same float64 operations as Polars."""
+    from pyspark.sql import functions as F
+
+    assert query.column is not None and query.bounds is not None and query.bins is not None
+    low, high = query.bounds
+    scale = bin_scale(query.bounds, query.bins)
+    value = F.least(F.greatest(F.col(query.column).cast("double"), F.lit(float(low))), F.lit(float(high)))
+    return F.least(F.floor((value - F.lit(float(low))) * F.lit(scale)), F.lit(query.bins - 1)).cast("long")
 
 
 def _expressions(query: Query) -> list[Column]:

@@ -7,11 +7,12 @@ what it must be and what was given; any other ``ValueError`` becomes a 400.
 
 from __future__ import annotations
 
+import threading
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from dpwitness.explorer import compute, redteam
+from dpwitness.explorer import compute, planner, redteam
 from dpwitness.explorer.strings import DEFAULT_LANGUAGE, languages, strings
 
 router = APIRouter(prefix="/api")
@@ -149,3 +150,59 @@ def get_floating_point(epsilon: Epsilon = 1.0, samples: int = 5000, seed: Seed =
     """Mironov's floating-point leak: naive sampler vs the project's grid sampler."""
     runs = compute.count_param(samples, "samples", 10, redteam.MAX_SAMPLES)
     return _safe(redteam.floating_point(compute.epsilon_param(epsilon), runs, compute.seed_param(seed)))
+
+
+@router.get("/walkthrough/vector")
+def get_vector(relation: str = "add-remove", epsilon: Epsilon = 1.0, seed: Seed = 1) -> dict[str, Any]:
+    """Counts per age group of the spreadsheet: L1 Δ of the vector and one noise draw per coordinate."""
+    return _safe(compute.vector(relation, compute.epsilon_param(epsilon), compute.seed_param(seed)))
+
+
+PlanEpsilon = Annotated[float, Query(description="ε of this query in the plan (0 leaves it out)")]
+
+
+@router.get("/planner")
+def get_plan(
+    total_epsilon: Annotated[float, Query(description="the plan's total ε budget")] = 1.0,
+    count_epsilon: PlanEpsilon = 0.2,
+    mean_epsilon: PlanEpsilon = 0.5,
+    histogram_epsilon: PlanEpsilon = 0.3,
+) -> dict[str, Any]:
+    """Each query's Δ and expected error (a curve against ε), the composed ε and the disclosure risk."""
+    return _safe(planner.plan(total_epsilon, count_epsilon, mean_epsilon, histogram_epsilon))
+
+
+_ledger: planner.PlanLedger | None = None
+_ledger_lock = threading.Lock()
+
+
+def plan_ledger() -> planner.PlanLedger:
+    """The server's plan ledger (created on first use, in a temporary folder)."""
+    global _ledger
+    with _ledger_lock:
+        if _ledger is None:
+            _ledger = planner.PlanLedger()
+        return _ledger
+
+
+@router.post("/planner/release")
+def post_plan_release(
+    plan_id: Annotated[str, Query(description="the page's plan id: the ledger account")],
+    total_epsilon: Annotated[float, Query(description="the plan's total ε budget")] = 1.0,
+    count_epsilon: PlanEpsilon = 0.2,
+    mean_epsilon: PlanEpsilon = 0.5,
+    histogram_epsilon: PlanEpsilon = 0.3,
+) -> dict[str, Any]:
+    """Release the plan through a real Session and its ledger; a spent plan is refused (409)."""
+    return _safe(plan_ledger().release(plan_id, total_epsilon, count_epsilon, mean_epsilon, histogram_epsilon))
+
+
+@router.get("/gaussian")
+def get_gaussian(
+    epsilon: Epsilon = 0.5,
+    sensitivity: Sensitivity = 1.0,
+    delta: Annotated[float, Query(description="δ of the (ε, δ) claim")] = 0.01,
+) -> dict[str, Any]:
+    """The exact discrete Gaussian for (ε, δ): σ really sampled, its δ(ε), and the witness's verdict."""
+    eps, sens = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
+    return _safe(compute.gaussian_payload(sens, eps, compute.delta_param(delta)))

@@ -13,7 +13,7 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from dpwitness import __version__
-from dpwitness.errors import ParameterError
+from dpwitness.errors import BudgetExceeded, ParameterError
 from dpwitness.explorer import warm
 from dpwitness.explorer.api import router
 from dpwitness.explorer.strings import STATIC
@@ -67,6 +67,7 @@ def create_app() -> FastAPI:
         return await call_next(request)
 
     app.add_exception_handler(ParameterError, _parameter_error)
+    app.add_exception_handler(BudgetExceeded, _budget_exceeded)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ValueError, _value_error)
     return app
@@ -75,6 +76,10 @@ def create_app() -> FastAPI:
 async def _parameter_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, ParameterError)
     return JSONResponse(status_code=422, content={"detail": str(error), "parameter": error.parameter})
+
+
+async def _budget_exceeded(request: Request, error: Exception) -> JSONResponse:
+    return JSONResponse(status_code=409, content={"detail": str(error), "parameter": "budget"})
 
 
 async def _validation_error(request: Request, error: Exception) -> JSONResponse:

@@ -206,7 +206,45 @@ def composition(sensitivity: float, epsilon: float, releases: int, tamper: bool 
     for i in range(releases):
         accountant.spend(claimed_each, f"release {i + 1}")
     real_each = witness_payload(sensitivity, epsilon, tamper)["worst_log_ratio"]
-    return {"releases": releases, "claimed_total": accountant.spent, "real_total": releases * real_each, "each": claimed_each}
+    return {
+        "releases": releases,
+        "claimed_total": accountant.spent.epsilon,
+        "real_total": releases * real_each,
+        "each": claimed_each,
+    }
+
+
+#: Releases drawn for the live panel's histogram (exact sampler, seeded).
+HISTOGRAM_RELEASES = 2000
+
+
+@lru_cache(maxsize=256)
+def many_releases(value: float, sensitivity: float, epsilon: float, seed: int, tamper: bool = False) -> list[float]:
+    """``HISTOGRAM_RELEASES`` independent releases of ``value`` from the exact sampler (seeded)."""
+    mech = mechanism(sensitivity, epsilon, tamper)
+    values = mech.release(value, size=HISTOGRAM_RELEASES, seed=seed + 1_000_003 if seed < MAX_SEED - 1_000_003 else seed).value
+    return [float(v) for v in np.asarray(values, dtype=np.float64)]
+
+
+def claimed_and_real(sensitivity: float, epsilon: float, shift: float, tamper: bool) -> dict[str, Any]:
+    """The claimed calibration (b = Δ/ε) beside what the sampler really uses (equal unless tampered).
+
+    Claimed loss for this d: |d|/b. Real loss: read from the sampler's integer tables
+    (``Laplace.privacy_loss``), so a tampered sampler shows what it really spends.
+    """
+    mech = mechanism(sensitivity, epsilon, tamper)
+    real = realised_scale(mech)
+    factor = math.log(1.0 / ALPHA)
+    claimed_loss = 0.0 if mech.scale == 0 else abs(shift) / mech.scale
+    return {
+        "claimed": {"scale": mech.scale, "half_width": factor * mech.scale, "loss_d": claimed_loss, "epsilon": epsilon},
+        "real": {
+            "scale": real,
+            "half_width": factor * real,
+            "loss_d": mech.privacy_loss(abs(shift)),
+            "worst_log_ratio": witness_payload(sensitivity, epsilon, tamper)["worst_log_ratio"],
+        },
+    }
 
 
 def live(
@@ -219,7 +257,9 @@ def live(
         "params": {"epsilon": epsilon, "sensitivity": sensitivity, "value": value, "d": shift, "seed": seed, "tamper": tamper},
         **summary(sensitivity, epsilon),
         "privacy_loss_d": mech.privacy_loss(abs(shift)),
+        **claimed_and_real(sensitivity, epsilon, shift, tamper),
         "release": released,
+        "many_releases": many_releases(value, sensitivity, epsilon, seed, tamper),
         "curves": curves(sensitivity, epsilon, value, shift, tamper),
         "composition": composition(sensitivity, epsilon, releases, tamper),
         "witness": witness_payload(sensitivity, epsilon, tamper),
@@ -462,3 +502,68 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+#: Age groups of the spreadsheet for the vector (histogram) example; each person is in one.
+AGE_GROUPS: tuple[tuple[str, float, float], ...] = (
+    ("< 20", 0.0, 20.0),
+    ("20–39", 20.0, 40.0),
+    ("40–59", 40.0, 60.0),
+    ("≥ 60", 60.0, 101.0),
+)
+
+
+@lru_cache(maxsize=64)
+def vector(relation: str, epsilon: float, seed: int) -> dict[str, Any]:
+    """A vector query: the spreadsheet's counts per age group, one Laplace draw per coordinate.
+
+    L1 Δ of a histogram from :mod:`dpwitness.neighbours` (1 under add/remove, 2 under replace-one:
+    one person leaves one group and joins another); each coordinate gets noise of scale Δ/ε, so
+    the whole vector is ε-DP (the log ratios of the coordinates add up to at most ε·‖d‖₁/Δ).
+    """
+    rel = Neighbours.parse(relation)
+    counts = [float(sum(1 for _, age in PEOPLE if low <= age < high)) for _, low, high in AGE_GROUPS]
+    sensitivity = histogram_sensitivity(rel)
+    mech = Laplace(
+        sensitivity=sensitivity, epsilon=epsilon, dimension=len(counts), changed_coordinates=2 if sensitivity == 2 else 1
+    )
+    released = mech.release(np.array(counts), seed=seed)
+    return {
+        "relation": rel.value,
+        "groups": [name for name, _, _ in AGE_GROUPS],
+        "counts": counts,
+        "sensitivity": sensitivity,
+        "epsilon": epsilon,
+        "scale": mech.scale,
+        "noisy": np.asarray(released.value, dtype=np.float64).tolist(),
+        "younger_than_20": counts[0],
+        "draws": len(counts),
+    }
+
+
+@lru_cache(maxsize=64)
+def gaussian_payload(sensitivity: float, epsilon: float, delta: float) -> dict[str, Any]:
+    """The project's exact discrete Gaussian for (ε, δ) and its witness; cached (building it takes seconds).
+
+    σ is that of the noise really sampled (the analytic Gaussian's σ, raised until the sampled
+    distribution's δ(ε), grid rounding included, is ≤ δ); ``delta_sampled`` is that δ(ε).
+    """
+    from dpwitness.mechanisms import Gaussian
+
+    mech = Gaussian(sensitivity=sensitivity, epsilon=epsilon, delta=delta)
+    report = witness(mech)
+    return {
+        "sensitivity": sensitivity,
+        "epsilon": epsilon,
+        "delta": delta,
+        "sigma": mech.sigma,
+        "analytic_sigma": mech.analytic_sigma,
+        "delta_sampled": mech.privacy_profile(epsilon) if mech.noise is not None else 0.0,
+        "witness": report.to_dict(),
+    }
+
+
+def delta_param(value: Any) -> float:
+    """δ of the Gaussian panel: the page offers 0.1 … 1e-9 (the mechanism checks its own range)."""
+    delta = check_positive_finite("delta", value)
+    return float(f"{delta:.3g}")

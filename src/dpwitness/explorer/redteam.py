@@ -49,9 +49,7 @@ def membership_analytic(sensitivity: float, epsilon: float, tamper: bool = False
     """
     mech = mechanism(sensitivity, epsilon, tamper)
     if mech.noise is None:
-        from dpwitness.errors import ParameterError
-
-        raise ParameterError("sensitivity", "> 0 here (with Δ = 0 the output cannot depend on the record)", sensitivity)
+        return _membership_without_noise(epsilon)
     scale = realised_scale(mech)
     f_in, f_out = sensitivity, 0.0
     span = 6.0 * max(scale, mech.scale)
@@ -73,6 +71,26 @@ def membership_analytic(sensitivity: float, epsilon: float, tamper: bool = False
         "roc": {"fpr": fpr.tolist(), "tpr": tpr.tolist()},
         "bound": {"fpr": fpr_grid.tolist(), "tpr": bound.tolist()},
         "tpr_at_1pct": float(_survival(np.array([f_out + _threshold_at(0.01, scale) - f_in]), scale)[0]),
+        "tpr_cap_at_1pct": min(1.0, math.exp(epsilon) * 0.01),
+    }
+
+
+def _membership_without_noise(epsilon: float) -> dict[str, Any]:
+    """Δ = 0: the answer is the same with or without the record, so its release is exact and
+    tells the attacker nothing: the likelihood ratio is 1 everywhere and the best test is a coin."""
+    grid = np.linspace(0.0, 1.0, 101)
+    bound = np.minimum(np.minimum(math.exp(epsilon) * grid, 1.0 - math.exp(-epsilon) * (1.0 - grid)), 1.0)
+    return {
+        "no_noise": True,
+        "z": [0.0],
+        "likelihood_ratio": [1.0],
+        "max_likelihood_ratio": 1.0,
+        "cap": math.exp(epsilon),
+        "epsilon": epsilon,
+        "scale": 0.0,
+        "roc": {"fpr": grid.tolist(), "tpr": grid.tolist()},
+        "bound": {"fpr": grid.tolist(), "tpr": bound.tolist()},
+        "tpr_at_1pct": 0.01,
         "tpr_cap_at_1pct": min(1.0, math.exp(epsilon) * 0.01),
     }
 
@@ -100,42 +118,61 @@ def membership_simulation(epsilon: float, trials: int, seed: int) -> dict[str, A
 
 
 # --- differencing -------------------------------------------------------------------------------
+#: Trials the attack library repeats the noisy query pair to measure the attacker's success rate.
+DIFFERENCING_TRIALS = 20_000
+
+
 @lru_cache(maxsize=128)
 def differencing(epsilon: float | None, seed: int) -> dict[str, Any]:
-    """Q5 − Q4 on the fictional clinic: exact answers reveal patient 5, noisy ones do not.
+    """Q5 − Q4 on the fictional clinic D₁ and on D₂ (patient 5's bit flipped to 0).
 
-    Q4 counts the diagnosed among patients 1-4, Q5 among patients 1-5. The noisy answers are
-    releases of the core mechanism (count, add/remove: Δ = 1) at ε each, seeds ``seed`` and
-    ``seed + 1``; the attack's own estimate comes from ``dpwitness.attacks.differencing``.
+    Q4 counts the diagnosed among patients 1-4, Q5 among patients 1-5. Exact answers tell D₁
+    from D₂ with certainty. The noisy answers are releases of the core mechanism (count,
+    add/remove: Δ = 1) at ε each, seeds ``seed`` and ``seed + 1`` (the same seeds on D₁ and D₂:
+    the same noise draws, only the data differ). The attacker's estimate is the displayed
+    noisy Q5 − noisy Q4 and its guess the nearer of 0 and 1, so the page never shows numbers
+    that disagree; the success rate over many pairs comes from ``dpwitness.attacks.differencing``.
     """
     values = [diagnosis for _, diagnosis in DIABETES]
-    q4, q5 = float(sum(values[:4])), float(sum(values))
+    flipped = [*values[:-1], 1 - values[-1]]
     payload: dict[str, Any] = {
         "patients": [{"name": n, "diagnosis": v} for n, v in DIABETES],
+        "patients_d2": [{"name": n, "diagnosis": v} for (n, _), v in zip(DIABETES, flipped, strict=True)],
         "epsilon": epsilon,
-        "exact": {"q4": q4, "q5": q5, "difference": q5 - q4},
         "target": len(values),
         "target_value": values[-1],
+        "target_value_d2": flipped[-1],
     }
+    for name, data in (("d1", values), ("d2", flipped)):
+        q4, q5 = float(sum(data[:4])), float(sum(data))
+        payload[name] = {"exact": {"q4": q4, "q5": q5, "difference": q5 - q4}}
+        if epsilon is not None:
+            mech = mechanism(count_sensitivity(Neighbours.ADD_REMOVE), epsilon)
+            noisy4 = float(mech.release(q4, seed=seed).value)  # type: ignore[arg-type]
+            noisy5 = float(mech.release(q5, seed=seed + 1).value)  # type: ignore[arg-type]
+            estimate = noisy5 - noisy4
+            guess = 1 if estimate >= 0.5 else 0
+            payload[name]["noisy"] = {
+                "q4": noisy4,
+                "q5": noisy5,
+                "difference": estimate,
+                "guess": guess,
+                "right": guess == data[-1],
+                "scale": mech.scale,
+                "seeds": [seed, seed + 1],
+            }
+    payload["exact"] = payload["d1"]["exact"]
     if epsilon is not None:
-        mech = mechanism(count_sensitivity(Neighbours.ADD_REMOVE), epsilon)
-        noisy4 = float(mech.release(q4, seed=seed).value)  # type: ignore[arg-type]
-        noisy5 = float(mech.release(q5, seed=seed + 1).value)  # type: ignore[arg-type]
-        payload["noisy"] = {
-            "q4": noisy4,
-            "q5": noisy5,
-            "difference": noisy5 - noisy4,
-            "scale": mech.scale,
-            "seeds": [seed, seed + 1],
-        }
-    result = differencing_attack(values, target=len(values) - 1, bounds=(0.0, 1.0), epsilon=epsilon, repeats=1, seed=seed)
+        payload["noisy"] = payload["d1"]["noisy"]
+    result = differencing_attack(
+        values, target=len(values) - 1, bounds=(0.0, 1.0), epsilon=epsilon, repeats=1, seed=seed, trials=DIFFERENCING_TRIALS
+    )
     payload["attack"] = {
         "available": True,
-        "estimate": float(result.estimate),
-        "true_value": float(result.true_value),
-        "recovered": bool(result.recovered),
         "success_probability": float(result.success_probability),
         "bound": json_safe(result.bound),
+        "trials": int(result.trials),
+        "target_loss": json_safe(result.target_loss),
         "result": json_safe(result.to_dict()),
     }
     return payload

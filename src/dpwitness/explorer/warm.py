@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any
 
-from dpwitness.explorer import compute, redteam
+from dpwitness.explorer import compute, planner, redteam
 
 #: The live panel's defaults (the page's controls start here too: see static/index.html).
 DEFAULTS: dict[str, Any] = {
@@ -45,6 +45,8 @@ def warm_defaults() -> None:
     compute.worked_example(1.0)
     redteam.membership_analytic(DEFAULTS["sensitivity"], DEFAULTS["epsilon"], False)
     redteam.differencing(None, DEFAULTS["seed"])
+    compute.vector("add-remove", 1.0, DEFAULTS["seed"])
+    planner.plan(1.0, 0.2, 0.5, 0.3)  # the planner's previews (≈ 1 s: each reads the table's schema)
 
 
 def warm_slider(stop: threading.Event | None = None, delay: float = 0.0) -> None:

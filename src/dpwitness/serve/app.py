@@ -5,13 +5,18 @@ Guarantees, given the configuration's declared bounds and relation:
 * every number derived from the data leaves through :class:`dpwitness.session.Session`, i.e.
   with Laplace noise calibrated to the query's Δ, after its ε was committed to the ledger;
 * the ledger (:class:`GroupCommitLedger`) records a spend durably *before* its answer is sent,
-  and checks the analyst's total inside the same SQLite write transaction, so concurrent
-  requests never overspend and a crash loses no record of an answer that was sent;
+  and checks the analyst's total (ε and δ, or ρ, stored in the ledger) inside the same SQLite
+  write transaction, so concurrent requests never overspend and a crash loses no record of an
+  answer that was sent;
+* each request runs in its analyst's cache scope (:mod:`dpwitness.caching`): the sampler's
+  calibrations and tables one analyst builds are never reused for another, so no analyst's
+  response times depend on what another asked;
 * an analyst sees only the tables listed for them and only their own budget and history;
 * refusals (401, 402, 404, 413, 422, 429) are decided from the request and public metadata
   only and their messages contain no data values; nothing is spent for them.
 
-Not covered: timing side channels of the aggregation itself, and the server operator.
+Not covered: timing side channels of the aggregation itself (data-dependent, not
+query-dependent), CPU contention between concurrent requests, and the server operator.
 (No ``from __future__ import annotations`` here: FastAPI reads the local ``Annotated`` aliases.)
 """
 
@@ -31,7 +36,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from dpwitness import __version__
-from dpwitness.budget import Ledger
+from dpwitness.budget import Budget, Ledger, guarantee, remaining
+from dpwitness.caching import cache_scope
 from dpwitness.errors import BudgetExceeded, ParameterError
 from dpwitness.release import Release
 from dpwitness.serve.auth import TokenStore
@@ -46,23 +52,37 @@ from dpwitness.session import Session
 log = logging.getLogger("dpwitness.serve")
 
 #: ParameterError parameters that come from the request itself (safe to echo).
-_REQUEST_PARAMETERS = {"epsilon", "bounds", "column", "by", "keys", "alpha", "statistic", "categories", "split", "delta"}
+_REQUEST_PARAMETERS = {"epsilon", "bounds", "column", "by", "keys", "alpha", "statistic", "categories", "split", "delta", "where"}
 
 
 class TableList(BaseModel):
     tables: list[dict[str, Any]]
 
 
+class Amount(BaseModel):
+    """An amount of privacy; a field that does not apply to this budget is null."""
+
+    epsilon: float | None
+    delta: float | None
+    rho: float | None
+
+    @classmethod
+    def of(cls, budget: Budget) -> "Amount":
+        return cls(**budget.to_dict())
+
+
 class BudgetEntry(BaseModel):
     label: str
-    epsilon: float
+    epsilon: float | None
+    delta: float
+    rho: float
 
 
-class Budget(BaseModel):
+class BudgetAnswer(BaseModel):
     analyst: str
-    total: float
-    spent: float
-    remaining: float
+    total: Amount = Field(description="(ε, δ) with rho null, or ρ (and δ) with epsilon null")
+    spent: Amount = Field(description="what your releases satisfy together: the better of basic and zCDP composition")
+    remaining: Amount = Field(description="the most one more release could spend (ε of a Laplace release, δ, ρ)")
     records: int
     history: list[BudgetEntry] = Field(description="the most recent spends, oldest first")
 
@@ -71,8 +91,8 @@ class QueryAnswer(BaseModel):
     request_id: str = Field(description="also at the start of this spend's ledger label")
     table: str
     release: dict[str, Any] = Field(description="the noisy value, its ε, Δ, Laplace scale and interval")
-    spent: float
-    remaining: float
+    spent: Amount
+    remaining: Amount
 
 
 class PreviewAnswer(BaseModel):
@@ -91,38 +111,57 @@ class Service:
     rate: RateLimiter
 
     @classmethod
-    def start(cls, config: ServiceConfig, ledger: Ledger | None = None) -> "Service":
+    def start(cls, config: ServiceConfig, ledger: Ledger | None = None, *, raise_budgets: bool = False) -> "Service":
         tables = {name: load_table(table) for name, table in config.tables.items()}
         tokens = TokenStore([a.token for a in config.analysts.values()])
         config.ledger.parent.mkdir(parents=True, exist_ok=True)
         store = ledger if ledger is not None else GroupCommitLedger(config.ledger)
+        try:
+            for analyst in config.analysts.values():
+                open_account(store, analyst, raise_budgets=raise_budgets)
+        except BaseException:
+            if isinstance(store, GroupCommitLedger) and ledger is None:
+                store.close()
+            raise
         rate = RateLimiter(rate=config.limits.rate_per_second, burst=config.limits.rate_burst)
         return cls(config, tables, tokens, store, rate)
 
     def __post_init__(self) -> None:
         self._sessions: dict[tuple[str, str], Session] = {}
         self._sessions_lock = threading.Lock()
-        self._seen: set[tuple[Any, ...]] = set()
-        self._first_lock = threading.Lock()
+        self._seen: dict[str, set[tuple[Any, ...]]] = {}  # per analyst, like the caches
+        self._first_locks: dict[str, threading.Lock] = {}
 
     @contextmanager
-    def first_of_its_kind(self, compiled: CompiledQuery) -> Iterator[None]:
-        """Run the first query of each shape (statistic, column, bounds, groups, ε) alone.
+    def first_of_its_kind(self, analyst: str, compiled: CompiledQuery) -> Iterator[None]:
+        """Run an analyst's first query of each shape (statistic, column, bounds, groups, ε) alone.
 
-        Its first run builds the sampler's tables (≈ 0.1-0.4 s of CPU, cached afterwards);
-        without this, N simultaneous first requests would each build the same tables.
+        Its first run builds the sampler's tables (tens of ms of CPU, then cached in the
+        analyst's own cache scope); without this, N simultaneous first requests would each
+        build the same tables. Keyed by analyst, like the caches, so that whether a shape is
+        new says nothing about other analysts.
         """
-        shape = (compiled.table.name, compiled.statistic, compiled.column, compiled.bounds, compiled.by, compiled.epsilon)
-        if shape in self._seen:
+        shape = (
+            compiled.table.name,
+            compiled.statistic,
+            compiled.column,
+            compiled.bounds,
+            compiled.by,
+            compiled.epsilon,
+        )
+        with self._sessions_lock:
+            seen = self._seen.setdefault(analyst, set())
+            lock = self._first_locks.setdefault(analyst, threading.Lock())
+        if shape in seen:
             yield
             return
-        with self._first_lock:
+        with lock:
             try:
                 yield
             finally:
-                if len(self._seen) > 100_000:  # shapes are cheap to relearn; memory is not free
-                    self._seen.clear()
-                self._seen.add(shape)
+                if len(seen) > 10_000:  # shapes are cheap to relearn; memory is not free
+                    seen.clear()
+                seen.add(shape)
 
     def session(self, analyst: AnalystConfig, table: LoadedTable) -> Session:
         """The analyst's session on ``table`` (one per pair; its budget lives in the ledger).
@@ -140,8 +179,7 @@ class Service:
     def _new_session(self, analyst: AnalystConfig, table: LoadedTable) -> Session:
         spec = table.config
         session = Session(
-            table.frame,
-            epsilon=analyst.epsilon,
+            table.frame,  # the total is the one stored in the ledger (opened at start)
             neighbours=spec.neighbours.value,
             privacy_unit=spec.privacy_unit,
             max_contributions=spec.max_contributions,
@@ -153,22 +191,66 @@ class Service:
         session.engine = CachedAggregates(session.engine, capacity=self.config.limits.aggregate_cache)
         return session
 
-    def budget(self, analyst: AnalystConfig, limit: int) -> Budget:
-        spent = self.ledger.spent(analyst.name)
+    def budget(self, analyst: AnalystConfig, limit: int) -> BudgetAnswer:
+        total, usage = self.ledger.total(analyst.name), self.ledger.usage(analyst.name)
         history = self.ledger.history(analyst.name)
-        return Budget(
+        return BudgetAnswer(
             analyst=analyst.name,
-            total=analyst.epsilon,
-            spent=spent,
-            remaining=max(analyst.epsilon - spent, 0.0),
+            total=Amount.of(total),
+            spent=Amount.of(guarantee(total, usage)),
+            remaining=Amount.of(remaining(total, usage)),
             records=len(history),
-            history=[BudgetEntry(label=h.label, epsilon=h.epsilon) for h in history[-limit:]],
+            history=[
+                BudgetEntry(label=h.label, epsilon=h.epsilon if math.isfinite(h.epsilon) else None, delta=h.delta, rho=h.rho)
+                for h in history[-limit:]
+            ],
         )
 
+    def standing(self, analyst: AnalystConfig) -> tuple[Amount, Amount]:
+        """(spent, remaining) of the analyst's account, for an answer."""
+        total, usage = self.ledger.total(analyst.name), self.ledger.usage(analyst.name)
+        return Amount.of(guarantee(total, usage)), Amount.of(remaining(total, usage))
 
-def create_app(config: ServiceConfig, *, ledger: Ledger | None = None) -> FastAPI:
-    """The FastAPI application serving ``config`` (tables are loaded now)."""
-    service = Service.start(config, ledger)
+
+def open_account(ledger: Ledger, analyst: AnalystConfig, *, raise_budgets: bool) -> Budget:
+    """Create the analyst's ledger account with the configured total, or check it against the
+    stored one; ``raise_budgets`` records a raise where the config's total is higher."""
+    wanted = analyst.total
+    try:
+        ledger.open_account(analyst.name, wanted)
+        return wanted
+    except ParameterError as error:
+        if raise_budgets:
+            stored = ledger.total(analyst.name)
+            try:
+                return ledger.raise_budget(
+                    analyst.name,
+                    epsilon=None if wanted.is_zcdp else wanted.epsilon,
+                    rho=wanted.rho if wanted.is_zcdp else None,
+                    delta=wanted.delta,
+                    label="dpwitness serve --raise-budgets",
+                )
+            except ParameterError as refused:
+                field = {"delta_budget": "delta"}.get(refused.parameter, refused.parameter)
+                raise ParameterError(
+                    f"analysts.{analyst.name}.{field}", refused.expected + f" (stored: {stored})", getattr(analyst, field, None)
+                ) from None
+        field = {"delta_budget": "delta"}.get(error.parameter, error.parameter)
+        raise ParameterError(
+            f"analysts.{analyst.name}.{field}",
+            error.expected.replace("raise_budget(...) or --raise-budget", "dpwitness serve --raise-budgets"),
+            getattr(analyst, field, None),
+        ) from None
+
+
+def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_budgets: bool = False) -> FastAPI:
+    """The FastAPI application serving ``config`` (tables are loaded and ledger accounts opened now).
+
+    Each analyst's total is stored in the ledger the first time; a config whose total differs
+    from the stored one is refused, unless ``raise_budgets`` (``serve --raise-budgets``) raises
+    the stored totals to the configured ones, each recorded as a ledger event.
+    """
+    service = Service.start(config, ledger, raise_budgets=raise_budgets)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -210,7 +292,11 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None) -> FastAP
     async def invalid(_: Request, error: RequestValidationError) -> JSONResponse:
         # Pydantic's own report echoes the input; keep only where and what.
         problems = [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "invalid"))} for e in error.errors()]
-        return JSONResponse({"detail": problems}, status_code=422)
+        # "detail" is one line, like every other error of the service ("epsilon: Input should be greater than 0");
+        # "errors" keeps each problem's location for programs.
+        where = [".".join(p for p in problem["loc"] if p != "body") or "body" for problem in problems]
+        detail = "; ".join(f"{place}: {problem['msg']}" for place, problem in zip(where, problems, strict=True))
+        return JSONResponse({"detail": detail or "invalid request", "errors": problems}, status_code=422)
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, error: Exception) -> JSONResponse:
@@ -240,17 +326,17 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None) -> FastAP
         label = LABEL_PREFIX.set(f"{request_id} {compiled.table.name}: ")
         try:
             session = service.session(analyst, compiled.table)
-            with service.first_of_its_kind(compiled):
+            with cache_scope(analyst.name), service.first_of_its_kind(analyst.name, compiled):
                 release = _run(session, compiled)
         finally:
             LABEL_PREFIX.reset(label)
-        spent = service.ledger.spent(analyst.name)
+        spent, left = service.standing(analyst)
         return QueryAnswer(
             request_id=request_id,
             table=compiled.table.name,
             release=_public_release(release),
             spent=spent,
-            remaining=max(analyst.epsilon - spent, 0.0),
+            remaining=left,
         )
 
     @app.post("/v1/preview", summary="The scale and interval a query would have; spends nothing")
@@ -258,13 +344,14 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None) -> FastAP
         compiled = _compile(body, analyst)
         session = service.session(analyst, compiled.table)
         try:
-            result = session.preview(compiled.statistic, compiled.column, alpha=compiled.alpha, **compiled.session_options())
+            with cache_scope(analyst.name):  # what others previewed never makes this one faster
+                result = session.preview(compiled.statistic, compiled.column, alpha=compiled.alpha, **compiled.session_options())
         except ParameterError as error:
             raise _parameter_refusal(error) from None
         return PreviewAnswer(table=compiled.table.name, preview=_json_safe(result.to_dict()))
 
-    @app.get("/v1/budget", summary="Your own total, spent and remaining ε, and your recent spends")
-    def budget(analyst: Analyst, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Budget:
+    @app.get("/v1/budget", summary="Your own total, spent and remaining ε and δ (or ρ), and your recent spends")
+    def budget(analyst: Analyst, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> BudgetAnswer:
         return service.budget(analyst, limit)
 
     def _compile(body: QueryRequest, analyst: AnalystConfig) -> CompiledQuery:

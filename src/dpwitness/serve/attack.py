@@ -57,7 +57,7 @@ def differencing_against_server(
             target = (by, categorical[by]["categories"][-1])
         by, key = target
         low, high = numeric[column]["bounds"]
-        start_spent = client.budget(limit=1)["spent"]
+        start_spent = client.budget(limit=1)["spent"]["epsilon"]
         started = time.perf_counter()
 
         differences: list[float] = []
@@ -84,7 +84,7 @@ def differencing_against_server(
             differences.append(total["value"] - rest)
             direct.append(values[key])
             scales, keys = (total["scale"], grouped["scale"]), len(values)
-        spent = client.budget(limit=1)["spent"] - start_spent
+        spent = client.budget(limit=1)["spent"]["epsilon"] - start_spent
 
     pairs = len(differences)
     report: dict[str, Any] = {

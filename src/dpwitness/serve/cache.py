@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from dpwitness.engines import Engine, SelectionKey
@@ -34,16 +35,20 @@ class CachedAggregates:
         self._entries: OrderedDict[tuple[Any, ...], Aggregates] = OrderedDict()
         self._lock = threading.Lock()
 
-    def open(self, source: Any) -> Any:
-        return self.engine.open(source)
+    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None) -> Any:
+        return self.engine.open(source, dtypes=dtypes)
 
     def schema(self, handle: Any) -> Schema:
         return self.engine.schema(handle)
 
+    def check(self, handle: Any, query: Query) -> None:
+        self.engine.check(handle, query)
+
     def aggregate(self, handle: Any, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         if query.privacy_unit is not None or self.capacity < 1:
             return self.engine.aggregate(handle, query, selection_key=selection_key)
-        shape = (query.statistic, query.column, query.bounds, query.by, query.keys, query.aggregates)
+        shape: tuple[Any, ...] = (query.statistic, query.column, query.bounds, query.by, query.keys, query.aggregates)
+        shape += (query.where, query.order_by, getattr(query, "bins", None))
         with self._lock:
             found = self._entries.get(shape)
             if found is not None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpwitness.budget import Budget, check_total
 from dpwitness.errors import ParameterError, check_positive_finite
 from dpwitness.neighbours import Neighbours, check_bounds
 from dpwitness.serve.auth import StoredToken, parse_token_hash
@@ -70,12 +71,21 @@ class TableConfig:
 
 @dataclass(frozen=True)
 class AnalystConfig:
+    """An analyst: token, tables, limits and total budget, (``epsilon``, ``delta``) or ``rho``
+    (with an optional ``delta`` for key selection); stored in the ledger when first seen."""
+
     name: str
-    epsilon: float
+    epsilon: float | None
     token: StoredToken
     tables: tuple[str, ...] | None = None  # None: every table
     rate_per_second: float | None = None  # None: the service's limit
     rate_burst: int | None = None
+    delta: float = 0.0
+    rho: float | None = None
+
+    @property
+    def total(self) -> Budget:
+        return check_total(epsilon=self.epsilon, delta=self.delta, rho=self.rho)
 
     def may_read(self, table: str) -> bool:
         return self.tables is None or table in self.tables
@@ -191,7 +201,15 @@ def _column(table: str, name: str, spec: dict[str, Any]) -> ColumnConfig:
 
 def _analyst(name: str, body: dict[str, Any], tables: dict[str, TableConfig]) -> AnalystConfig:
     where = f"analysts.{name}"
-    epsilon = check_positive_finite(f"{where}.epsilon", body.get("epsilon"))
+    epsilon, delta, rho = body.get("epsilon"), body.get("delta", 0.0), body.get("rho")
+    if epsilon is not None and rho is not None:
+        raise ParameterError(f"{where}.rho", "not given together with epsilon (a budget is (ε, δ) or ρ)", rho)
+    if epsilon is None and rho is None:
+        raise ParameterError(f"{where}.epsilon", "the analyst's total ε > 0 (or rho = ρ > 0 for a zCDP budget)", None)
+    epsilon = None if epsilon is None else check_positive_finite(f"{where}.epsilon", epsilon)
+    rho = None if rho is None else check_positive_finite(f"{where}.rho", rho)
+    if isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 <= delta < 1:
+        raise ParameterError(f"{where}.delta", "the analyst's total δ, a number in [0, 1)", delta)
     try:
         salt, digest = parse_token_hash(str(body.get("token_hash", "")))
     except ValueError as error:
@@ -210,6 +228,8 @@ def _analyst(name: str, body: dict[str, Any], tables: dict[str, TableConfig]) ->
         allowed,
         None if rate is None else check_positive_finite(f"{where}.rate_per_second", rate),
         None if burst is None else _whole(body, "rate_burst", 1),
+        float(delta),
+        rho,
     )
 
 

@@ -13,7 +13,6 @@ and the insert are in the same transaction, so concurrent spends never overspend
 from __future__ import annotations
 
 import contextvars
-import math
 import queue
 import sqlite3
 import threading
@@ -21,8 +20,21 @@ import time
 from dataclasses import dataclass, field
 from os import PathLike
 
-from dpwitness.budget import Ledger, Spend
-from dpwitness.errors import BudgetExceeded, check_positive_finite
+from dpwitness.budget import (
+    _INSERT,
+    Budget,
+    Ledger,
+    Spend,
+    Usage,
+    _created,
+    _row,
+    _stored_total,
+    _usage,
+    admits,
+    check_spend,
+    refusal,
+)
+from dpwitness.errors import ParameterError
 
 #: A prefix the service puts on every ledger label of the current request (its request id),
 #: so that an answer can be matched to its spend record after a crash.
@@ -32,9 +44,8 @@ LABEL_PREFIX: contextvars.ContextVar[str] = contextvars.ContextVar("dpwitness_se
 @dataclass
 class _Pending:
     account: str
-    epsilon: float
-    total: float
-    label: str
+    spend: Spend
+    create_with: Budget | None
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
 
@@ -49,48 +60,60 @@ class GroupCommitLedger(Ledger):
         self._writer = threading.Thread(target=self._run, name="dpwitness-ledger-writer", daemon=True)
         self._closed = False
         self._readers = threading.local()
-        self._histories: dict[str, tuple[int, list[Spend], float]] = {}
-        self._totals: dict[str, tuple[int, float]] = {}  # the writer's: account → (last id read, total)
+        self._histories: dict[str, tuple[int, list[Spend], Usage]] = {}
+        self._usages: dict[str, tuple[int, Usage]] = {}  # the writer's: account → (last id read, sums)
         self._history_lock = threading.Lock()
         self.batches = 0
         self.records = 0
         self._writer.start()
 
-    def spend(self, account: str, epsilon: float, total: float, label: str) -> Spend:
-        """Record ``epsilon`` for ``account`` unless that would exceed ``total``; return once durable."""
-        amount = 0.0 if epsilon == 0 else check_positive_finite("epsilon", epsilon)
+    def spend(self, account: str, spend: Spend, *, create_with: Budget | None = None) -> Spend:
+        """Record ``spend`` for ``account`` unless it would exceed the stored total; return once durable."""
+        entry = check_spend(spend)
         if self._closed:
             raise RuntimeError("the ledger is closed")
-        pending = _Pending(account, amount, float(total), LABEL_PREFIX.get() + label)
+        labelled = Spend(LABEL_PREFIX.get() + entry.label, entry.epsilon, entry.delta, entry.rho, entry.selection_delta)
+        pending = _Pending(account, labelled, create_with)
         self._queue.put(pending)
         while not pending.done.wait(1.0):
             if not self._writer.is_alive():
                 raise RuntimeError("the ledger writer stopped; nothing was recorded or released")
         if pending.error is not None:
             raise pending.error
-        return Spend(pending.label, amount)
+        return labelled
 
-    def spent(self, account: str) -> float:
+    def usage(self, account: str) -> Usage:
         return self._read(account)[2]
+
+    def total(self, account: str) -> Budget:
+        stored = _stored_total(self._reader(), account)
+        if stored is None:
+            raise ParameterError("account", "an account created in this ledger", account)
+        return stored
 
     def history(self, account: str) -> list[Spend]:
         return list(self._read(account)[1])
 
-    def _read(self, account: str) -> tuple[int, list[Spend], float]:
-        """(last id, every spend in order, their total) for ``account``, reading only rows added
+    def _read(self, account: str) -> tuple[int, list[Spend], Usage]:
+        """(last id, every spend in order, their sums) for ``account``, reading only rows added
         since the last call: the ledger is append-only and ids only grow."""
         with self._history_lock:
-            last_id, entries, total = self._histories.get(account, (0, [], 0.0))
+            last_id, entries, usage = self._histories.get(account, (0, [], Usage()))
             rows = (
                 self._reader()
-                .execute("SELECT id, label, epsilon FROM spends WHERE account = ? AND id > ? ORDER BY id", (account, last_id))
+                .execute(
+                    "SELECT id, label, epsilon, delta, rho, selection_delta FROM spends WHERE account = ? AND id > ? ORDER BY id",
+                    (account, last_id),
+                )
                 .fetchall()
             )
             if rows:
-                entries = entries + [Spend(label, float(eps)) for _, label, eps in rows]
-                total = math.fsum((total, *(float(eps) for _, _, eps in rows)))
-                self._histories[account] = (rows[-1][0], entries, total)
-            return last_id, entries, total
+                added = [Spend(label, float(e), float(d), float(r), float(s)) for _, label, e, d, r, s in rows]
+                entries = entries + added
+                for item in added:
+                    usage = usage.plus(item)
+                self._histories[account] = (rows[-1][0], entries, usage)
+            return last_id, entries, usage
 
     def _reader(self) -> sqlite3.Connection:
         """This thread's read connection (autocommit: each SELECT sees the latest commit)."""
@@ -132,41 +155,53 @@ class GroupCommitLedger(Ledger):
         finally:
             connection.close()
 
-    def _committed_total(self, connection: sqlite3.Connection, account: str) -> float:
-        """The account's committed total, inside the write transaction.
+    def _committed_usage(self, connection: sqlite3.Connection, account: str) -> Usage:
+        """The account's committed sums, inside the write transaction.
 
         Rows are only appended and ids only grow (AUTOINCREMENT, one writer at a time under the
-        write lock), so adding the rows after the last id read to the last total read is exact,
+        write lock), so adding the rows after the last id read to the last sums read is exact,
         whichever process wrote them.
         """
-        last_id, total = self._totals.get(account, (0, 0.0))
-        added, newest = connection.execute(
-            "SELECT COALESCE(SUM(epsilon), 0), MAX(id) FROM spends WHERE account = ? AND id > ?", (account, last_id)
-        ).fetchone()
-        if newest is not None:
-            total = math.fsum((total, float(added)))
-            self._totals[account] = (int(newest), total)
-        return total
+        last_id, usage = self._usages.get(account, (0, Usage()))
+        added = _usage(connection, account, last_id)
+        if added.records:
+            (newest,) = connection.execute("SELECT MAX(id) FROM spends WHERE account = ?", (account,)).fetchone()
+            usage = Usage(
+                usage.epsilon + added.epsilon,
+                usage.delta + added.delta,
+                usage.rho + added.rho,
+                usage.selection_delta + added.selection_delta,
+                usage.records + added.records,
+            )
+            self._usages[account] = (int(newest), usage)
+        return usage
 
     def _commit(self, connection: sqlite3.Connection, batch: list[_Pending]) -> None:
         try:
             connection.execute("BEGIN IMMEDIATE")
-            spent: dict[str, float] = {}
+            spent: dict[str, Usage] = {}
+            totals: dict[str, Budget | None] = {}
             rows = []
             now = time.time()
             for item in batch:
-                if item.account not in spent:
-                    spent[item.account] = self._committed_total(connection, item.account)
-                already = spent[item.account]
-                if already + item.epsilon > item.total * (1 + 1e-12):
-                    item.error = BudgetExceeded(
-                        f"asked for ε = {item.epsilon:g} but only {max(item.total - already, 0.0):g} of "
-                        f"{item.total:g} remains for {item.account!r}; nothing was released"
-                    )
+                if item.account not in spent or totals[item.account] is None:
+                    try:  # re-read: a raise may have landed; store a new account's total
+                        totals[item.account] = _created(connection, item.account, item.create_with)
+                    except ParameterError as error:
+                        item.error = error
+                        continue
+                    spent[item.account] = self._committed_usage(connection, item.account)
+                total, already = totals[item.account], spent[item.account]
+                if total is None:
+                    item.error = ParameterError("account", "an account created in this ledger", item.account)
                     continue
-                spent[item.account] = math.fsum((already, item.epsilon))
-                rows.append((item.account, item.label, item.epsilon, now))
-            connection.executemany("INSERT INTO spends (account, label, epsilon, at) VALUES (?, ?, ?, ?)", rows)
+                after = already.plus(item.spend)
+                if not admits(total, after):
+                    item.error = refusal(total, already, item.spend, item.account)
+                    continue
+                spent[item.account] = after
+                rows.append(_row(item.account, item.spend, now))
+            connection.executemany(_INSERT, rows)
             connection.execute("COMMIT")
             self.batches += 1
             self.records += len(rows)

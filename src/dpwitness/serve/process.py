@@ -34,8 +34,10 @@ class ServerProcess:
         log: Path | None = None,
         env: dict[str, str] | None = None,
         workers: int = 1,
+        arguments: tuple[str, ...] = (),
     ) -> None:
         self.config = Path(config)
+        self.arguments = arguments
         self.workers = workers
         self.env = {**os.environ, **(env or {})}
         self.port = port or free_port()
@@ -57,6 +59,7 @@ class ServerProcess:
             str(self.port),
             "--workers",
             str(self.workers),
+            *self.arguments,
         ]
         output = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(command, stdout=output, stderr=output, env=self.env, start_new_session=True)
@@ -104,12 +107,13 @@ def write_config(
     path: str | os.PathLike[str],
     *,
     tables: dict[str, dict[str, object]],
-    analysts: dict[str, tuple[str, float]],
+    analysts: dict[str, tuple[str, float | None]],
     service: dict[str, object] | None = None,
     analyst_options: dict[str, dict[str, object]] | None = None,
 ) -> Path:
     """Write a service TOML: ``tables`` as in the file format, ``analysts`` as name → (token, ε)
-    (plus ``analyst_options``: name → extra keys such as ``tables`` or ``rate_per_second``).
+    (ε None: none written, e.g. for a ρ budget given in ``analyst_options``; plus
+    ``analyst_options``: name → extra keys such as ``tables``, ``delta``, ``rho`` or ``rate_per_second``).
 
     Only the tokens' salted hashes are written. Used by tests and benchmarks to derive a
     config from ``examples/service.toml``'s tables with their own analysts and ledger.
@@ -120,7 +124,11 @@ def write_config(
         "service": dict(service or {}),
         "tables": tables,
         "analysts": {
-            name: {"epsilon": float(eps), "token_hash": hash_token(token), **(analyst_options or {}).get(name, {})}
+            name: {
+                **({} if eps is None else {"epsilon": float(eps)}),
+                "token_hash": hash_token(token),
+                **(analyst_options or {}).get(name, {}),
+            }
             for name, (token, eps) in analysts.items()
         },
     }

@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dpwitness.errors import ParameterError
 from dpwitness.neighbours import Neighbours
+from dpwitness.predicates import parse
+from dpwitness.quantiles import MAX_BINS, check_quantiles
 from dpwitness.serve.config import AnalystConfig, Limits
 from dpwitness.serve.tables import LoadedTable
 
-Statistic = Literal["count", "sum", "mean", "variance", "histogram"]
+Statistic = Literal["count", "sum", "mean", "variance", "histogram", "quantile"]
 
 
 class QueryRequest(BaseModel):
@@ -50,6 +54,15 @@ class QueryRequest(BaseModel):
     )
     by: list[str] | None = Field(default=None, max_length=8, description="categorical columns to group by (declared keys only)")
     alpha: float | None = Field(default=None, gt=0, lt=1, description="the reported interval holds with probability 1 − alpha")
+    q: float | list[float] | None = Field(
+        default=None, description="quantile only: q in [0, 1], or a list of them released from one histogram (0.5: the median)"
+    )
+    bins: int | None = Field(default=None, ge=2, le=MAX_BINS, description="quantile only: bins of [L, U] (default 128)")
+    where: str | None = Field(
+        default=None,
+        max_length=2000,
+        description="a row filter over declared columns, e.g. \"age < 20 and sex == 'Female'\" (see docs/statistics.md)",
+    )
 
 
 class QueryError(Exception):
@@ -73,6 +86,9 @@ class CompiledQuery:
     by: tuple[str, ...]
     keys: tuple[Any, ...] | None
     alpha: float
+    where: str | None = None
+    quantiles: tuple[float, ...] | None = None
+    bins: int | None = None
 
     def session_options(self) -> dict[str, Any]:
         """Keyword arguments for ``Session.query``/``Session.preview``."""
@@ -83,6 +99,12 @@ class CompiledQuery:
             options["by"] = self.by
         if self.keys is not None:
             options["keys"] = self.keys
+        if self.where is not None:
+            options["where"] = self.where
+        if self.quantiles is not None:
+            options["quantiles"] = self.quantiles
+        if self.bins is not None:
+            options["bins"] = self.bins
         return options
 
 
@@ -105,13 +127,14 @@ def compile_query(
     bounds: tuple[float, float] | None = None
     by: tuple[str, ...] = ()
     keys: tuple[Any, ...] | None = None
-    if statistic in ("sum", "mean", "variance"):
+    if statistic in ("sum", "mean", "variance", "quantile"):
         if column is None or not columns[column].numeric:
             numeric = ", ".join(c for c, spec in columns.items() if spec.numeric) or "none"
             raise QueryError(422, f"{statistic} needs a numeric column with declared bounds (numeric columns: {numeric})")
         bounds = _bounds(request.bounds, columns[column].bounds)
     elif request.bounds is not None:
-        raise QueryError(422, f"bounds are only for sum, mean and variance, not {statistic}")
+        raise QueryError(422, f"bounds are only for sum, mean, variance and quantile, not {statistic}")
+    quantiles = _quantiles(statistic, request.q, request.bins)
     if statistic == "histogram":
         if column is None or table.keys.get(column) is None:
             categorical = ", ".join(table.keys) or "none"
@@ -138,9 +161,40 @@ def compile_query(
             raise QueryError(422, f"grouping by {', '.join(by)} gives {groups} groups; the limit is {limits.max_groups}")
         declared = [table.keys[name] for name in by]
         keys = declared[0] if len(by) == 1 else tuple(itertools.product(*declared))
-    if statistic == "count" and not by and table.config.neighbours is Neighbours.REPLACE_ONE:
+    where = _where(request.where, columns)
+    if statistic == "count" and not by and where is None and table.config.neighbours is Neighbours.REPLACE_ONE:
         raise QueryError(422, "under replace-one the row count cannot change (Δ = 0): this service releases only noisy values")
-    return CompiledQuery(table, statistic, epsilon, column, bounds, by, keys, chosen_alpha)
+    return CompiledQuery(table, statistic, epsilon, column, bounds, by, keys, chosen_alpha, where, quantiles, request.bins)
+
+
+def _quantiles(statistic: str, q: float | list[float] | None, bins: int | None) -> tuple[float, ...] | None:
+    if statistic != "quantile":
+        if q is not None or bins is not None:
+            raise QueryError(422, f"q and bins are only for quantile, not {statistic}")
+        return None
+    if q is None:
+        raise QueryError(422, "quantile needs q: a number in [0, 1] or a list of them")
+    try:
+        return check_quantiles(q)
+    except ParameterError as error:
+        raise QueryError(422, str(error)) from None
+
+
+def _where(text: str | None, columns: Mapping[str, Any]) -> str | None:
+    """Parse the row filter and check that it reads declared columns only (no row_number: the
+    service declares no order). Types are checked by the session against the table's schema."""
+    if text is None:
+        return None
+    try:
+        predicate = parse(text)
+    except ParameterError as error:
+        raise QueryError(422, str(error)) from None
+    if not predicate.record_wise:
+        raise QueryError(422, "where: row_number needs a declared order, which this service's tables do not have")
+    undeclared = [c for c in predicate.columns if c not in columns]
+    if undeclared:
+        raise QueryError(422, f"where must use declared columns only ({', '.join(columns)}); got {undeclared[0]!r}")
+    return text
 
 
 def _finite_positive(name: str, value: float) -> float:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from dpwitness.mechanisms import Laplace
+    from dpwitness.mechanisms import Gaussian, Laplace
 
 #: Relative slack allowed on the variance (the grid adds ≲ 10^-7; a mis-calibration is far larger).
 VARIANCE_TOLERANCE = 1e-4
@@ -44,9 +44,25 @@ class WitnessReport:
     def __str__(self) -> str:
         return self.verdict
 
+    def _repr_html_(self) -> str:
+        from dpwitness.report import record_html
 
-def witness(mechanism: Laplace) -> WitnessReport:
-    """Check a Laplace mechanism's claim (ε, 2(Δ/ε)²) against the noise it really samples."""
+        return record_html(self.verdict, self.to_dict())
+
+
+@overload
+def witness(mechanism: Laplace) -> WitnessReport: ...
+@overload
+def witness(mechanism: Gaussian) -> GaussianWitnessReport: ...
+def witness(mechanism: Laplace | Gaussian) -> WitnessReport | GaussianWitnessReport:
+    """Check a mechanism's claim against the noise it really samples.
+
+    Laplace: ε and 2(Δ/ε)². Gaussian: δ(ε) (or ρ) and σ² (see :func:`witness_gaussian`).
+    """
+    from dpwitness.mechanisms import Gaussian
+
+    if isinstance(mechanism, Gaussian):
+        return witness_gaussian(mechanism)
     claimed, sensitivity = mechanism.epsilon, mechanism.sensitivity
     expected_variance = 2.0 * (sensitivity / claimed) ** 2
     noise = mechanism.noise
@@ -132,3 +148,117 @@ def _observed_log_ratio(noise: Any, steps: int) -> float:
     x = np.concatenate([near, far, -far - steps])
     ratio = np.abs(noise.log_weight(x) - noise.log_weight(x + steps))
     return float(ratio.max())
+
+
+@dataclass(frozen=True)
+class GaussianWitnessReport:
+    """The witness of a Gaussian: δ(ε) (or ρ) and σ² recomputed from the sampler's tables."""
+
+    ok: bool
+    claimed_epsilon: float | None
+    claimed_delta: float | None
+    claimed_rho: float | None
+    delta: float  # rigorous upper bound on δ(claimed ε) of the sampled noise (0 when ρ alone is claimed)
+    observed_delta: float | None  # the hockey-stick sum over the exact PMF (one changed coordinate)
+    rho: float  # k²/2s² for the rounded shift k of the sampled discrete Gaussian
+    tv_distance: float  # η: the tables' distance from the ideal discrete Gaussian, charged in δ
+    variance: float
+    expected_variance: float
+    sensitivity: float
+    granularity: float
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return self.verdict
+
+    def _repr_html_(self) -> str:
+        from dpwitness.report import record_html
+
+        return record_html(self.verdict, self.to_dict())
+
+
+def witness_gaussian(mechanism: Gaussian) -> GaussianWitnessReport:
+    """Check a Gaussian's (ε, δ) or ρ claim and its σ² against the discrete noise it really samples.
+
+    From the sampler's tables: the rounded shift k (grid steps) that Δ can cause, the tables'
+    total-variation distance η from N_ℤ(0, s²), the rigorous δ(ε) bound (CKS 2020 Thm 7 with
+    integral tail bounds, or the zCDP conversion for several coordinates, plus (1 + e^ε)·η),
+    cross-checked for one coordinate by summing max(0, P(x) − e^ε·P(x − k)) over the exact PMF;
+    ρ = k²/2s²; and the variance of the sampled PMF against the claimed σ².
+    """
+    claimed_eps, claimed_delta, claimed_rho = mechanism.epsilon, mechanism.delta, mechanism.rho
+    expected_variance = mechanism.analytic_sigma**2
+    noise = mechanism.noise
+    if noise is None:
+        return GaussianWitnessReport(
+            ok=mechanism.sensitivity == 0,
+            claimed_epsilon=claimed_eps,
+            claimed_delta=claimed_delta,
+            claimed_rho=claimed_rho,
+            delta=0.0,
+            observed_delta=0.0,
+            rho=0.0,
+            tv_distance=0.0,
+            variance=0.0,
+            expected_variance=expected_variance,
+            sensitivity=mechanism.sensitivity,
+            granularity=0.0,
+            verdict="✔ Δ = 0: the value cannot change between neighbours; no noise, no privacy loss",
+        )
+    changed = mechanism.charged_coordinates
+    steps = noise.steps_for_shift(mechanism.sensitivity, changed)
+    rho = noise.rho_for_steps(steps)
+    eta = noise.tv_distance()
+    delta = noise.delta_for_steps(claimed_eps, steps, changed) if claimed_eps is not None else 0.0
+    observed = _observed_delta(noise, int(steps), claimed_eps) if claimed_eps is not None and changed == 1 else None
+    variance = noise.variance_steps() * noise.granularity**2
+    if claimed_rho is not None:
+        privacy_ok = rho <= claimed_rho * (1 + 1e-12)
+        claim = f"ρ = {claimed_rho:g}"
+        found = f"ρ = k²/2s² = {rho:.6g} (tables within TV {eta:.1e} of N_ℤ(0, s²))"
+    else:
+        assert claimed_delta is not None and claimed_eps is not None
+        privacy_ok = delta <= claimed_delta
+        claim = f"δ({claimed_eps:g}) ≤ {claimed_delta:g}"
+        found = f"δ({claimed_eps:g}) ≤ {delta:.6g}" + ("" if observed is None else f" (exact sum {observed:.6g})")
+    # The rounding charge raises σ by ≲ (√c + 1)·γ/Δ; the integral tail bounds by ≲ 10^-4.
+    slack = 2.0 * ((math.sqrt(changed) + 1.0) * noise.granularity / mechanism.sensitivity + 1e-3)
+    variance_ok = abs(variance / expected_variance - 1.0) <= slack if changed == 1 or claimed_rho is not None else (
+        variance >= expected_variance * (1 - slack)
+    )
+    if privacy_ok and variance_ok:
+        verdict = f"✔ claim holds: {found} for {claim}; variance {variance:.6g} ≈ σ² = {expected_variance:.6g}"
+    elif not privacy_ok:
+        verdict = f"✘ VIOLATED: {found}, but the claim is {claim} (variance {variance:.6g} vs σ² = {expected_variance:.6g})"
+    else:
+        verdict = (
+            f"✘ MISCALIBRATED: variance {variance:.6g} ≠ σ² = {expected_variance:.6g} "
+            f"(privacy holds: {found}, but the noise is not what is claimed)"
+        )
+    return GaussianWitnessReport(
+        ok=bool(privacy_ok and variance_ok),
+        claimed_epsilon=claimed_eps,
+        claimed_delta=claimed_delta,
+        claimed_rho=claimed_rho,
+        delta=delta,
+        observed_delta=observed,
+        rho=rho,
+        tv_distance=eta,
+        variance=float(variance),
+        expected_variance=expected_variance,
+        sensitivity=mechanism.sensitivity,
+        granularity=noise.granularity,
+        verdict=verdict,
+    )
+
+
+def _observed_delta(noise: Any, steps: int, epsilon: float) -> float:
+    """Σ_x max(0, P(x) − e^ε·P(x − k)) over the exact PMF, wherever it is above 10^-300."""
+    reach = int(40 * noise.s) + steps
+    x = np.arange(-reach, reach + steps + 1, dtype=np.int64)
+    p = noise.pmf(x)
+    gap = p[steps:] - math.exp(epsilon) * p[:-steps]
+    return float(np.sum(np.maximum(gap, 0.0)))

@@ -3,23 +3,28 @@
 Method (StatDP / DP-Sniper style, with held-apart samples):
 
 1. run ``mechanism(d, rng)`` and ``mechanism(d', rng)`` n times each (one vectorised call
-   ``mechanism(data, rng, size=n)`` when the callable accepts ``size``);
+   ``mechanism(data, rng, size=n)`` when the callable accepts ``size``); outputs of any shape
+   (numbers, booleans, strings, None, tuples and lists of varying length, nested) become rows
+   of numbers (see :class:`Encoder`);
 2. on a *search* part of the samples, pick in each event family (see
-   :mod:`dpwitness.witness.events`) the event and direction whose projected lower bound is
-   largest;
+   :mod:`dpwitness.witness.events`: thresholds, intervals, values, point masses, projections…)
+   the event and direction whose projected lower bound is largest;
 3. count how often the chosen events occur on *fresh* samples and turn the counts into
    ε_lb = ln(p₁_lower − δ) − ln(p₂_upper) with Clopper–Pearson bounds, Bonferroni-corrected
-   over the events measured and the rounds run, so that P(ε_lb > true ε) ≤ 1 − confidence.
+   over every event measured and every round run, so that P(ε_lb > true ε) ≤ 1 − confidence.
 
 Without ``samples`` the audit is adaptive: rounds of 4× more samples until a violation is
 certain, the evidence is tight enough to call "ok", or the time or sample cap is reached.
 
 Verdicts: "violated" (ε_lb > claimed ε at the stated confidence: a proof of a bug, up to the
-confidence level), "ok" (no violation, and the most revealing event found is measured
-precisely enough that its loss is at most ε·(1 + tolerance): evidence, never a proof) and
-"inconclusive" (anything else, said honestly). The default audit judges outputs as real
-numbers; ``float_test=True`` adds bit-pattern events that expose porous floating-point
-supports (Mironov 2012).
+confidence level), "ok" (no violation; the most revealing event found is measured precisely
+enough that its loss is at most ε·(1 + tolerance); and every event family searched has
+*power*: an event of the family with loss above ε·(1 + tolerance) and probability at least
+the stated ``power`` would have been certified as a violation — evidence, never a proof) and
+"inconclusive" (anything else, said honestly). ``tight=True`` keeps sampling after the fast
+verdict to maximise the certified ε_lb within the time budget. The default audit judges
+outputs as real numbers; ``float_test=True`` adds bit-pattern events that expose porous
+floating-point supports (Mironov 2012).
 """
 
 from __future__ import annotations
@@ -29,14 +34,14 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.errors import ParameterError, check_finite, check_positive_finite
-from dpwitness.witness.events import Candidate, Scorer, search
+from dpwitness.errors import ParameterError, check_finite, check_positive_finite, require
+from dpwitness.witness.events import Candidate, Scorer, names_of, resolution, search
 from dpwitness.witness.stats import epsilon_estimate, epsilon_lower_bound, epsilon_upper_bound
 
 if TYPE_CHECKING:
@@ -51,19 +56,30 @@ GROWTH = 4
 #: Default cap on runs per input (10⁷ runs in all) and on wall-clock time.
 MAX_SAMPLES = 5_000_000
 MAX_SECONDS = 60.0
-#: How many of the best candidate events are measured on fresh samples (Bonferroni over them).
-MEASURED_EVENTS = 3
 #: Search samples kept from earlier rounds.
 SEARCH_CAP = 1_000_000
+#: Most numbers kept per input for the tight mode's search sample (memory bound).
+TIGHT_STORE = 10_000_000
+#: Rows per chunk of the tight mode's final measurement (counted, then dropped).
+TIGHT_CHUNK = 1_000_000
+#: Shares of the tight mode's time: search sample, selection sample (the rest: final measurement).
+TIGHT_SEARCH_SHARE, TIGHT_SELECT_SHARE = 0.2, 0.1
 
 
 class MechanismError(RuntimeError):
-    """The audited callable misbehaved (raised, returned NaN, changed its output type…)."""
+    """The audited callable misbehaved (raised, returned NaN, an unusable object…)."""
 
 
 @dataclass(frozen=True)
 class AuditResult:
-    """What the auditor found. ``epsilon_lower_bound`` holds with probability ≥ ``confidence``."""
+    """What the auditor found. ``epsilon_lower_bound`` holds with probability ≥ ``confidence``.
+
+    ``power`` lists, for each event family searched, the smallest probability (under the
+    likelier input) at which an event of that family with loss ε·(1 + tolerance) would have
+    been certified as a violation with these samples (∞: no such probability).
+    With ``tight=True``, ``tight_epsilon_lower_bound`` is the certified bound of the longer
+    run; it and the fast verdict hold together at ``confidence`` (each uses half of α).
+    """
 
     epsilon_lower_bound: float
     claimed_epsilon: float
@@ -86,18 +102,47 @@ class AuditResult:
     reason: str = ""
     pair: str | None = None
     pairs_tried: tuple[str, ...] = field(default=())
+    tolerance: float = 0.1
+    power: tuple[tuple[str, float], ...] = field(default=())
+    tight_epsilon_lower_bound: float | None = None
+    tight_event: str | None = None
+    tight_family: str = ""
+    tight_samples: int = 0
+    tight_seconds: float = 0.0
+    tight_hits: tuple[int, int] = (0, 0)
+    tight_reason: str = ""
 
     @property
     def ok(self) -> bool:
         return self.verdict == "ok"
 
+    @property
+    def best_epsilon_lower_bound(self) -> float:
+        """The larger of the fast and the tight bound (both hold together at ``confidence``)."""
+        return max(self.epsilon_lower_bound, self.tight_epsilon_lower_bound or 0.0)
+
+    def _repr_html_(self) -> str:
+        from dpwitness.report import record_html
+
+        return record_html(str(self), self.to_dict())
+
     def to_dict(self) -> dict[str, Any]:
         payload = asdict(self)
         payload["hits"] = list(self.hits)
+        payload["tight_hits"] = list(self.tight_hits)
         payload["pairs_tried"] = list(self.pairs_tried)
+        payload["power"] = [{"family": f, "smallest_probability": json_number(p)} for f, p in self.power]
         for key in ("epsilon_estimate", "event_upper_bound"):
             payload[key] = json_number(payload[key])
         return payload
+
+    def power_statement(self) -> str:
+        """One line per family: the smallest event probability at which a loss above ε(1 + tolerance) would have shown."""
+        if not self.power:
+            return ""
+        loss = self.claimed_epsilon * (1 + self.tolerance)
+        parts = [f"{family} ≥ {p:.2g}" if math.isfinite(p) else f"{family}: none" for family, p in self.power]
+        return f"power: an event with loss > {loss:.4g} would have been caught at probability " + ", ".join(parts)
 
     def __str__(self) -> str:
         mark = {"ok": "✔", "violated": "✘", "inconclusive": "?"}[self.verdict]
@@ -107,8 +152,16 @@ class AuditResult:
         tail = f" at {self.confidence:.0%} confidence from {self.samples:,} runs per input in {self.seconds:.2f} s"
         event = f"; event {self.event} ({self.direction})" if self.event else ""
         pair = f"; worst pair {self.pair}" if self.pair else ""
+        tight = ""
+        if self.tight_epsilon_lower_bound is not None:
+            tight = (
+                f"; tight ε_lb = {self.tight_epsilon_lower_bound:.4g} from {self.tight_samples:,} runs per input "
+                f"in {self.tight_seconds:.1f} s (event {self.tight_event})"
+            )
+        elif self.tight_reason:
+            tight = f"; tight mode: {self.tight_reason}"
         reason = f". {self.reason}" if self.reason else ""
-        return head + tail + event + pair + reason
+        return head + tail + event + pair + tight + reason
 
 
 def json_number(value: float) -> float | str | None:
@@ -136,32 +189,92 @@ def accepts_size(mechanism: Mechanism) -> bool:
     return any(p.name == "size" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
-def _flatten(output: Any) -> tuple[list[float], tuple[Any, ...]]:
-    """One output as a flat row of floats, and its structure (kind and length of each part)."""
-    parts = output if isinstance(output, (tuple, list)) else (output,)
-    row: list[float] = []
-    structure: list[tuple[str, int]] = []
-    for part in parts:
+class Encoder:
+    """Outputs of any shape as rows of numbers: ``[shape code, number of values, v₀, v₁, …]``.
+
+    Numbers and booleans are values; strings, None and other hashable objects get a code (the
+    same object always gets the same code); tuples, lists, dicts and arrays are walked in order.
+    The shape code names the nesting and kinds (``(n,n,b)``, ``[s,∅]``…); positions a shorter
+    output does not have are NaN, which the events read as "missing". While every output has
+    the same shape, the shape and length columns carry nothing and are left out of the view.
+    """
+
+    def __init__(self) -> None:
+        self.shapes: dict[str, int] = {}
+        self.symbols: dict[tuple[str, Any], int] = {}
+
+    @property
+    def structured(self) -> bool:
+        return len(self.shapes) > 1
+
+    def shape_code(self, signature: str) -> float:
+        return float(self.shapes.setdefault(signature, len(self.shapes)))
+
+    def rows(self, outputs: Sequence[Any], label: str) -> FloatArray:
+        encoded = [self.encode(output, label) for output in outputs]
+        width = max((len(values) for _, values in encoded), default=0)
+        rows = np.full((len(encoded), 2 + width), np.nan)
+        for i, (signature, values) in enumerate(encoded):
+            rows[i, 0] = self.shape_code(signature)
+            rows[i, 1] = len(values)
+            rows[i, 2 : 2 + len(values)] = values
+        return rows
+
+    def encode(self, output: Any, label: str) -> tuple[str, list[float]]:
+        values: list[float] = []
+        return self._walk(output, values, label), values
+
+    def _symbol(self, value: Any, label: str) -> float:
+        key = (type(value).__name__, value)
+        try:
+            return float(self.symbols.setdefault(key, len(self.symbols)))
+        except TypeError:
+            raise MechanismError(
+                f"the mechanism returned {type(value).__name__} on {label}; expected numbers, booleans, strings, "
+                "None, or (nested) tuples, lists, dicts or arrays of them"
+            ) from None
+
+    def _walk(self, part: Any, values: list[float], label: str) -> str:
+        if part is None:
+            values.append(self._symbol(None, label))
+            return "∅"
         if isinstance(part, (bool, np.bool_)):
-            row.append(float(part))
-            structure.append(("bool", 1))
-        elif isinstance(part, (int, float, np.integer, np.floating)):
-            row.append(float(part))
-            structure.append(("number", 1))
-        else:
-            array = np.asarray(part)
-            if array.dtype.kind not in "biuf":
-                raise MechanismError(
-                    f"the mechanism returned {type(part).__name__} {part!r}; "
-                    "expected numbers, booleans, vectors or tuples of them"
-                )
-            row.extend(array.astype(np.float64).ravel().tolist())
-            structure.append(("vector", array.size))
-    return row, tuple(structure)
+            values.append(float(part))
+            return "b"
+        if isinstance(part, (int, float, np.integer, np.floating)):
+            value = float(part)
+            if not math.isfinite(value):
+                raise MechanismError(f"the mechanism returned NaN or ∞ on {label}; outputs must be finite numbers")
+            values.append(value)
+            return "n"
+        if isinstance(part, (str, bytes)):
+            values.append(self._symbol(part, label))
+            return "s"
+        if isinstance(part, np.ndarray):
+            if part.dtype.kind in "biuf":
+                flat = part.astype(np.float64).ravel()
+                if not np.all(np.isfinite(flat)):
+                    raise MechanismError(f"the mechanism returned NaN or ∞ on {label}; outputs must be finite numbers")
+                values.extend(flat.tolist())
+                return f"a{part.shape}"
+            return "[" + ",".join(self._walk(x, values, label) for x in part.ravel().tolist()) + "]"
+        if isinstance(part, (tuple, list)):
+            return "(" + ",".join(self._walk(x, values, label) for x in part) + ")"
+        if isinstance(part, dict):
+            items = sorted(part.items(), key=lambda item: repr(item[0]))
+            return "{" + ",".join(f"{key!r}:" + self._walk(value, values, label) for key, value in items) + "}"
+        values.append(self._symbol(part, label))
+        return "o"
+
+
+def _pad(rows: FloatArray, width: int) -> FloatArray:
+    if rows.shape[1] >= width:
+        return rows
+    return np.hstack([rows, np.full((len(rows), width - rows.shape[1]), np.nan)])
 
 
 class Sampler:
-    """Runs the mechanism n times on one input and returns an (n, k) float array."""
+    """Runs the mechanism n times on one input; ``draw`` returns an (n, k) float array of its outputs."""
 
     def __init__(self, mechanism: Mechanism, deadline: float) -> None:
         if not callable(mechanism):
@@ -169,15 +282,29 @@ class Sampler:
         self.mechanism = mechanism
         self.sized = accepts_size(mechanism)
         self.deadline = deadline
-        self.columns: int | None = None
-        self.structure: tuple[Any, ...] | None = None
+        self.encoder = Encoder()
         self.seconds_per_run = 0.0
 
     def draw(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
+        """n outputs as rows of numbers (the view the events see)."""
+        return self.view(self.draw_full(data, rng, n, label))[0][0]
+
+    def draw_full(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
+        """n outputs as ``[shape code, length, values…]`` rows (see :class:`Encoder`)."""
         start = time.perf_counter()
         rows = self._sized(data, rng, n, label) if self.sized else self._per_call(data, rng, n, label)
         self.seconds_per_run = max(self.seconds_per_run, (time.perf_counter() - start) / n)
-        return self._checked(rows, label)
+        return rows
+
+    def view(self, *arrays: FloatArray, structured: bool | None = None) -> tuple[list[FloatArray], list[str], int]:
+        """The arrays padded to one width, without the shape and length columns unless shapes vary
+        (or ``structured`` says so); with the column names and the first value column."""
+        width = max(a.shape[1] for a in arrays)
+        padded = [_pad(a, width) for a in arrays]
+        keep = self.encoder.structured if structured is None else structured
+        if keep or width == 2:  # outputs with no values at all: their shape is all there is
+            return padded, ["shape", "length", *names_of(width - 2)], 2
+        return [a[:, 2:] for a in padded], names_of(width - 2), 0
 
     def _call(self, data: Any, rng: np.random.Generator, label: str, **size: int) -> Any:
         try:
@@ -188,43 +315,41 @@ class Sampler:
     def _sized(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
         output = self._call(data, rng, label, size=n)
         parts = output if isinstance(output, (tuple, list)) else (output,)
-        columns = []
+        columns, shapes = [], []
         for part in parts:
-            array = np.asarray(part)
-            if array.dtype.kind not in "biuf":
-                raise MechanismError(
-                    f"mechanism(…, size={n}) returned {array.dtype} values on {label}; expected numbers or booleans"
-                )
-            if array.ndim == 0 or array.shape[0] != n:
+            try:
+                array = np.asarray(part)
+            except ValueError:  # ragged: a list of n outputs of varying shape
+                array = np.asarray(part, dtype=object)
+            if array.dtype.kind not in "biuf" or array.ndim == 0 or array.shape[0] != n:
+                if isinstance(output, list) and len(output) == n:
+                    return self.encoder.rows(output, label)  # a list of n outputs of any shape
+                if array.dtype.kind not in "biuf":
+                    raise MechanismError(
+                        f"mechanism(…, size={n}) returned {array.dtype} values on {label}; expected numbers or booleans "
+                        "stacked on the first axis, or a list of n outputs"
+                    )
                 raise MechanismError(
                     f"mechanism(…, size={n}) must stack {n} outputs along the first axis; got shape {array.shape} on {label}"
                 )
+            if array.ndim > 1 and array[0].size == 0:
+                raise MechanismError(f"the mechanism returned no values on {label}")
             columns.append(array.reshape(n, -1).astype(np.float64))
-        return np.hstack(columns) if len(columns) > 1 else columns[0]
+            shapes.append(f"a{array.shape[1:]}")
+        values = np.hstack(columns) if len(columns) > 1 else columns[0]
+        if not np.all(np.isfinite(values)):
+            raise MechanismError(f"the mechanism returned NaN or ∞ on {label}; outputs must be finite numbers")
+        code = self.encoder.shape_code("(" + ",".join(shapes) + ")")
+        head = np.column_stack([np.full(n, code), np.full(n, float(values.shape[1]))])
+        return np.hstack([head, values + 0.0])
 
     def _per_call(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
-        rows: list[list[float]] = []
+        outputs: list[Any] = []
         for i in range(n):
-            row, structure = _flatten(self._call(data, rng, label))
-            if self.structure is None:
-                self.structure = structure
-            elif structure != self.structure:
-                raise MechanismError(f"the mechanism's output changed type on {label}: {self.structure} then {structure}")
-            rows.append(row)
+            outputs.append(self._call(data, rng, label))
             if i % 64 == 63 and time.perf_counter() > self.deadline:
                 raise _OutOfTime
-        return np.array(rows, dtype=np.float64).reshape(n, -1)
-
-    def _checked(self, rows: FloatArray, label: str) -> FloatArray:
-        if rows.ndim != 2 or rows.shape[1] == 0:
-            raise MechanismError(f"the mechanism returned no values on {label}")
-        if self.columns is None:
-            self.columns = rows.shape[1]
-        elif rows.shape[1] != self.columns:
-            raise MechanismError(f"the mechanism's output changed shape on {label}: {self.columns} values then {rows.shape[1]}")
-        if not np.all(np.isfinite(rows)):
-            raise MechanismError(f"the mechanism returned NaN or ∞ on {label}; outputs must be finite numbers")
-        return rows + 0.0
+        return self.encoder.rows(outputs, label)
 
 
 # --- the audit -------------------------------------------------------------------------------
@@ -293,6 +418,16 @@ def _precise(measured: _Measured, eps: float, tolerance: float) -> bool:
     return measured.lower > 0 and measured.upper - measured.lower <= tolerance * eps
 
 
+def _power(families: Sequence[str], scorer: Scorer, eps: float, tolerance: float) -> tuple[tuple[str, float], ...]:
+    """For each family: the smallest event probability at which a loss of ε(1 + tolerance) would be certified."""
+    detectable = scorer.smallest_detectable(eps * (1 + tolerance), eps)
+    return tuple((family, max(detectable, resolution(family, scorer.n_search))) for family in families)
+
+
+def _powerful(power: Sequence[tuple[str, float]]) -> bool:
+    return bool(power) and all(p <= 1.0 for _, p in power)
+
+
 def audit(
     mechanism: Mechanism,
     d: Any,
@@ -311,17 +446,23 @@ def audit(
     progress: bool | None = None,
     relation: str = "answers",
     sensitivity: float = 1.0,
+    tight: bool = False,
 ) -> AuditResult:
     """Audit ``mechanism`` on the neighbouring inputs ``d`` and ``d_prime`` against a claimed (ε, δ).
 
-    ``mechanism(data, rng)`` returns a number, bool, vector or tuple of those; when it accepts
-    ``size`` it is called as ``mechanism(data, rng, size=n)`` and must stack n outputs on
-    the first axis. ``samples`` is the number of runs per input (adaptive when None).
+    ``mechanism(data, rng)`` returns one output of any shape: a number, bool, string, None,
+    array, or a (nested) tuple/list/dict of those, of a length that may vary from run to run.
+    When it accepts ``size`` it is called as ``mechanism(data, rng, size=n)`` and returns n
+    outputs, stacked on the first axis of numeric arrays (or a tuple of such arrays), or as a
+    list of n outputs of any shape. ``samples`` is the number of runs per input (adaptive when
+    None). ``tight=True`` keeps sampling after the fast verdict, until ``max_seconds`` from the
+    start, to maximise the certified ε_lb (``tight_epsilon_lower_bound``).
     With ``d_prime=None`` the auditor searches neighbours of ``d`` (see
     :func:`dpwitness.witness.neighbour_search.audit_neighbours`; ``relation`` and
     ``sensitivity`` describe how neighbours differ) and reports the worst pair.
     """
     eps, dlt, conf = _validate(epsilon, delta, samples, confidence)
+    require("scipy", "audit", "the black-box auditor")  # before any run of the mechanism
     max_seconds = check_positive_finite("max_seconds", max_seconds)
     tolerance = check_positive_finite("tolerance", tolerance)
     if d_prime is None:
@@ -331,6 +472,7 @@ def audit(
             mechanism,
             d,
             epsilon=eps,
+            audit_pair=audit,
             delta=dlt,
             samples=samples,
             confidence=conf,
@@ -343,35 +485,41 @@ def audit(
             progress=progress,
             relation=relation,
             sensitivity=sensitivity,
+            tight=tight,
         )
     if not 0.0 < search_fraction < 1.0:
         raise ParameterError("search_fraction", "a number strictly between 0 and 1", search_fraction)
     if isinstance(max_samples, bool) or not isinstance(max_samples, int) or max_samples < 10:
         raise ParameterError("max_samples", "a whole number ≥ 10", max_samples)
     started = time.perf_counter()
-    sampler = Sampler(mechanism, deadline=started + max_seconds)
+    deadline = started + max_seconds
+    sampler = Sampler(mechanism, deadline=deadline)
     sizes = _schedule(samples, max_samples)
     rounds = len(sizes)
-    streams = np.random.SeedSequence(seed).spawn(2 * rounds + 1)
+    root = np.random.SeedSequence(seed)
+    streams = root.spawn(2 * rounds + 1)
     search_rng = np.random.default_rng(streams[-1])
-    alpha_round = (1.0 - conf) / (rounds * MEASURED_EVENTS)  # for projecting search scores
+    alpha = (1.0 - conf) / 2 if tight else 1.0 - conf  # tight mode: half of α for each phase
     best: _Measured | None = None
     last: _Measured | None = None
+    power: tuple[tuple[str, float], ...] = ()
     drawn, reason, ran, constant = 0, "", 0, False
     pool_a: FloatArray | None = None
     pool_b: FloatArray | None = None
+    last_a: FloatArray | None = None
+    last_b: FloatArray | None = None
     show = progress if progress is not None else (sys.stderr.isatty() and (samples or max_samples) >= 1_000_000)
     bar = _progress_bar(show, total=2 * sum(sizes))
     try:
         for r, n in enumerate(sizes):
-            remaining = started + max_seconds - time.perf_counter()
+            remaining = deadline - time.perf_counter()
             if r > 0 and sampler.seconds_per_run * 2 * n > remaining:
                 reason = f"stopped before a round of {n:,} runs per input: the time budget ({max_seconds:g} s) would be exceeded"
                 break
             try:
-                xa = sampler.draw(d, np.random.default_rng(streams[2 * r]), n, "d")
+                xa = sampler.draw_full(d, np.random.default_rng(streams[2 * r]), n, "d")
                 bar(n)
-                xb = sampler.draw(d_prime, np.random.default_rng(streams[2 * r + 1]), n, "d_prime")
+                xb = sampler.draw_full(d_prime, np.random.default_rng(streams[2 * r + 1]), n, "d_prime")
                 bar(n)
             except _OutOfTime:
                 reason = (
@@ -382,31 +530,38 @@ def audit(
             drawn += n
             ran += 1
             split = min(n - 5, max(5, int(n * search_fraction)))
-            sa, sb = xa[:split], xb[:split]
+            full_sa, full_sb = xa[:split], xb[:split]
             if pool_a is not None and pool_b is not None:
-                sa, sb = np.vstack([pool_a, sa])[-SEARCH_CAP:], np.vstack([pool_b, sb])[-SEARCH_CAP:]
-            ma, mb = xa[split:], xb[split:]
-            scorer = Scorer(len(sa), len(ma), delta=dlt, alpha=alpha_round)
-            candidates = search(sa, sb, scorer, float_test=float_test, rng=search_rng)[:MEASURED_EVENTS]
+                width = max(pool_a.shape[1], xa.shape[1])
+                full_sa = np.vstack([_pad(pool_a, width), _pad(full_sa, width)])[-SEARCH_CAP:]
+                full_sb = np.vstack([_pad(pool_b, width), _pad(full_sb, width)])[-SEARCH_CAP:]
+            (sa, sb, ma, mb), names, start = sampler.view(full_sa, full_sb, xa[split:], xb[split:])
+            width = max(full_sa.shape[1], xa.shape[1])
+            last_a = np.vstack([_pad(full_sa, width), _pad(xa[split:], width)])
+            last_b = np.vstack([_pad(full_sb, width), _pad(xb[split:], width)])
             if r < rounds - 1:  # this round's samples help the next round's search
-                pool_a, pool_b = np.vstack([sa, ma[-SEARCH_CAP:]])[-SEARCH_CAP:], np.vstack([sb, mb[-SEARCH_CAP:]])[-SEARCH_CAP:]
+                pool_a, pool_b = last_a[-SEARCH_CAP:], last_b[-SEARCH_CAP:]
+            # Score with the α each event will get if every family yields one (the usual case).
+            probe = Scorer(len(sa), len(ma), delta=dlt, alpha=alpha / (rounds * 8))
+            candidates, families = search(sa, sb, probe, float_test=float_test, rng=search_rng, names=names, start=start)
             if not candidates:
                 last = None
                 reason = "the outputs take a single value, the same on both inputs: no event separates them"
                 constant = True
                 break
             # Bonferroni over the events actually measured (their number is fixed before measuring).
-            alpha_events = (1.0 - conf) / (rounds * len(candidates))
+            alpha_events = alpha / (rounds * len(candidates))
             measured = _measure(candidates, ma, mb, delta=dlt, alpha=alpha_events)
+            power = _power(families, Scorer(len(sa), len(ma), delta=dlt, alpha=alpha_events), eps, tolerance)
             last = max(measured, key=lambda m: m.lower)
             if best is None or last.lower > best.lower:
                 best = last
-            if best.lower > eps or _precise(last, eps, tolerance):
+            if best.lower > eps or (_precise(last, eps, tolerance) and _powerful(power)):
                 break
     finally:
         bar(None)
     seconds = time.perf_counter() - started
-    return _result(
+    result = _result(
         best,
         last,
         eps=eps,
@@ -419,6 +574,25 @@ def audit(
         reason=reason,
         float_test=float_test,
         constant=constant,
+        power=power,
+    )
+    if not tight:
+        return result
+    if constant or last_a is None or last_b is None:
+        return replace(result, tight_reason="nothing to sharpen: no event separated the inputs")
+    return _tight(
+        sampler,
+        d,
+        d_prime,
+        last_a,
+        last_b,
+        result,
+        root=root,
+        deadline=deadline,
+        alpha=alpha,
+        delta=dlt,
+        float_test=float_test,
+        rng=search_rng,
     )
 
 
@@ -436,32 +610,56 @@ def _result(
     reason: str,
     float_test: bool,
     constant: bool,
+    power: tuple[tuple[str, float], ...],
 ) -> AuditResult:
     model = "floating point: exact output values and bit patterns judged" if float_test else AuditResult.model
     if best is None:
         verdict = "ok" if constant else "inconclusive"
         if drawn == 0 and not reason:
             reason = "no samples were drawn"
-        return AuditResult(0.0, eps, delta, False, verdict, None, drawn, conf, seconds, rounds=ran, model=model, reason=reason)
+        return AuditResult(
+            0.0,
+            eps,
+            delta,
+            False,
+            verdict,
+            None,
+            drawn,
+            conf,
+            seconds,
+            rounds=ran,
+            model=model,
+            reason=reason,
+            tolerance=tolerance,
+        )
     lower = max(0.0, best.lower)
     violated = best.lower > eps
     if violated:
         verdict = "violated"
         reason = reason or f"the event below is at least e^{lower:.4g} times likelier under one input: more than e^ε allows"
-    elif last is not None and _precise(last, eps, tolerance):
+    elif last is not None and _precise(last, eps, tolerance) and _powerful(power):
         verdict = "ok"
+        weakest = max(p for _, p in power)
         reason = (
             f"no violation found: the most revealing event found has loss between {max(0.0, last.lower):.4g} and "
-            f"{last.upper:.4g} ≤ ε·(1 + {tolerance:g}) at this confidence (evidence, not a proof)"
+            f"{last.upper:.4g} ≤ ε·(1 + {tolerance:g}), and an event of any family searched with loss above "
+            f"ε·(1 + {tolerance:g}) and probability ≥ {weakest:.2g} would have been caught, at this confidence "
+            "(evidence, not a proof)"
         )
     else:
         verdict = "inconclusive"
         if last is None or last.lower <= 0:
             detail = "no event separated the two inputs with confidence, so nothing can be said about ε from these samples"
-        else:
+        elif not _precise(last, eps, tolerance):
             detail = (
                 f"the best event's loss is only known to lie in [{last.lower:.4g}, {last.upper:.4g}], "
                 f"wider than tolerance·ε = {tolerance * eps:.3g}: more samples are needed to conclude"
+            )
+        else:
+            weak = ", ".join(family for family, p in power if p > 1.0)
+            detail = (
+                f"these samples are too few to catch a loss above ε·(1 + {tolerance:g}) in the families {weak}, "
+                "whatever the event's probability: more samples are needed to conclude"
             )
         reason = (reason + "; " if reason else "") + "no violation proven, but " + detail
     candidate = best.candidate
@@ -486,6 +684,102 @@ def _result(
         family=candidate.family,
         model=model,
         reason=reason,
+        tolerance=tolerance,
+        power=power,
+    )
+
+
+# --- tight mode ------------------------------------------------------------------------------
+
+
+def _tight(
+    sampler: Sampler,
+    d: Any,
+    d_prime: Any,
+    kept_a: FloatArray,
+    kept_b: FloatArray,
+    fast: AuditResult,
+    *,
+    root: np.random.SeedSequence,
+    deadline: float,
+    alpha: float,
+    delta: float,
+    float_test: bool,
+    rng: np.random.Generator,
+) -> AuditResult:
+    """Spend the rest of the time budget on one event: found on a large search sample, chosen on a
+    fresh selection sample, certified alone (no Bonferroni factor) on a final sample whose size is
+    fixed before it is drawn. The fast phase's samples are reused for the search only. The layout
+    of the rows (with or without shape columns) is frozen when the event is chosen."""
+    started = time.perf_counter()
+    streams = root.spawn(1)[0].spawn(4)
+    rate = max(sampler.seconds_per_run, 1e-9)  # seconds per run per input
+    runs_left = int((deadline - started) / (2 * rate) * 0.8)
+    width = kept_a.shape[1]
+    cap = max(10_000, TIGHT_STORE // max(width, 1))
+    try:
+        sampler.deadline = deadline
+        fresh = min(max(0, int(runs_left * TIGHT_SEARCH_SHARE)), max(0, cap - len(kept_a)))
+        full_a, full_b = kept_a[-cap:], kept_b[-cap:]
+        if fresh >= 1000:
+            fa = sampler.draw_full(d, np.random.default_rng(streams[0]), fresh, "d")
+            fb = sampler.draw_full(d_prime, np.random.default_rng(streams[1]), fresh, "d_prime")
+            w = max(full_a.shape[1], fa.shape[1])
+            full_a = np.vstack([_pad(full_a, w), _pad(fa, w)])[-cap:]
+            full_b = np.vstack([_pad(full_b, w), _pad(fb, w)])[-cap:]
+        after_search = time.perf_counter()
+        rate = max(sampler.seconds_per_run, 1e-9)
+        runs_left = int((deadline - after_search) / (2 * rate) * 0.8)
+        select_n = min(cap, max(1000, int(runs_left * TIGHT_SELECT_SHARE)))
+        final_n = int(runs_left * (1 - TIGHT_SELECT_SHARE))
+        if final_n < 1000:
+            return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
+        structured = sampler.encoder.structured
+        (sa, sb), names, start = sampler.view(full_a, full_b, structured=structured)
+        scorer = Scorer(len(sa), final_n, delta=delta, alpha=alpha)
+        candidates, _ = search(sa, sb, scorer, float_test=float_test, rng=rng, names=names, start=start)
+        del sa, sb, full_a, full_b
+        if not candidates:
+            return replace(fast, tight_reason="no event separated the inputs on the search sample")
+        va = sampler.draw_full(d, np.random.default_rng(streams[2]), select_n, "d")
+        vb = sampler.draw_full(d_prime, np.random.default_rng(streams[3]), select_n, "d_prime")
+        (va, vb), _, _ = sampler.view(va, vb, structured=structured)
+        selector = Scorer(select_n, final_n, delta=delta, alpha=alpha)
+        scores = []
+        for candidate in candidates:
+            ha, hb = float(candidate.event.contains(va).sum()), float(candidate.event.contains(vb).sum())
+            h1, h2 = (ha, hb) if candidate.direction == 1 else (hb, ha)
+            scores.append(float(selector.projected(np.array([h1]), np.array([h2]))[0]))
+        chosen = candidates[int(np.argmax(scores))]
+        del va, vb
+        hits1 = hits2 = done = 0
+        chunk = max(1000, min(TIGHT_CHUNK, TIGHT_STORE // max(width, 1)))
+        final = root.spawn(1)[0]
+        sampler.deadline = deadline + 0.5 * (deadline - started)  # a little slack before giving up
+        while done < final_n:
+            n = min(chunk, final_n - done)
+            pa_stream, pb_stream = final.spawn(2)
+            ra = sampler.draw_full(d, np.random.default_rng(pa_stream), n, "d")
+            rb = sampler.draw_full(d_prime, np.random.default_rng(pb_stream), n, "d_prime")
+            (ra, rb), _, _ = sampler.view(ra, rb, structured=structured)
+            ha, hb = int(chosen.event.contains(ra).sum()), int(chosen.event.contains(rb).sum())
+            hits1 += ha if chosen.direction == 1 else hb
+            hits2 += hb if chosen.direction == 1 else ha
+            done += n
+            if time.perf_counter() > sampler.deadline:
+                return replace(fast, tight_reason="the final measurement ran out of time; no tight bound is claimed")
+    except _OutOfTime:
+        return replace(fast, tight_reason="the mechanism is too slow for a tight measurement within max_seconds")
+    lower = float(epsilon_lower_bound(hits1, hits2, final_n, delta=delta, alpha=alpha))
+    return replace(
+        fast,
+        tight_epsilon_lower_bound=max(0.0, lower),
+        tight_event=chosen.event.description,
+        tight_family=chosen.family,
+        tight_samples=final_n,
+        tight_seconds=time.perf_counter() - started,
+        tight_hits=(hits1, hits2),
+        seconds=fast.seconds + time.perf_counter() - started,
     )
 
 

@@ -2,17 +2,24 @@
 
 Correct: Laplace, geometric, report-noisy-max (index) with Laplace, exponential or Gumbel
 noise, a Laplace histogram, and the sparse vector technique as Lyu, Su and Li (VLDB 2017)
-prove private (their Alg. 1 and 2). Buggy: noisy max that returns the noisy *value*, their
-SVT Alg. 3–6, a histogram with the scale inverted, and the classic calibration mistakes of
-:mod:`dpwitness.attacks.tamper`. Every mechanism takes ``(data, rng, size=n)`` and returns n
-outputs; inputs are query answers (each answer moves by at most 1 between neighbours).
-Outputs of the SVT variants: one code per query, 1 = ⊤, 0 = ⊥, −1 = not answered (halted).
+prove private (their Alg. 1 and 2), vectorised and in its natural form (answer queries until
+c positives, then stop: outputs of varying length). Buggy: noisy max that returns the noisy
+*value*, their SVT Alg. 3–6 (both forms), a histogram with the scale inverted, leaks of small
+probability into a point or a narrow window, a list whose length leaks, Gaussian noise claimed
+as pure ε at several σ, and the classic calibration mistakes of :mod:`dpwitness.cases`.
+:func:`dp_sniper_cases` re-implements the mechanisms of DP-Sniper's published table (Bichsel
+et al., S&P 2021) at their ε = 0.1, with the published lower confidence bounds.
+
+Vectorised mechanisms take ``(data, rng, size=n)`` and return n outputs; natural-form ones
+take ``(data, rng)`` and return one output. Inputs are query answers (each answer moves by at
+most 1 between neighbours). Outputs of the vectorised SVT: one code per query, 1 = ⊤, 0 = ⊥,
+−1 = not answered (halted); of the natural form: a list of booleans (Alg. 3: the noisy answer
+instead of True), as long as the queries answered.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -20,22 +27,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpwitness.cases import Case, mistake_cases
+
+__all__ = ["SVT_PAIR", "Case", "SniperCase", "buggy_cases", "catalogue", "correct_cases", "dp_sniper_cases"]
+
 FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Case:
-    """One catalogue entry: a mechanism, a neighbouring pair on which its verdict shows, its claim."""
-
-    name: str
-    mechanism: Callable[..., Any]
-    d: Any
-    d_prime: Any
-    epsilon: float
-    private: bool
-    true_loss: float
-    note: str
-
 
 #: Nine answers down, the last one up (StatDP's "one up, rest down" with the ⊤ last): the pair
 #: on which SVT Alg. 1 is nearly tight and Alg. 3–6 break.
@@ -109,6 +105,65 @@ def svt(
     return (codes, values) if variant == 3 else codes
 
 
+def sparse_vector(
+    answers: Any, rng: np.random.Generator, *, epsilon: float, variant: int, cutoff: int = 1, threshold: float = 0.0
+) -> list[Any]:
+    """Sparse vector as usually written: one run, answering queries until ``cutoff`` positives.
+
+    Lyu–Su–Li Alg. ``variant``: 1 and 2 are ε-DP; 3 reports the noisy answer of a positive,
+    4 under-noises the queries, 5 has no query noise and 6 no cutoff (5 and 6 answer all queries).
+    """
+    c = cutoff
+    e1 = epsilon / 4 if variant == 4 else epsilon / 2
+    e2 = epsilon - e1
+    query_scale = {1: 2 * c / e2, 2: 2 * c / e1, 3: c / e2, 4: 1 / e2, 5: 0.0, 6: 1 / e2}[variant]
+    noisy_threshold = threshold + rng.laplace(0.0, c / e1 if variant == 2 else 1 / e1)
+    out: list[Any] = []
+    positives = 0
+    for answer in answers:
+        noisy = float(answer) + (rng.laplace(0.0, query_scale) if query_scale else 0.0)
+        if noisy >= noisy_threshold:
+            out.append(noisy if variant == 3 else True)
+            positives += 1
+            if variant == 2:
+                noisy_threshold = threshold + rng.laplace(0.0, c / e2)
+            if variant <= 4 and positives >= c:
+                break
+        else:
+            out.append(False)
+    return out
+
+
+def laplace_with_debug_path(answer: float, rng: np.random.Generator, size: int, *, epsilon: float, leak: float) -> FloatArray:
+    """BUG: a debugging branch, taken on a fraction ``leak`` of runs, returns the exact answer (∞-DP)."""
+    noisy = answer + rng.laplace(0.0, 1.0 / epsilon, size)
+    return np.asarray(np.where(rng.random(size) < leak, answer, noisy))
+
+
+def laplace_with_unit_slip(answer: float, rng: np.random.Generator, size: int, *, epsilon: float, leak: float) -> FloatArray:
+    """BUG: on a fraction ``leak`` of runs the scale is taken in thousandths (b/1000): a narrow window leaks."""
+    scale = np.where(rng.random(size) < leak, 1e-3 / epsilon, 1.0 / epsilon)
+    return np.asarray(answer + rng.laplace(0.0, 1.0, size) * scale)
+
+
+def unit_slip_loss(epsilon: float, leak: float) -> float:
+    """The exact loss of :func:`laplace_with_unit_slip` on answers 0 and 1: the log density ratio at 0."""
+    b, small = 1.0 / epsilon, 1e-3 / epsilon
+    at_home = (1 - leak) / (2 * b) + leak / (2 * small)
+    away = (1 - leak) / (2 * b) * math.exp(-1 / b) + leak / (2 * small) * math.exp(-1 / small)
+    return math.log(at_home / away)
+
+
+def noisy_answers_above(answers: Any, rng: np.random.Generator, *, epsilon: float, threshold: float = 0.5) -> list[float]:
+    """BUG: the noisy answers of the queries whose *true* answer exceeds the threshold: the length leaks."""
+    return [float(a) + rng.laplace(0.0, 1.0 / epsilon) for a in answers if a > threshold]
+
+
+def gaussian_as_pure(answer: float, rng: np.random.Generator, size: int, *, sigma: float) -> FloatArray:
+    """BUG: Gaussian noise N(0, σ²) claimed pure ε-DP: its log density ratio grows without bound in the tails."""
+    return np.asarray(answer + rng.normal(0.0, sigma, size))
+
+
 def correct_cases() -> list[Case]:
     """Mechanisms that are ε-DP: the auditor must never flag them."""
     ones, mixed = [1.0] * 5, [2.0, 0.0, 0.0, 0.0, 0.0]
@@ -165,13 +220,23 @@ def correct_cases() -> list[Case]:
             math.nan,
             "Dwork–Roth (Lyu–Su–Li Alg. 2), c = 1",
         ),
+        *[
+            Case(
+                f"SVT Alg. {v}, natural form" + (f", c = {c}" if c > 1 else ""),
+                partial(sparse_vector, epsilon=0.5, variant=v, cutoff=c),
+                *SVT_PAIR,
+                0.5,
+                True,
+                math.nan,
+                f"Lyu–Su–Li Alg. {v}, c = {c}: a list of ⊤/⊥ that stops at the c-th ⊤",
+            )
+            for v, c in ((1, 1), (2, 1), (1, 2))
+        ],
     ]
 
 
 def buggy_cases() -> list[Case]:
     """Mechanisms that break their claimed ε on the given pair: the auditor must flag each."""
-    from dpwitness.attacks.tamper import mistake_cases
-
     return [
         Case(
             "noisy max value",
@@ -205,6 +270,23 @@ def buggy_cases() -> list[Case]:
             "SVT Alg. 5", partial(svt, epsilon=0.5, variant=5), *SVT_PAIR, 0.5, False, math.inf, "no query noise, no cutoff: ∞-DP"
         ),
         Case("SVT Alg. 6", partial(svt, epsilon=0.5, variant=6), *SVT_PAIR, 0.5, False, math.inf, "no cutoff: ∞-DP"),
+        *[
+            Case(
+                f"SVT Alg. {v}, natural form",
+                partial(sparse_vector, epsilon=0.5, variant=v),
+                *SVT_PAIR,
+                0.5,
+                False,
+                loss,
+                note,
+            )
+            for v, loss, note in (
+                (3, math.inf, "a list ending with the noisy answer of the ⊤: ∞-DP"),
+                (4, 0.875, "query noise independent of c: (1 + 6c)/4·ε"),
+                (5, math.inf, "no query noise, no cutoff: ∞-DP"),
+                (6, math.inf, "no cutoff: ∞-DP"),
+            )
+        ],
         Case(
             "histogram, inverted scale",
             partial(histogram, epsilon=0.5, scale=0.5),
@@ -215,9 +297,262 @@ def buggy_cases() -> list[Case]:
             2.0,
             "Lap(ε) instead of Lap(1/ε): loss 1/ε",
         ),
+        Case(
+            "leak: exact answer on 1% of runs",
+            partial(laplace_with_debug_path, epsilon=1.0, leak=0.01),
+            0.0,
+            1.0,
+            1.0,
+            False,
+            math.inf,
+            "a point mass of 1% at the true answer in a continuous output",
+        ),
+        Case(
+            "leak: scale b/1000 on 1% of runs",
+            partial(laplace_with_unit_slip, epsilon=1.0, leak=0.01),
+            0.0,
+            1.0,
+            1.0,
+            False,
+            unit_slip_loss(1.0, 0.01),
+            "1% of the mass within about ±10⁻³·b of the answer",
+        ),
+        Case(
+            "leak: list of the answers above a threshold",
+            partial(noisy_answers_above, epsilon=1.0),
+            [1.0, 1.0, 0.0],
+            [1.0, 1.0, 1.0],
+            1.0,
+            False,
+            math.inf,
+            "noisy values, but their number is the exact count of true answers above 0.5",
+        ),
+        *[
+            Case(
+                f"Gaussian σ = {m:g}/ε claimed pure ε",
+                partial(gaussian_as_pure, sigma=m / 1.0),
+                0.0,
+                1.0,
+                1.0,
+                False,
+                math.inf,
+                "log density ratio (2x − 1)/(2σ²) grows without bound",
+            )
+            for m in (1.0, 1.5, 2.0)
+        ],
         *mistake_cases(),
     ]
 
 
 def catalogue() -> list[Case]:
     return correct_cases() + buggy_cases()
+
+
+# --- DP-Sniper's table (Bichsel, Steffen, Bogunovic, Vechev, S&P 2021), at ε = 0.1 -------------
+
+
+@dataclass(frozen=True)
+class SniperCase:
+    """A mechanism of DP-Sniper's table, its pair, and DP-Sniper's published lower confidence
+    bounds (logistic regression, neural network). ``target`` is the smallest of the larger
+    published bound, 0.98 × the exact loss where known and 0.98 × ε where the mechanism is
+    proven ε-DP: what the tight mode must certify."""
+
+    case: Case
+    published: tuple[float, float]
+    proven: bool
+
+    @property
+    def target(self) -> float:
+        bounds = [max(self.published)]
+        if math.isfinite(self.case.true_loss):
+            bounds.append(0.98 * self.case.true_loss)
+        if self.proven:
+            bounds.append(0.98 * self.case.epsilon)
+        return min(bounds)
+
+
+def truncated_geometric_cdf(count: int, *, epsilon: float, n: int) -> list[int]:
+    """Balcer–Vadhan's GeoSample (2018, Alg. 4.8) on {0, …, n}: its CDF as exact integers F(0..n),
+    out of D = (2^(k+1) + 1)·(2^k + 1)^(n−1) with k = ⌈ln(2/ε)⌉; it is ln(1 + 2^−k)-DP."""
+    k = math.ceil(math.log(2.0 / epsilon))
+    total = (2 ** (k + 1) + 1) * (2**k + 1) ** (n - 1)
+    below = [2 ** (k * (count - z)) * (2**k + 1) ** (n - (count - z)) for z in range(count)]
+    above = [total - 2 ** (k * (z - count + 1)) * (2**k + 1) ** (n - 1 - (z - count)) for z in range(count, n)]
+    return [*below, *above, total]
+
+
+def truncated_geometric(count: Any, rng: np.random.Generator, size: int, *, epsilon: float, n: int = 5) -> npt.NDArray[np.int64]:
+    """A count in {0, …, n} released by inverse-CDF sampling of GeoSample (a uniform integer in 1..D)."""
+    cdf = truncated_geometric_cdf(int(np.asarray(count).ravel()[0]), epsilon=epsilon, n=n)
+    draws = rng.integers(1, cdf[-1] + 1, size)
+    return np.asarray(np.searchsorted(np.asarray(cdf, dtype=np.int64), draws, side="left"), dtype=np.int64)
+
+
+def truncated_geometric_loss(*, epsilon: float, n: int, first: int, second: int) -> float:
+    """The exact loss of GeoSample between two counts (the largest log ratio of their probabilities)."""
+    pa, pb = (np.diff([0, *truncated_geometric_cdf(c, epsilon=epsilon, n=n)]) for c in (first, second))
+    return float(np.max(np.abs(np.log(np.asarray(pa, dtype=np.float64) / np.asarray(pb, dtype=np.float64)))))
+
+
+def parallel_laplace(answer: Any, rng: np.random.Generator, size: int, *, epsilon: float, copies: int) -> FloatArray:
+    """``copies`` independent Laplace releases of one answer, each at ε/copies: ε-DP in all."""
+    value = float(np.asarray(answer).ravel()[0])
+    return np.asarray(value + rng.laplace(0.0, copies / epsilon, (size, copies)))
+
+
+def snapping(answer: Any, rng: np.random.Generator, size: int, *, epsilon: float, bound: float = 100.0) -> FloatArray:
+    """Mironov's snapping mechanism (CCS 2012): clamp to [−B, B], add sign·λ·ln(u) with
+    λ = (1 + B·2⁻⁴⁹)/ε, round to the nearest multiple of Λ (the smallest power of two ≥ λ), clamp."""
+    scale = (1.0 + bound * 2.0**-49) / epsilon
+    grid = 2.0 ** math.ceil(math.log2(scale))
+    value = min(bound, max(-bound, float(np.asarray(answer).ravel()[0])))
+    sign = rng.choice([-1.0, 1.0], size)
+    noisy = value + sign * scale * np.log(rng.random(size))
+    return np.asarray(np.clip(np.round(noisy / grid) * grid, -bound, bound))
+
+
+def _laplace_first(answer: Any, rng: np.random.Generator, size: int, *, epsilon: float) -> FloatArray:
+    return laplace(float(np.asarray(answer).ravel()[0]), rng, size, epsilon=epsilon)
+
+
+def noisy_max_exponential_value(answers: Any, rng: np.random.Generator, size: int, *, epsilon: float) -> FloatArray:
+    """BUG: max(q_i + Exp(2/ε)): exponential noise is one-sided, so the support moves with the answers (∞-DP)."""
+    return np.asarray(np.max(_noisy(answers, rng, size, "exponential", 2.0 / epsilon), axis=1))
+
+
+def dp_sniper_cases(epsilon: float = 0.1) -> list[SniperCase]:
+    """The mechanisms of DP-Sniper's table that dpwitness re-implements, on the pairs DP-Sniper found.
+
+    Published bounds: ``eps_lcb`` of eth-sri/dp-sniper's reference results (logistic regression,
+    neural network), for ε = 0.1. Not re-implemented: SVT variants with their pairs (dpwitness
+    audits SVT on its own pair above), RAPPOR, one-time RAPPOR, prefix sum, numerical SVT,
+    SVT 3–4 in parallel.
+    """
+    ones, shifted = [1.0] * 5, [0.0, 2.0, 2.0, 2.0, 2.0]
+    geometric_loss = truncated_geometric_loss(epsilon=epsilon, n=5, first=2, second=1)
+    e = epsilon
+    return [
+        SniperCase(
+            Case("DP-Sniper: Laplace", partial(_laplace_first, epsilon=e), [0.0], [1.0], e, True, e, "f + Lap(1/ε)"),
+            (0.0968, 0.0976),
+            True,
+        ),
+        SniperCase(
+            Case(
+                "DP-Sniper: truncated geometric",
+                partial(truncated_geometric, epsilon=e, n=5),
+                [2],
+                [1],
+                e,
+                False,
+                geometric_loss,
+                "Balcer–Vadhan GeoSample, n = 5: ln(1 + 2^−k)-DP with k = ⌈ln(2/ε)⌉, more than ε",
+            ),
+            (0.1156, 0.1155),
+            False,
+        ),
+        SniperCase(
+            Case(
+                "DP-Sniper: histogram",
+                partial(histogram, epsilon=e),
+                [0.0, 1, 1, 1, 1],
+                [1.0] * 5,
+                e,
+                True,
+                e,
+                "counts + Lap(1/ε)",
+            ),
+            (0.0978, 0.0977),
+            True,
+        ),
+        SniperCase(
+            Case(
+                "DP-Sniper: histogram, scale ε",
+                partial(histogram, epsilon=e, scale=e),
+                [0.0, 1, 1, 1, 1],
+                [1.0] * 5,
+                e,
+                False,
+                1.0 / e,
+                "counts + Lap(ε): loss 1/ε",
+            ),
+            (4.6020, 4.6015),
+            False,
+        ),
+        SniperCase(
+            Case(
+                "DP-Sniper: report noisy max, Laplace",
+                partial(noisy_max_index, epsilon=e, noise="laplace"),
+                ones,
+                shifted,
+                e,
+                True,
+                math.nan,
+                "argmax q + Lap(2/ε)",
+            ),
+            (0.0923, 0.0925),
+            True,
+        ),
+        SniperCase(
+            Case(
+                "DP-Sniper: report noisy max, exponential",
+                partial(noisy_max_index, epsilon=e, noise="exponential"),
+                ones,
+                shifted,
+                e,
+                True,
+                math.nan,
+                "argmax q + Exp(2/ε)",
+            ),
+            (0.0975, 0.0979),
+            True,
+        ),
+        SniperCase(
+            Case(
+                "DP-Sniper: noisy max value, Laplace",
+                partial(noisy_max_value, epsilon=e),
+                ones,
+                [2.0] * 5,
+                e,
+                False,
+                5 * e / 2,
+                "max q + Lap(2/ε): loss kε/2",
+            ),
+            (0.2478, 0.2488),
+            False,
+        ),
+        SniperCase(
+            Case(
+                "DP-Sniper: noisy max value, exponential",
+                partial(noisy_max_exponential_value, epsilon=e),
+                ones,
+                [2.0] * 5,
+                e,
+                False,
+                math.inf,
+                "max q + Exp(2/ε): the support moves",
+            ),
+            (0.3463, 0.3534),
+            False,
+        ),
+        SniperCase(
+            Case(
+                "DP-Sniper: 20 parallel Laplace",
+                partial(parallel_laplace, epsilon=e, copies=20),
+                [0.0],
+                [1.0],
+                e,
+                True,
+                e,
+                "20 releases of f + Lap(20/ε)",
+            ),
+            (0.0350, 0.0299),
+            True,
+        ),
+        SniperCase(
+            Case("DP-Sniper: snapping", partial(snapping, epsilon=e), [0.0], [1.0], e, True, math.nan, "Mironov 2012, B = 100"),
+            (0.0979, 0.0979),
+            True,
+        ),
+    ]

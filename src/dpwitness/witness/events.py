@@ -1,22 +1,33 @@
 """Events that separate two output distributions, and the search for the best one.
 
-An event E is a yes/no question about one output (``X > t``, ``X ∈ S``, ``w·x > t``…).
-The auditor picks, on one set of samples, the event whose *projected* ε lower bound at
-the measurement sample size is largest (so it prefers a likely event with a ratio of e^ε
-to a rare one with the same ratio: that is what makes the bound tight), then measures it
-on fresh samples.  Families:
+An event E is a yes/no question about one output (``X > t``, ``a < X ≤ b``, ``X ∈ S``,
+``w·x > t``…). The auditor picks, on one set of samples, the event whose *projected* ε lower
+bound at the measurement sample size is largest (so it prefers a likely event with a ratio
+of e^ε to a rare one with the same ratio: that is what makes the bound tight), then measures
+it on fresh samples. Families:
 
-* thresholds ``X_j > t`` / ``X_j ≤ t`` on each coordinate, swept over quantiles;
-* value sets for discrete outputs: values ordered by their likelihood ratio and every
-  prefix tried (the Neyman–Pearson family), per coordinate and on whole rows;
-* a learned projection for vectors: a logistic-regression score (a density-ratio
-  estimate, as in DP-Sniper) thresholded like a scalar;
-* in floating-point mode, value sets on the bit pattern of each output (the position of
-  its lowest set bit, with and without its exponent): porous supports show up there.
+* ``threshold``: ``X_j > t`` / ``X_j ≤ t`` on each coordinate, swept over quantiles;
+* ``intervals``: ``a < X_j ≤ b`` for windows of many widths (1, 2, 4, … bins of a fine
+  adaptive histogram of both inputs' outputs): a leak into a narrow window shows here;
+* ``values``: value sets for discrete coordinates, values ordered by their likelihood ratio
+  and every prefix tried (the Neyman–Pearson family); ``joint values`` the same on whole rows;
+* ``point masses``: the same on the values that repeat exactly in an otherwise continuous
+  coordinate (or row): an output that returns its input on 1% of runs shows here;
+* ``projection``: a logistic-regression score (a density-ratio estimate, as in DP-Sniper)
+  thresholded like a scalar;
+* ``sums and differences``: the usual projections of a vector — the sum (equivalently the
+  mean), the number of coordinates above their pooled median, the largest and the smallest
+  coordinate, differences of coordinates;
+* in floating-point mode, ``bit pattern``: value sets on the bit pattern of each output.
+
+Missing values (NaN: a position that a shorter structured output does not have) belong to no
+threshold, interval or projection event; they are a value of their own for the value sets.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,22 +42,45 @@ BoolArray = npt.NDArray[np.bool_]
 THRESHOLDS = 4001
 #: A coordinate (or a whole row) with at most this many distinct values is treated as discrete.
 DISCRETE_LIMIT = 4096
-#: Shrinkage level of the search-sample estimates (one-sided, about one standard deviation).
+#: Shrinkage level of the search-sample estimates (one-sided, about 2.3 standard deviations).
 SHRINK = 0.01
 #: Rows used to fit the logistic projection.
 PROJECTION_ROWS = 20_000
+#: Most bins of the adaptive histogram behind the interval events, and the fewest samples per bin.
+INTERVAL_BINS = 4096
+SAMPLES_PER_BIN = 12
+#: Search rows used for the derived vector features (sums, differences…).
+FEATURE_ROWS = 400_000
+#: Most coordinate differences tried.
+MAX_DIFFERENCES = 24
+#: Families searched for every output (the others depend on the output's shape and mode).
+SCALAR_FAMILIES = ("threshold", "intervals", "values", "point masses")
+VECTOR_FAMILIES = ("joint values", "projection", "sums and differences")
 
 
-def _names(columns: int) -> list[str]:
+def names_of(columns: int) -> list[str]:
     return ["X"] if columns == 1 else [f"X[{j}]" for j in range(columns)]
 
 
-def row_keys(values: npt.NDArray[np.generic]) -> npt.NDArray[np.void]:
-    """One hashable, sortable key per row (−0.0 folded into 0.0)."""
-    rows = np.ascontiguousarray(values + 0 if values.dtype.kind == "f" else values)
-    if rows.ndim == 1:
-        rows = rows[:, None]
-    return rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
+def row_keys(values: FloatArray) -> npt.NDArray[np.int64]:
+    """One 64-bit key per row, a hash of its exact values (−0.0 = 0.0; NaN = missing).
+
+    Two different rows could share a key (probability about n²/2⁶⁵): an event on keys is then a
+    slightly larger set of rows, still fixed before measuring, so no bound is affected.
+    """
+    rows = values[:, None] if values.ndim == 1 else values
+    bits = value_keys(np.ascontiguousarray(rows, dtype=np.float64)).view(np.uint64)
+    key = np.full(len(rows), np.uint64(0x9E3779B97F4A7C15))
+    for j in range(bits.shape[1]):
+        key = (key ^ bits[:, j]) * np.uint64(0x100000001B3) + np.uint64(j + 1)
+        key ^= key >> np.uint64(29)
+    return key.view(np.int64)
+
+
+def value_keys(values: FloatArray) -> npt.NDArray[np.int64]:
+    """Exact values as sortable integer keys (their bit patterns; −0.0 = 0.0, one NaN)."""
+    folded = np.where(np.isnan(values), np.nan, values + 0.0)
+    return np.ascontiguousarray(folded, dtype=np.float64).view(np.int64)
 
 
 def lowest_bit(values: FloatArray) -> npt.NDArray[np.int64]:
@@ -69,40 +103,82 @@ def exponent_and_lowest_bit(values: FloatArray) -> npt.NDArray[np.int64]:
 
 
 @dataclass(frozen=True)
+class Feature:
+    """A number computed from one output row: a coordinate, a weighted sum, or a vector summary."""
+
+    name: str
+    kind: str = "column"  # column | weights | sum | max | min | above | difference
+    column: int = 0
+    other: int = 0
+    weights: FloatArray | None = field(default=None, repr=False)
+    start: int = 0  # first value column (structured rows start with their shape and length)
+
+    def __call__(self, rows: FloatArray) -> FloatArray:
+        if self.kind == "column":
+            return rows[:, self.column]
+        values = rows[:, self.start :]
+        if self.kind == "difference":
+            return rows[:, self.column] - rows[:, self.other]
+        if self.kind == "weights":
+            assert self.weights is not None
+            return np.asarray(np.nan_to_num(values) @ self.weights, dtype=np.float64)
+        if self.kind == "sum":
+            return np.asarray(np.nansum(values, axis=1), dtype=np.float64)
+        if self.kind == "max":
+            return np.asarray(np.max(np.nan_to_num(values, nan=-np.inf), axis=1), dtype=np.float64)
+        if self.kind == "min":
+            return np.asarray(np.min(np.nan_to_num(values, nan=np.inf), axis=1), dtype=np.float64)
+        assert self.weights is not None  # "above": how many coordinates exceed their pooled median
+        return np.asarray((values > self.weights).sum(axis=1), dtype=np.float64)
+
+
+@dataclass(frozen=True)
 class Event:
-    """A yes/no question about one output; ``contains`` answers it for a batch of rows."""
+    """A yes/no question about one output; ``contains`` answers it for a batch of rows.
+
+    ``kind``: "above" (f > threshold), "below" (f ≤ threshold), "interval" (low < f ≤ high) on
+    a :class:`Feature` f, or "values" (the row's, or one column's, exact value in ``keys``).
+    """
 
     kind: str
     description: str
-    column: int = -1
-    above: bool = True
+    feature: Feature | None = None
     threshold: float = 0.0
-    weights: FloatArray | None = field(default=None, repr=False)
+    low: float = -np.inf
+    column: int = -1
     keys: npt.NDArray[np.generic] | None = field(default=None, repr=False)
     transform: str = "raw"
-
-    def feature(self, rows: FloatArray) -> FloatArray:
-        if self.weights is not None:
-            return np.asarray(rows @ self.weights, dtype=np.float64)
-        return rows[:, self.column]
+    width: int = 0  # whole-row keys: the row width they were taken at
 
     def contains(self, rows: FloatArray) -> BoolArray:
         if self.kind == "values":
             assert self.keys is not None
-            return np.isin(_keys(rows, self.column, self.transform), self.keys)
+            if self.column >= 0:
+                return np.isin(event_keys(rows, self.column, self.transform), self.keys)
+            # A whole row is its values padded with NaN (missing) to the width the keys were taken at;
+            # a row with a value beyond that width matches none of them.
+            extra = rows[:, self.width :]
+            fits = np.all(np.isnan(extra), axis=1) if extra.shape[1] else np.ones(len(rows), dtype=bool)
+            padded = rows[:, : self.width]
+            if padded.shape[1] < self.width:
+                padded = np.hstack([padded, np.full((len(rows), self.width - padded.shape[1]), np.nan)])
+            return np.asarray(fits & np.isin(row_keys(padded), self.keys))
+        assert self.feature is not None
         values = self.feature(rows)
-        return np.asarray(values > self.threshold if self.above else values <= self.threshold)
+        if self.kind == "above":
+            return np.asarray(values > self.threshold)
+        if self.kind == "below":
+            return np.asarray(values <= self.threshold)
+        return np.asarray((values > self.low) & (values <= self.threshold))
 
 
-def _keys(rows: FloatArray, column: int, transform: str) -> npt.NDArray[np.generic]:
-    if column < 0:
-        return row_keys(rows)
+def event_keys(rows: FloatArray, column: int, transform: str) -> npt.NDArray[np.generic]:
     values = rows[:, column]
     if transform == "lowest-bit":
         return lowest_bit(values)
     if transform == "exponent+lowest-bit":
         return exponent_and_lowest_bit(values)
-    return values + 0.0
+    return value_keys(values)
 
 
 @dataclass(frozen=True)
@@ -124,9 +200,9 @@ class Scorer:
     def best(self, hits_a: npt.ArrayLike, hits_b: npt.ArrayLike) -> tuple[int, int, float]:
         """(index, direction, score) of the best entry over both directions.
 
-        Each probability is first shrunk to its one-sigma Clopper–Pearson bound on the search
-        samples (lower for the numerator, upper for the denominator): without that, the
-        largest of thousands of noisy ratio estimates is usually a rare event that got lucky.
+        Each probability is first shrunk to its Wilson bound on the search samples (lower for
+        the numerator, upper for the denominator): without that, the largest of thousands of
+        noisy ratio estimates is usually a rare event that got lucky.
         """
         i, forward = self.best_one(hits_a, hits_b)
         j, backward = self.best_one(hits_b, hits_a)
@@ -134,11 +210,11 @@ class Scorer:
 
     def best_one(self, numerator: npt.ArrayLike, denominator: npt.ArrayLike) -> tuple[int, float]:
         """(index, score) of the best entry for one direction: numerator hits over denominator hits."""
-        scores = self._projected(np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64))
+        scores = self.projected(np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64))
         index = int(np.argmax(scores))
         return index, float(scores[index])
 
-    def _projected(self, numerator: FloatArray, denominator: FloatArray) -> FloatArray:
+    def projected(self, numerator: FloatArray, denominator: FloatArray) -> FloatArray:
         p1 = wilson_bounds(numerator, self.n_search, SHRINK)[0]
         p2 = wilson_bounds(denominator, self.n_search, SHRINK)[1]
         low = wilson_bounds(p1 * self.n_measure, self.n_measure, self.alpha / 2)[0] - self.delta
@@ -146,61 +222,193 @@ class Scorer:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.asarray(np.where(low > 0, np.log(np.clip(low, 1e-300, None)) - np.log(high), -np.inf), dtype=np.float64)
 
+    def smallest_detectable(self, log_ratio: float, epsilon: float) -> float:
+        """The smallest P(E) under the likelier input at which an event with this log ratio
+        would be chosen and certified above ``epsilon`` with these sample sizes (inf: none)."""
+        p1 = np.geomspace(1e-9, 1.0, 800)
+        p2 = p1 * np.exp(-log_ratio)
+        scores = self.projected(p1 * self.n_search, p2 * self.n_search)
+        ok = np.nonzero(scores > epsilon)[0]
+        return float(p1[ok[0]]) if len(ok) else float("inf")
 
-def _threshold_candidate(
-    fa: FloatArray, fb: FloatArray, scorer: Scorer, name: str, *, column: int = -1, weights: FloatArray | None = None
-) -> Candidate | None:
-    pooled = np.concatenate([fa, fb])
-    distinct = np.unique(pooled)
+
+@dataclass(frozen=True)
+class _Sorted:
+    """One feature's finite values on each input, sorted, and pooled (shared by the families)."""
+
+    a: FloatArray
+    b: FloatArray
+    pooled: FloatArray
+    missing: tuple[int, int]  # NaN counts
+
+    @classmethod
+    def of(cls, fa: FloatArray, fb: FloatArray) -> _Sorted:
+        sa, sb = np.sort(fa[~np.isnan(fa)]), np.sort(fb[~np.isnan(fb)])
+        pooled = np.sort(np.concatenate([sa, sb]), kind="stable")  # a merge of two sorted runs
+        return cls(sa, sb, pooled + 0.0, (len(fa) - len(sa), len(fb) - len(sb)))
+
+    def distinct(self) -> FloatArray:
+        if len(self.pooled) == 0:
+            return self.pooled
+        return self.pooled[np.concatenate([[True], self.pooled[1:] != self.pooled[:-1]])]
+
+    def counts(self, values: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """How often each of ``values`` occurs exactly on each input."""
+        ca = np.searchsorted(self.a, values, side="right") - np.searchsorted(self.a, values, side="left")
+        cb = np.searchsorted(self.b, values, side="right") - np.searchsorted(self.b, values, side="left")
+        return ca.astype(np.float64), cb.astype(np.float64)
+
+    def quantiles(self, count: int) -> FloatArray:
+        index = np.round(np.linspace(0, len(self.pooled) - 1, count)).astype(np.int64)
+        return np.unique(self.pooled[index])
+
+
+def _threshold_candidate(data: _Sorted, scorer: Scorer, feature: Feature, family: str) -> Candidate | None:
+    distinct = data.distinct()
     if len(distinct) < 2:
         return None
-    if len(distinct) <= THRESHOLDS:
-        ts = distinct[:-1]
-    else:
-        ts = np.unique(np.quantile(pooled, np.linspace(0.0, 1.0, THRESHOLDS)))
-    sa, sb = np.sort(fa), np.sort(fb)
-    n = len(fa)
-    le_a = np.searchsorted(sa, ts, side="right").astype(np.float64)
-    le_b = np.searchsorted(sb, ts, side="right").astype(np.float64)
-    hits_a = np.concatenate([n - le_a, le_a])
-    hits_b = np.concatenate([n - le_b, le_b])
+    ts = distinct[:-1] if len(distinct) <= THRESHOLDS else data.quantiles(THRESHOLDS)
+    le_a = np.searchsorted(data.a, ts, side="right").astype(np.float64)
+    le_b = np.searchsorted(data.b, ts, side="right").astype(np.float64)
+    hits_a = np.concatenate([len(data.a) - le_a, le_a])
+    hits_b = np.concatenate([len(data.b) - le_b, le_b])
     index, direction, score = scorer.best(hits_a, hits_b)
     above = index < len(ts)
     t = float(ts[index % len(ts)])
-    description = f"{name} {'>' if above else '≤'} {t:.6g}"
-    kind = "projection" if weights is not None else "threshold"
-    event = Event(kind, description, column=column, above=above, threshold=t, weights=weights)
-    return Candidate(event, direction, kind, score)
+    event = Event("above" if above else "below", f"{feature.name} {'>' if above else '≤'} {t:.6g}", feature, threshold=t)
+    return Candidate(event, direction, family, score)
 
 
-def _value_set_candidate(
-    ka: npt.NDArray[np.generic], kb: npt.NDArray[np.generic], scorer: Scorer, name: str, family: str, column: int, transform: str
-) -> Candidate | None:
-    keys, inverse = np.unique(np.concatenate([ka, kb]), return_inverse=True)
-    if len(keys) < 2 or len(keys) > DISCRETE_LIMIT:
+def _interval_candidate(data: _Sorted, scorer: Scorer, feature: Feature) -> Candidate | None:
+    """Windows (edges[s], edges[s + w]] of w = 1, 2, 4… bins of a quantile histogram, stride w/2."""
+    bins = int(min(INTERVAL_BINS, len(data.pooled) // SAMPLES_PER_BIN))
+    if bins < 4:
         return None
-    n = len(ka)
-    ca = np.bincount(inverse[:n], minlength=len(keys)).astype(np.float64)
-    cb = np.bincount(inverse[n:], minlength=len(keys)).astype(np.float64)
+    edges = data.quantiles(bins + 1)
+    if len(edges) < 3:
+        return None
+    edges[0] = -np.inf  # the first window includes the smallest value
+    ca = np.searchsorted(data.a, edges, side="right").astype(np.float64)
+    cb = np.searchsorted(data.b, edges, side="right").astype(np.float64)
+    nb = len(edges) - 1
+    starts, ends = [], []
+    width = 1
+    while width < nb:
+        s = np.arange(0, nb - width + 1, max(1, width // 2))
+        starts.append(s)
+        ends.append(s + width)
+        width *= 2
+    lo, hi = np.concatenate(starts), np.concatenate(ends)
+    index, direction, score = scorer.best(ca[hi] - ca[lo], cb[hi] - cb[lo])
+    low, high = float(edges[lo[index]]), float(edges[hi[index]])
+    event = Event("interval", f"{low:.6g} < {feature.name} ≤ {high:.6g}", feature, threshold=high, low=low)
+    return Candidate(event, direction, "intervals", score)
+
+
+def _prefix_candidate(
+    keys: npt.NDArray[np.generic], ca: FloatArray, cb: FloatArray, scorer: Scorer
+) -> tuple[float, int, npt.NDArray[np.generic]] | None:
+    """Neyman–Pearson: keys sorted by likelihood ratio, every prefix scored; (score, direction, keys)."""
+    if len(keys) == 0:
+        return None
     best: tuple[float, int, npt.NDArray[np.generic]] | None = None
     for direction, (num, den) in ((1, (ca, cb)), (-1, (cb, ca))):
         order = np.argsort(-(num + 0.5) / (den + 0.5), kind="stable")
         index, score = scorer.best_one(np.cumsum(num[order]), np.cumsum(den[order]))
         if best is None or score > best[0]:
             best = (score, direction, keys[order[: index + 1]])
-    assert best is not None
-    score, direction, chosen = best
-    shown = _describe_values(chosen, transform)
-    event = Event("values", f"{name} ∈ {shown}", column=column, keys=np.sort(chosen), transform=transform)
+    return best
+
+
+def _column_values_candidate(data: _Sorted, scorer: Scorer, name: str, column: int, *, repeated_only: bool) -> Candidate | None:
+    """Value sets on one column: every value (discrete columns, missing included) or, for point
+    masses, the values seen at least twice in the pooled search samples (a continuous distribution
+    repeats a value with probability 0), at most ``DISCRETE_LIMIT`` of them, the most frequent first."""
+    if repeated_only:
+        pooled = data.pooled
+        repeats = pooled[1:][pooled[1:] == pooled[:-1]]
+        values = repeats[np.concatenate([[True], repeats[1:] != repeats[:-1]])] if len(repeats) else repeats
+        ca, cb = data.counts(values)
+        if len(values) > DISCRETE_LIMIT:
+            keep = np.argsort(-(ca + cb), kind="stable")[:DISCRETE_LIMIT]
+            values, ca, cb = values[keep], ca[keep], cb[keep]
+        family = "point masses"
+    else:
+        values = data.distinct()
+        ca, cb = data.counts(values)
+        if any(data.missing):
+            values = np.append(values, np.nan)
+            ca, cb = np.append(ca, data.missing[0]), np.append(cb, data.missing[1])
+        if len(values) < 2:
+            return None
+        family = "values"
+    found = _prefix_candidate(value_keys(values), ca, cb, scorer)
+    if found is None:
+        return None
+    score, direction, chosen = found
+    shown = _describe_values(chosen, "raw")
+    event = Event("values", f"{name} ∈ {shown}", column=column, keys=np.sort(chosen))
     return Candidate(event, direction, family, score)
 
 
+def _key_candidate(
+    ka: npt.NDArray[np.int64],
+    kb: npt.NDArray[np.int64],
+    scorer: Scorer,
+    name: str,
+    family: str,
+    column: int,
+    transform: str,
+    *,
+    repeated_only: bool = False,
+    rows: tuple[FloatArray, FloatArray] | None = None,
+) -> Candidate | None:
+    """Value sets on integer keys (whole-row hashes, bit patterns); see :func:`_column_values_candidate`."""
+    sa, sb = np.sort(ka), np.sort(kb)
+    pooled = np.sort(np.concatenate([sa, sb]), kind="stable")
+    if len(pooled) == 0:
+        return None
+    if repeated_only:
+        repeats = pooled[1:][pooled[1:] == pooled[:-1]]
+        keys = np.unique(repeats)
+    else:
+        keys = pooled[np.concatenate([[True], pooled[1:] != pooled[:-1]])]
+        if len(keys) < 2 or len(keys) > DISCRETE_LIMIT:
+            return None
+    ca = (np.searchsorted(sa, keys, side="right") - np.searchsorted(sa, keys, side="left")).astype(np.float64)
+    cb = (np.searchsorted(sb, keys, side="right") - np.searchsorted(sb, keys, side="left")).astype(np.float64)
+    if len(keys) > DISCRETE_LIMIT:
+        keep = np.argsort(-(ca + cb), kind="stable")[:DISCRETE_LIMIT]
+        keys, ca, cb = keys[keep], ca[keep], cb[keep]
+    found = _prefix_candidate(keys, ca, cb, scorer)
+    if found is None:
+        return None
+    score, direction, chosen = found
+    shown = _describe_rows(chosen, ka, kb, rows) if rows is not None else _describe_values(chosen, transform)
+    width = rows[0].shape[1] if rows is not None else 0
+    event = Event("values", f"{name} ∈ {shown}", column=column, keys=np.sort(chosen), transform=transform, width=width)
+    return Candidate(event, direction, family, score)
+
+
+def _describe_rows(
+    chosen: npt.NDArray[np.generic],
+    ka: npt.NDArray[np.generic],
+    kb: npt.NDArray[np.generic],
+    rows: tuple[FloatArray, FloatArray],
+    limit: int = 6,
+) -> str:
+    """The chosen row keys shown as the rows they stand for (a representative of each)."""
+    items = []
+    for key in chosen[:limit]:
+        hits = np.flatnonzero(ka == key)
+        row = rows[0][hits[0]] if len(hits) else rows[1][np.flatnonzero(kb == key)[0]]
+        items.append("(" + ", ".join(_show(float(x)) for x in row) + ")")
+    more = f", … ({len(chosen)} values)" if len(chosen) > limit else ""
+    return "{" + ", ".join(items) + more + "}"
+
+
 def _describe_values(values: npt.NDArray[np.generic], transform: str, limit: int = 6) -> str:
-    if values.dtype.kind == "V":
-        width = values.dtype.itemsize // 8
-        items = [tuple(float(x) for x in np.frombuffer(v.tobytes(), dtype=np.float64)[:width]) for v in values[:limit]]
-        text = ", ".join("(" + ", ".join(f"{x:g}" for x in item) + ")" for item in items)
-    elif transform == "lowest-bit":
+    if transform == "lowest-bit":
         text = ", ".join(f"2^{int(v)}·odd" for v in values[:limit])
     elif transform == "exponent+lowest-bit":
         text = ", ".join(
@@ -208,17 +416,26 @@ def _describe_values(values: npt.NDArray[np.generic], transform: str, limit: int
             for v in values[:limit]
         )
     else:
-        text = ", ".join(f"{float(v):g}" for v in values[:limit])
+        floats = np.ascontiguousarray(values[:limit], dtype=np.int64).view(np.float64)
+        text = ", ".join(_show(float(v)) for v in floats)
     more = f", … ({len(values)} values)" if len(values) > limit else ""
     return "{" + text + more + "}"
 
 
+def _show(value: float) -> str:
+    return "missing" if np.isnan(value) else f"{value:g}"
+
+
+def _show(value: float) -> str:
+    return "missing" if np.isnan(value) else f"{value:g}"
+
+
 def _logistic_direction(xa: FloatArray, xb: FloatArray, rng: np.random.Generator) -> FloatArray | None:
-    """Weights w (original units) of a logistic regression d vs d' (a few Newton steps)."""
+    """Weights w (original units, NaN read as 0) of a logistic regression d vs d' (a few Newton steps)."""
     take = min(len(xa), PROJECTION_ROWS)
     ia = rng.choice(len(xa), take, replace=False) if len(xa) > take else slice(None)
     ib = rng.choice(len(xb), take, replace=False) if len(xb) > take else slice(None)
-    x = np.concatenate([xa[ia], xb[ib]])
+    x = np.nan_to_num(np.concatenate([xa[ia], xb[ib]]))
     y = np.concatenate([np.ones(len(x) // 2), np.zeros(len(x) - len(x) // 2)])
     mean, std = x.mean(axis=0), x.std(axis=0)
     keep = std > 0
@@ -245,28 +462,111 @@ def _logistic_direction(xa: FloatArray, xb: FloatArray, rng: np.random.Generator
     return weights if np.any(weights != 0) else None
 
 
-def search(xa: FloatArray, xb: FloatArray, scorer: Scorer, *, float_test: bool, rng: np.random.Generator) -> list[Candidate]:
-    """The best candidate of each family on the search samples, best first."""
-    columns = xa.shape[1]
-    names = _names(columns)
-    found: list[Candidate | None] = []
-    thresholds = [_threshold_candidate(xa[:, j], xb[:, j], scorer, names[j], column=j) for j in range(columns)]
-    found.append(max((c for c in thresholds if c), key=lambda c: c.score, default=None))
-    discrete = [
-        _value_set_candidate(xa[:, j] + 0.0, xb[:, j] + 0.0, scorer, names[j], "values", j, "raw") for j in range(columns)
+def _vector_features(xa: FloatArray, xb: FloatArray, names: list[str], start: int) -> list[Feature]:
+    """Sum (= mean for thresholds), count above the pooled medians, max, min, differences."""
+    values = np.concatenate([xa[:, start:], xb[:, start:]])
+    if values.shape[1] < 2:
+        return []
+    medians = np.nanmedian(values, axis=0) if not np.all(np.isnan(values)) else np.zeros(values.shape[1])
+    features = [
+        Feature("sum(X)", "sum", start=start),
+        Feature("#{j: X[j] > median_j}", "above", weights=np.nan_to_num(medians), start=start),
+        Feature("max(X)", "max", start=start),
+        Feature("min(X)", "min", start=start),
     ]
-    found.append(max((c for c in discrete if c), key=lambda c: c.score, default=None))
+    columns = list(range(start, xa.shape[1]))
+    pairs = [(i, j) for k, i in enumerate(columns) for j in columns[k + 1 :]]
+    if len(pairs) > MAX_DIFFERENCES:
+        adjacent = list(itertools.pairwise(columns))
+        first = [(columns[0], j) for j in columns[2:]]
+        pairs = (adjacent + first)[:MAX_DIFFERENCES]
+    features += [Feature(f"{names[i]} − {names[j]}", "difference", column=i, other=j) for i, j in pairs]
+    return features
+
+
+def _best(candidates: Sequence[Candidate | None]) -> Candidate | None:
+    return max((c for c in candidates if c is not None), key=lambda c: c.score, default=None)
+
+
+def search(
+    xa: FloatArray,
+    xb: FloatArray,
+    scorer: Scorer,
+    *,
+    float_test: bool,
+    rng: np.random.Generator,
+    names: list[str] | None = None,
+    start: int = 0,
+) -> tuple[list[Candidate], list[str]]:
+    """The best candidate of each family on the search samples (best first), and the families searched.
+
+    ``names`` label the columns; ``start`` is the first value column (structured rows begin
+    with their shape code and length, which take part in the value families only).
+    """
+    columns = xa.shape[1]
+    names = names or names_of(columns)
+    families: list[str] = ["threshold"]
+    by_column = [_Sorted.of(xa[:, j], xb[:, j]) for j in range(columns)]
+    discrete = [len(c.distinct()) + (1 if any(c.missing) else 0) <= DISCRETE_LIMIT for c in by_column]
+    found: list[Candidate | None] = [
+        _best([_threshold_candidate(c, scorer, Feature(names[j], column=j), "threshold") for j, c in enumerate(by_column)])
+    ]
+    if any(discrete):
+        found.append(
+            _best(
+                [
+                    _column_values_candidate(c, scorer, names[j], j, repeated_only=False)
+                    for j, c in enumerate(by_column)
+                    if discrete[j]
+                ]
+            )
+        )
+        families.append("values")
+    ka = kb = None
     if columns > 1:
-        found.append(_value_set_candidate(row_keys(xa), row_keys(xb), scorer, "X", "joint values", -1, "raw"))
-        weights = _logistic_direction(xa, xb, rng)
+        ka, kb = row_keys(xa), row_keys(xb)
+        found.append(_key_candidate(ka, kb, scorer, "X", "joint values", -1, "raw", rows=(xa, xb)))
+        families.append("joint values")
+    if not all(discrete):
+        continuous = [j for j in range(columns) if not discrete[j]]
+        found.append(_best([_interval_candidate(by_column[j], scorer, Feature(names[j], column=j)) for j in continuous]))
+        masses = [_column_values_candidate(by_column[j], scorer, names[j], j, repeated_only=True) for j in continuous]
+        if ka is not None and kb is not None:
+            masses.append(_key_candidate(ka, kb, scorer, "X", "point masses", -1, "raw", repeated_only=True, rows=(xa, xb)))
+        found.append(_best(masses))
+        families += ["intervals", "point masses"]
+    del by_column
+    if columns - start > 1:
+        families.append("projection")
+        weights = _logistic_direction(xa[:, start:], xb[:, start:], rng)
         if weights is not None:
-            label = " + ".join(f"{w:.3g}·{n}" for w, n in zip(weights, names, strict=True) if w != 0)
-            found.append(_threshold_candidate(xa @ weights, xb @ weights, scorer, f"({label})", weights=weights))
+            label = " + ".join(f"{w:.3g}·{n}" for w, n in zip(weights, names[start:], strict=True) if w != 0)
+            feature = Feature(f"({label})", "weights", weights=weights, start=start)
+            found.append(_threshold_candidate(_Sorted.of(feature(xa), feature(xb)), scorer, feature, "projection"))
+        derived = _vector_features(xa, xb, names, start)
+        if derived:
+            families.append("sums and differences")
+            ra, rb = xa[:FEATURE_ROWS], xb[:FEATURE_ROWS]
+            sub = Scorer(len(ra), scorer.n_measure, delta=scorer.delta, alpha=scorer.alpha) if len(ra) < len(xa) else scorer
+            found.append(_best([_threshold_candidate(_Sorted.of(f(ra), f(rb)), sub, f, "sums and differences") for f in derived]))
     if float_test:
         bits = []
         for transform in ("lowest-bit", "exponent+lowest-bit"):
-            for j in range(columns):
-                ka, kb = _keys(xa, j, transform), _keys(xb, j, transform)
-                bits.append(_value_set_candidate(ka, kb, scorer, f"bits({names[j]})", "bit pattern", j, transform))
-        found.append(max((c for c in bits if c), key=lambda c: c.score, default=None))
-    return sorted((c for c in found if c is not None), key=lambda c: -c.score)
+            for j in range(start, columns):
+                keys_a, keys_b = event_keys(xa, j, transform), event_keys(xb, j, transform)
+                bits.append(_key_candidate(keys_a, keys_b, scorer, f"bits({names[j]})", "bit pattern", j, transform))
+        found.append(_best(bits))
+        families.append("bit pattern")
+    return sorted((c for c in found if c is not None), key=lambda c: -c.score), families
+
+
+def resolution(family: str, n_search: int) -> float:
+    """The smallest event probability a family can represent at this search size (see docs/audit.md)."""
+    if family == "point masses":
+        return 7.0 / n_search  # a value of this probability repeats in the search samples with probability ≥ 0.99
+    if family == "intervals":
+        bins = max(4, min(INTERVAL_BINS, 2 * n_search // SAMPLES_PER_BIN))
+        return 8.0 / bins  # the window spans at least four bins of the pooled histogram
+    if family == "threshold":
+        return 2.0 / THRESHOLDS
+    return 0.0

@@ -11,6 +11,7 @@ pair is reported.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -84,11 +85,20 @@ def neighbour_pairs(d: Any, *, relation: str = "answers", sensitivity: float = 1
 
 
 def audit_neighbours(
-    mechanism: Mechanism, d: Any, *, epsilon: float, relation: str = "answers", sensitivity: float = 1.0, **options: Any
+    mechanism: Mechanism,
+    d: Any,
+    *,
+    epsilon: float,
+    audit_pair: Callable[..., AuditResult],
+    relation: str = "answers",
+    sensitivity: float = 1.0,
+    **options: Any,
 ) -> AuditResult:
-    """Audit every standard neighbour of ``d``; return the pair with the largest ε_lb."""
-    from dpwitness.witness.audit import audit
+    """Audit every standard neighbour of ``d`` with ``audit_pair`` (:func:`dpwitness.audit`, passed in so
+    that this module does not import its caller); return the pair with the largest ε_lb.
 
+    ``samples`` of the result is the runs per input of the worst pair; ``pairs_tried`` gives each pair's.
+    """
     pairs = neighbour_pairs(d, relation=relation, sensitivity=sensitivity)
     if not pairs:
         raise ParameterError("d", "a dataset with at least two records for add/remove neighbour search", d)
@@ -97,13 +107,13 @@ def audit_neighbours(
     budget = float(options.pop("max_seconds", 60.0)) / len(pairs)
     results = []
     for name, first, second in pairs:
-        result = audit(mechanism, first, second, epsilon=epsilon, confidence=per_pair, max_seconds=budget, **options)
+        result = audit_pair(mechanism, first, second, epsilon=epsilon, confidence=per_pair, max_seconds=budget, **options)
         results.append((name, result))
         if result.violated:
             break
     name, worst = max(results, key=lambda item: item[1].epsilon_lower_bound)
     inputs = {n: (a, b) for n, a, b in pairs}
-    tried = tuple(f"{n}: ε_lb = {r.epsilon_lower_bound:.4g} ({r.verdict})" for n, r in results)
+    tried = tuple(f"{n}: ε_lb = {r.epsilon_lower_bound:.4g} ({r.verdict}, {r.samples:,} runs per input)" for n, r in results)
     verdicts = {r.verdict for _, r in results}
     verdict = "violated" if "violated" in verdicts else ("ok" if verdicts == {"ok"} else "inconclusive")
     reason = worst.reason if verdict == worst.verdict else f"{worst.reason}; some other pairs were inconclusive"
@@ -111,7 +121,7 @@ def audit_neighbours(
         worst,
         verdict=verdict,
         confidence=confidence,
-        samples=sum(r.samples for _, r in results),
+        samples=worst.samples,  # runs per input, as for a single pair; the total is in pairs_tried
         seconds=sum(r.seconds for _, r in results),
         pair=f"{name}: d = {_short(inputs[name][0])}, d′ = {_short(inputs[name][1])}",
         pairs_tried=tried,

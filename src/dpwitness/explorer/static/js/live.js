@@ -1,42 +1,67 @@
-// The live panel and the blue team's badge: one request per control change, then draw.
-import { debounce, getJSON } from "./api.js";
+// The live panel. While a slider moves, the curves are computed and drawn in the page on every
+// animation frame (gauss.js: plain formulas); the server answers, as fast as it can, with what
+// only the project's code can say: the exact release, the witness, the sampler's real scale,
+// 2000 releases from the exact sampler. Axes stay fixed while ε moves ("Fit axes" refits them).
+import { getJSON } from "./api.js";
+import { analyticSigma, gaussianDelta, grid, histogram, laplaceDensity, normalDensity, unitDraw } from "./gauss.js";
 import { fmt, t } from "./i18n.js";
 import { linePlot } from "./plot.js";
 import { changed, probe, state } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
-let sequence = 0;
+const POINTS = 241;
 let errorBox = null;
+let server = null; // the last answer drawn, for the setting in server.params
+let axes = null; // fixed axes: { centre, sensitivity }
+let ghost = null; // the curves of the previous setting (drawn faint)
+let lastCurves = null;
+let lastInput = 0;
+let framePending = false;
+let inFlight = false;
+let wanted = false;
+let gaussTimer = null;
+let gaussExact = null; // the server's exact discrete Gaussian for gaussExact.key
 
 function params() {
   const { epsilon, sensitivity, value, d, seed, tamper, releases } = state;
   return { epsilon, sensitivity, value, d, seed, tamper, releases };
 }
 
+const sameSetting = (p) => p && p.epsilon === Number(state.epsilon.toPrecision(6)) && p.sensitivity === Number(state.sensitivity.toPrecision(6))
+  && p.value === Number(state.value.toPrecision(6)) && p.tamper === state.tamper;
+
+// --- the server: one request at a time, always for the latest setting ------------------------
 export async function update() {
-  const mine = ++sequence;
-  const started = performance.now();
-  // A setting never computed before may take a moment (the sampler's tables are built once).
-  const slow = setTimeout(() => { if (mine === sequence) $("redraw").textContent = t("common.loading"); }, 150);
-  let data;
-  try {
-    data = await getJSON("live", params());
-  } catch (error) {
-    if (mine === sequence) showError(error.message);
-    return;
-  } finally {
-    clearTimeout(slow);
+  wanted = true;
+  if (inFlight) return;
+  while (wanted) {
+    wanted = false;
+    inFlight = true;
+    const started = performance.now();
+    const slow = setTimeout(() => { $("redraw").textContent = t("common.loading"); }, 150);
+    let data = null;
+    try {
+      data = await getJSON("live", params());
+      showError(null);
+    } catch (error) {
+      if (!wanted) showError(error.message);
+    } finally {
+      clearTimeout(slow);
+      inFlight = false;
+    }
+    if (data && !wanted) {
+      const fetched = performance.now();
+      server = data;
+      drawNumbers(data);
+      requestFrame();
+      const ms = performance.now() - started;
+      probe.redraws.push(ms);
+      probe.fetchMs.push(fetched - started);
+      probe.liveVersion += 1;
+      $("redraw").textContent = t("live.redraw", { ms: Math.round(ms) });
+      changed();
+    }
   }
-  if (mine !== sequence) return; // a newer change is on its way
-  const fetched = performance.now();
-  showError(null);
-  draw(data);
-  const ms = performance.now() - started;
-  probe.redraws.push(ms);
-  probe.fetchMs.push(fetched - started);
-  probe.liveVersion += 1;
-  $("redraw").textContent = t("live.redraw", { ms: Math.round(ms) });
-  changed();
 }
 
 function showError(message) {
@@ -44,23 +69,35 @@ function showError(message) {
   errorBox.textContent = message ? t("common.error", { message }) : "";
 }
 
-function draw(data) {
+// --- numbers from the server ---------------------------------------------------------------------
+function drawNumbers(data) {
   const release = data.release;
-  const [low, high] = release.interval;
+  const c = data.claimed, r = data.real;
   $("release-label").textContent = t("live.release", { seed: release.seed });
   $("out-release").textContent = fmt(release.value, 6);
   $("release-notice").textContent = release.notice;
-  $("out-scale").textContent = fmt(data.scale);
+  $("out-scale").textContent = fmt(c.scale);
+  $("out-scale-real").textContent = fmt(r.scale);
   $("out-variance").textContent = fmt(data.variance);
+  $("out-variance-real").textContent = fmt(2 * r.scale * r.scale);
   $("out-std").textContent = fmt(data.std);
-  $("out-interval").textContent = `${fmt(low, 6)} … ${fmt(high, 6)} (± ${fmt(data.half_width)})`;
-  $("out-loss").textContent = fmt(data.privacy_loss_d);
-  const c = data.composition;
+  $("out-std-real").textContent = fmt(Math.SQRT2 * r.scale);
+  $("out-interval").textContent = `${fmt(release.value - c.half_width, 6)} … ${fmt(release.value + c.half_width, 6)} (± ${fmt(c.half_width)})`;
+  $("out-interval-real").textContent = `${fmt(release.value - r.half_width, 6)} … ${fmt(release.value + r.half_width, 6)} (± ${fmt(r.half_width)})`;
+  $("out-loss-claimed").textContent = fmt(c.loss_d);
+  $("out-loss").textContent = fmt(r.loss_d);
+  $("out-worst-claimed").textContent = fmt(data.composition.each); // ε claimed per release: 0 when Δ = 0 (no noise, nothing spent)
+  $("out-worst").textContent = fmt(r.worst_log_ratio);
+  const mismatch = data.params.tamper && Math.abs(r.scale - c.scale) > 1e-9 * Math.max(1, c.scale);
+  $("numbers").classList.toggle("tampered", mismatch);
+  const k = data.composition;
   $("out-composition").textContent =
-    t("live.composition_value", { k: c.releases, eps: c.each, total: c.claimed_total }) +
-    (data.params.tamper ? ` (${t("live.composition_real", { real: c.real_total })})` : "");
+    t("live.composition_value", { k: k.releases, eps: k.each, total: k.claimed_total }) +
+    (data.params.tamper ? ` (${t("live.composition_real", { real: k.real_total })})` : "");
+  const many = data.many_releases;
+  const mean = many.length ? many.reduce((s, v) => s + v, 0) / many.length : NaN;
+  $("out-unbiased").textContent = t("live.unbiased_value", { n: many.length, mean, value: data.params.value });
   drawBadge(data.witness);
-  drawCurves(data);
 }
 
 function drawBadge(w) {
@@ -77,60 +114,175 @@ function drawBadge(w) {
   if (w.tamper) tamper.textContent = t("red.tamper_on", { real: w.realised_scale, claimed: w.claimed_scale, worst: w.worst_log_ratio });
 }
 
-function drawCurves(data) {
-  const c = data.curves;
-  $("no-noise").hidden = !c.no_noise;
-  const eps = data.params.epsilon;
-  $("cap-density").textContent = t("live.plot_density", { f1: c.f1, f2: c.f2 });
-  $("cap-ratio").textContent = t("live.plot_ratio");
-  if (c.no_noise) {
-    $("plot-density").replaceChildren();
-    $("plot-ratio").replaceChildren();
+// --- curves drawn in the page, every animation frame ------------------------------------------
+function requestFrame() {
+  if (framePending) return;
+  framePending = true;
+  requestAnimationFrame(() => {
+    framePending = false;
+    performance.mark("dpw-frame-start");
+    drawFrame();
+    performance.measure("dpw-frame", "dpw-frame-start");
+    probe.frames += 1;
+  });
+}
+
+export function fitAxes() {
+  axes = { centre: Number.isFinite(state.value) ? state.value : 0, sensitivity: state.sensitivity > 0 ? state.sensitivity : 1 };
+  ghost = null;
+  requestFrame();
+}
+
+function realScale() {
+  const claimed = state.sensitivity / state.epsilon;
+  if (server && sameSetting(server.params)) return server.real.scale;
+  return state.tamper ? state.epsilon / state.sensitivity : claimed; // the red team's inversion, until the server says
+}
+
+function drawFrame() {
+  if (!axes) fitAxes();
+  const eps = state.epsilon, delta = state.sensitivity, f1 = state.value, f2 = state.value - state.d;
+  if (!(eps > 0 && delta >= 0 && Number.isFinite(f1) && Number.isFinite(f2))) return;
+  const span = 12 * axes.sensitivity;
+  const xMin = axes.centre - span, xMax = axes.centre + span;
+  const yMax = 0.75 / axes.sensitivity;
+  const z = grid(xMin, xMax, POINTS);
+  const noNoise = delta === 0;
+  $("no-noise").hidden = !noNoise;
+  const b = noNoise ? 0 : realScale();
+  const p1 = noNoise ? null : z.map((v) => laplaceDensity(v, f1, b));
+  const p2 = noNoise ? null : z.map((v) => laplaceDensity(v, f2, b));
+  const ratio = noNoise ? z.map(() => 0) : z.map((v) => (Math.abs(v - f2) - Math.abs(v - f1)) / b);
+  const key = `${eps}|${delta}|${f1}|${f2}|${state.tamper}`;
+  const u = unitDraw(state.seed);
+  const illustration = f1 + u * b;
+  $("out-illustration").textContent = t("live.illustration_value", { u, b, x: illustration });
+  // 2000 releases from the exact sampler; while the setting moves, the last batch rescaled.
+  let bins = null;
+  if (server && !noNoise) {
+    const exact = sameSetting(server.params);
+    const from = server.params, fromB = server.real.scale;
+    const values = exact || !(fromB > 0) ? server.many_releases : server.many_releases.map((v) => f1 + (v - from.value) * (b / fromB));
+    bins = { ...histogram(values, xMin, xMax, 60), cls: "hist", label: t(exact ? "plot.hist_exact" : "plot.hist_rescaled", { n: values.length }) };
+  }
+  const release = server && sameSetting(server.params) ? server.release.value : null;
+  const vlines = [];
+  if (release !== null) vlines.push({ x: release, cls: "marker release", id: "release", label: t("plot.release_at", { x: fmt(release, 5) }) });
+  if (!noNoise) vlines.push({ x: illustration, cls: "marker illus", id: "illus", label: t("plot.illustration_at", { x: fmt(illustration, 5) }) });
+  const series = [];
+  if (ghost && ghost.p1) series.push({ x: ghost.z, y: ghost.p1, cls: "ghost", label: t("plot.ghost") });
+  if (noNoise) series.push({ x: [f1, f1], y: [0, yMax], cls: "s0 spike", label: t("plot.point_mass", { f: fmt(f1) }) });
+  else series.push({ x: z, y: p1, cls: "s0", label: "p(z | D)" }, { x: z, y: p2, cls: "s1", label: "p(z | D′)" });
+  const title = t("live.plot_density", { f1: fmt(f1), f2: fmt(f2) });
+  linePlot($("plot-density"), {
+    title, xLabel: t("live.axis_z"), yLabel: t("live.axis_density"), xMin, xMax, yMin: 0, yMax, clip: true,
+    alt: noNoise ? t("alt.density_zero", { f: fmt(f1) }) : t("alt.density", { b: fmt(b), peak: fmt(1 / (2 * b)), w: fmt(b * Math.log(20)) }),
+    series, bins, vlines,
+  });
+  $("cap-density").textContent = title;
+  const ySpan = Math.max(6, 1.25 * eps);
+  const ratioSeries = [];
+  if (ghost && ghost.ratio) ratioSeries.push({ x: ghost.z, y: ghost.ratio, cls: "ghost", label: t("plot.ghost") });
+  ratioSeries.push({ x: z, y: ratio, cls: "s4", label: "log p(z | D) − log p(z | D′)" });
+  const worst = noNoise ? 0 : Math.abs(state.d) / b;
+  linePlot($("plot-ratio"), {
+    title: t("live.plot_ratio"), xLabel: t("live.axis_z"), yLabel: t("live.axis_log_ratio"), xMin, xMax, yMin: -ySpan, yMax: ySpan, clip: true,
+    alt: t("alt.ratio", { worst: fmt(worst), eps: fmt(eps), verdict: t(worst <= eps * (1 + 1e-9) ? "alt.inside" : "alt.outside") }),
+    series: ratioSeries,
+    hlines: [{ y: eps, label: "+ε", id: "eps" }, { y: -eps, label: "−ε", id: "-eps" }],
+  });
+  $("plot-ratio").dataset.maxAbs = String(Math.max(...ratio.map(Math.abs)));
+  drawGaussian(z, xMin, xMax, yMax, noNoise);
+  lastCurves = { key, z, p1, ratio };
+}
+
+function drawGaussian(z, xMin, xMax, yMax, noNoise) {
+  const eps = state.epsilon, delta = state.gaussDelta, f1 = state.value, f2 = state.value - state.d;
+  const box = $("plot-gauss");
+  if (noNoise) {
+    linePlot(box, { title: t("live.plot_gauss"), xLabel: t("live.axis_z"), xMin, xMax, yMin: 0, yMax, alt: t("alt.density_zero", { f: fmt(f1) }), series: [{ x: [f1, f1], y: [0, yMax], cls: "s0 spike", label: t("plot.point_mass", { f: fmt(f1) }) }] });
+    $("gauss-summary").textContent = t("live.no_noise");
     return;
   }
-  linePlot($("plot-density"), {
-    title: t("live.plot_density", { f1: c.f1, f2: c.f2 }),
-    xLabel: t("live.axis_z"), yLabel: t("live.axis_density"), yMin: 0,
-    series: [{ x: c.z, y: c.density_1, cls: "s0", label: "p(z | D)" }, { x: c.z, y: c.density_2, cls: "s1", label: "p(z | D′)" }],
-    vlines: [{ x: data.release.value, label: t("plot.release") }],
-    legend: true,
+  // L2 sensitivity of a scalar query equals its L1 sensitivity. The analytic σ is computed here
+  // on every frame; once the server has built the project's exact discrete Gaussian for this
+  // setting, its σ (the noise really sampled) is drawn instead.
+  const exact = gaussExact && gaussExact.key === gaussKey() ? gaussExact.data : null;
+  const sigma = exact ? exact.sigma : analyticSigma(state.sensitivity, eps, delta);
+  const factor = Math.exp(eps);
+  const p = z.map((v) => normalDensity(v, f1, sigma));
+  const q = z.map((v) => factor * normalDensity(v, f2, sigma));
+  const shift = Math.abs(state.d);
+  const hockey = shift > 0 ? gaussianDelta(sigma, shift, eps) : 0;
+  // Its own height (the Gaussian for a small δ is much wider than the Laplace); x as fixed as the Laplace panel's.
+  const gaussMax = 1.25 * Math.max(...q, ...p);
+  linePlot(box, {
+    title: t("live.plot_gauss"), xLabel: t("live.axis_z"), yLabel: t("live.axis_density"), xMin, xMax, yMin: 0, yMax: gaussMax, clip: true,
+    alt: t("alt.gauss", { sigma: fmt(sigma), delta: fmt(hockey), eps: fmt(eps) }),
+    areas: [{ x: z, low: q, high: p, cls: "delta-area", id: "delta", label: t("plot.delta_area", { delta: fmt(hockey, 3) }) }],
+    series: [{ x: z, y: p, cls: "s0", label: "p(z | D)" }, { x: z, y: q, cls: "s3", label: "e^ε · p(z | D′)" }],
   });
-  const span = Math.max(eps, c.max_abs_log_ratio) * 1.25;
-  linePlot($("plot-ratio"), {
-    title: t("live.plot_ratio"),
-    xLabel: t("live.axis_z"), yLabel: t("live.axis_log_ratio"), yMin: -span, yMax: span,
-    series: [{ x: c.z, y: c.log_ratio, cls: "s4", label: "log p(z | D) − log p(z | D′)" }],
-    hlines: [{ y: eps, label: "+ε" }, { y: -eps, label: "−ε" }],
-    legend: true,
-  });
+  $("gauss-summary").textContent = t("live.gauss_summary", { sigma, b: state.sensitivity / eps, delta: hockey, target: delta, eps });
+}
+
+const gaussKey = () => `${Number(state.sensitivity.toPrecision(6))}|${Number(state.epsilon.toPrecision(6))}|${state.gaussDelta}`;
+
+// The exact Gaussian takes seconds to build: asked for once the setting has rested for 0.4 s,
+// and only while its panel is on screen.
+let gaussVisible = false;
+function scheduleGaussian() {
+  clearTimeout(gaussTimer);
+  if (gaussVisible) gaussTimer = setTimeout(fetchGaussian, 400);
+}
+
+async function fetchGaussian() {
+  const key = gaussKey();
+  if (gaussExact && gaussExact.key === key) return;
+  const box = $("gauss-witness");
+  box.dataset.state = "loading";
+  box.textContent = t("live.gauss_exact_loading");
+  try {
+    const data = await getJSON("gaussian", { epsilon: state.epsilon, sensitivity: state.sensitivity, delta: state.gaussDelta });
+    if (key !== gaussKey()) return;
+    gaussExact = { key, data };
+    const w = data.witness;
+    box.dataset.state = w.ok ? "ok" : "bad";
+    box.textContent = t("live.gauss_exact", { sigma: data.sigma, analytic: data.analytic_sigma, sampled: data.delta_sampled, delta: data.delta, eps: data.epsilon, verdict: w.verdict });
+    requestFrame();
+  } catch (error) {
+    if (key !== gaussKey()) return;
+    box.dataset.state = "error";
+    box.textContent = t("live.gauss_exact_unavailable", { message: error.message });
+  }
+}
+
+// --- controls -----------------------------------------------------------------------------------
+// A change after a pause starts a new gesture: the curve it leaves behind becomes the ghost.
+function changedByUser() {
+  scheduleGaussian();
+  const now = performance.now();
+  if (lastCurves && now - lastInput > 400) ghost = lastCurves;
+  lastInput = now;
+  requestFrame();
+  update();
 }
 
 function bindPair(rangeId, numberId, key) {
-  const range = $(rangeId), number = numberId ? $(numberId) : null;
+  const range = $(rangeId), number = $(numberId);
   const set = (raw) => {
     state[key] = raw === "" ? NaN : Number(raw);
     if (key === "sensitivity") syncShift();
-    if (key === "d") $("shift-out").textContent = fmt(state.d);
-    if (key === "releases") $("releases-out").textContent = String(state.releases);
-    schedule();
+    changedByUser();
   };
-  range.addEventListener("input", () => { if (number) number.value = range.value; set(range.value); });
-  if (number) number.addEventListener("input", () => { range.value = number.value; set(number.value); });
+  range.addEventListener("input", () => { number.value = range.value; set(range.value); });
+  number.addEventListener("input", () => { range.value = number.value; set(number.value); });
 }
 
 function syncShift() {
-  const shift = $("shift");
   const delta = Number.isFinite(state.sensitivity) ? Math.max(0, state.sensitivity) : 0;
-  shift.min = String(-delta);
-  shift.max = String(delta);
-  shift.step = String(delta > 0 ? delta / 20 : 1);
-  shift.disabled = delta === 0;
-  if (Math.abs(state.d) > delta) state.d = Math.sign(state.d) * delta || 0;
-  shift.value = String(state.d);
-  $("shift-out").textContent = fmt(state.d);
+  $("shift").disabled = delta === 0;
+  $("shift-out").textContent = t("live.d_value", { d: fmt(state.d), r: fmt(state.dRatio) });
 }
-
-const schedule = debounce(update, 30);
 
 export function initLive() {
   errorBox = document.createElement("p");
@@ -138,14 +290,25 @@ export function initLive() {
   errorBox.setAttribute("role", "alert");
   errorBox.id = "live-error";
   errorBox.hidden = true;
-  $("controls").prepend(errorBox);
+  $("sticky").append(errorBox);
   bindPair("epsilon", "epsilon-n", "epsilon");
   bindPair("sensitivity", "sensitivity-n", "sensitivity");
-  bindPair("shift", null, "d");
-  bindPair("releases", null, "releases");
-  $("value").addEventListener("input", (e) => { state.value = e.target.value === "" ? NaN : Number(e.target.value); schedule(); });
-  $("tamper").addEventListener("change", (e) => { state.tamper = e.target.checked; update(); });
-  $("resample").addEventListener("click", () => { state.seed += 1; update(); });
+  $("sensitivity-n").addEventListener("change", fitAxes);
+  $("shift").addEventListener("input", (e) => { state.dRatio = Number(e.target.value); syncShift(); changedByUser(); });
+  $("releases").addEventListener("input", (e) => { state.releases = Number(e.target.value); $("releases-out").textContent = String(state.releases); changedByUser(); });
+  $("value").addEventListener("input", (e) => { state.value = e.target.value === "" ? NaN : Number(e.target.value); changedByUser(); });
+  $("value").addEventListener("change", fitAxes);
+  $("gauss-delta").addEventListener("change", (e) => { state.gaussDelta = Number(e.target.value); changedByUser(); });
+  $("tamper").addEventListener("change", (e) => { state.tamper = e.target.checked; changedByUser(); });
+  $("resample").addEventListener("click", () => { state.seed += 1; changedByUser(); });
+  $("fit-axes").addEventListener("click", fitAxes);
   syncShift();
+  requestFrame();
+  if (typeof IntersectionObserver !== "undefined") {
+    new IntersectionObserver((entries) => {
+      gaussVisible = entries.some((e) => e.isIntersecting);
+      scheduleGaussian();
+    }).observe($("plot-gauss"));
+  }
   return update();
 }

@@ -8,7 +8,7 @@ export async function initMyths() {
   const myths = [
     { claim: "myth1.claim", reason: t("myth1.reason"), kept: false },
     { claim: "myth2.claim", reason: t("myth2.reason", { b: u.scale, delta: u.sensitivity, eps: u.real_epsilon }), kept: false },
-    { claim: "myth3.claim", reason: t("myth3.reason"), kept: false, factors: data.factors },
+    { claim: "myth3.claim", reason: t("myth3.reason"), kept: true, factors: data.factors },
   ];
   const list = document.getElementById("myth-list");
   list.replaceChildren();
@@ -18,7 +18,8 @@ export async function initMyths() {
     const title = document.createElement("h3");
     const verdict = document.createElement("span");
     verdict.className = `verdict${myth.kept ? " kept" : ""}`;
-    verdict.textContent = t(myth.kept ? "myth.verdict_kept" : "myth.verdict_cut");
+    verdict.textContent = t(myth.kept ? "myth.verdict_kept_corrected" : "myth.verdict_cut");
+    verdict.dataset.verdict = myth.kept ? "kept" : "cut";
     title.append(verdict, document.createTextNode(t(myth.claim)));
     const reason = document.createElement("p");
     reason.textContent = myth.reason;

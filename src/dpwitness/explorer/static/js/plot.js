@@ -1,4 +1,5 @@
-// Small SVG plotting helpers: they only draw numbers computed by the server.
+// Small SVG plotting helpers. They draw numbers given to them; every plot gets a text
+// alternative (aria-label: its title and a one-line summary of what it shows).
 const NS = "http://www.w3.org/2000/svg";
 const drawers = new WeakMap();
 
@@ -10,9 +11,15 @@ function el(name, attrs = {}, parent = null, text = null) {
   return node;
 }
 
+const sizes = new WeakMap();
 function size(svg) {
-  const box = svg.getBoundingClientRect();
-  return { width: Math.max(200, box.width || 600), height: Math.max(120, box.height || 260) };
+  let known = sizes.get(svg);
+  if (!known) {
+    const box = svg.getBoundingClientRect();
+    known = { width: Math.max(200, box.width || 600), height: Math.max(120, box.height || 260) };
+    sizes.set(svg, known);
+  }
+  return known;
 }
 
 function niceStep(span, count) {
@@ -30,36 +37,46 @@ function ticks(min, max, count) {
   return out;
 }
 
+// Ticks of a log axis: powers of ten only (1, 10, 100 … never 3.162).
+function decadeTicks(low, high) {
+  const out = [];
+  for (let p = Math.ceil(Math.log10(low) - 1e-9); p <= Math.floor(Math.log10(high) + 1e-9); p++) out.push(Math.pow(10, p));
+  return out;
+}
+
 export function tickLabel(v) {
   const a = Math.abs(v);
   if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(0);
   return String(Number(v.toPrecision(4)));
 }
 
+// The axes, grid and labels; returns the scales. `xlog`/`ylog` use log10 with decade ticks.
 function frame(svg, spec, xr, yr) {
   svg.replaceChildren();
   const { width, height } = size(svg);
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  if (spec.title) svg.setAttribute("aria-label", spec.title);
-  const rows = layoutLegend(spec.legendItems || [], width - (spec.yLabel ? 58 : 16) - 12);
-  const m = { left: spec.yLabel ? 58 : 16, right: 12, top: 10 + 16 * rows.count, bottom: 40 };
+  svg.setAttribute("aria-label", [spec.title, spec.alt].filter(Boolean).join(". "));
+  if (spec.ylog) svg.dataset.ylog = "true"; else delete svg.dataset.ylog;
+  const left = spec.yLabel ? 58 : 16;
+  const rows = layoutLegend(spec.legendItems || [], width - left - 12);
+  const m = { left, right: 12, top: 10 + 16 * rows.count, bottom: 40 };
   const w = width - m.left - m.right, h = height - m.top - m.bottom;
-  const ylog = Boolean(spec.ylog);
-  const ty = (v) => (ylog ? Math.log10(v) : v);
-  const [y0, y1] = [ty(yr[0]), ty(yr[1])];
-  const sx = (v) => m.left + ((v - xr[0]) / (xr[1] - xr[0] || 1)) * w;
+  const tx = (v) => (spec.xlog ? Math.log10(v) : v);
+  const ty = (v) => (spec.ylog ? Math.log10(v) : v);
+  const [x0, x1, y0, y1] = [tx(xr[0]), tx(xr[1]), ty(yr[0]), ty(yr[1])];
+  const sx = (v) => m.left + ((tx(v) - x0) / (x1 - x0 || 1)) * w;
   const sy = (v) => m.top + h - ((ty(v) - y0) / (y1 - y0 || 1)) * h;
   const axis = el("g", { class: "axis" }, svg);
-  const xt = ticks(xr[0], xr[1], Math.max(2, Math.floor(w / 80)));
+  const xt = spec.xlog ? decadeTicks(xr[0], xr[1]) : ticks(xr[0], xr[1], Math.max(2, Math.floor(w / 80)));
   for (const v of xt) {
     el("line", { class: "grid", x1: sx(v), x2: sx(v), y1: m.top, y2: m.top + h }, axis);
-    el("text", { x: sx(v), y: m.top + h + 16, "text-anchor": "middle" }, axis, tickLabel(v));
+    el("text", { x: sx(v), y: m.top + h + 16, "text-anchor": "middle", class: "tick x" }, axis, tickLabel(v));
   }
   if (!spec.noY) {
-    const yt = ylog ? ticks(Math.ceil(y0), Math.floor(y1), 6).map((p) => Math.pow(10, p)) : ticks(yr[0], yr[1], Math.max(2, Math.floor(h / 45)));
+    const yt = spec.ylog ? decadeTicks(yr[0], yr[1]) : ticks(yr[0], yr[1], Math.max(2, Math.floor(h / 45)));
     for (const v of yt) {
       el("line", { class: "grid", x1: m.left, x2: m.left + w, y1: sy(v), y2: sy(v) }, axis);
-      el("text", { x: m.left - 6, y: sy(v) + 4, "text-anchor": "end" }, axis, tickLabel(v));
+      el("text", { x: m.left - 6, y: sy(v) + 4, "text-anchor": "end", class: "tick y" }, axis, tickLabel(v));
     }
   }
   el("line", { x1: m.left, x2: m.left + w, y1: m.top + h, y2: m.top + h }, axis);
@@ -68,18 +85,19 @@ function frame(svg, spec, xr, yr) {
   if (spec.yLabel) {
     el("text", { x: 12, y: m.top + h / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${m.top + h / 2})` }, axis, spec.yLabel);
   }
+  svg.dataset.plotTop = String(m.top);
   return { sx, sy, m, w, h, width, height, rows };
 }
 
-// Place legend items left to right, wrapping to a new row when the plot is narrow.
+// Place legend items left to right above the plot area, wrapping when the plot is narrow.
 function layoutLegend(items, width) {
   const placed = [];
   let x = 0, row = 0;
   for (const item of items) {
-    const size = 30 + item.label.length * 6.5;
-    if (x > 0 && x + size > width) { x = 0; row += 1; }
+    const cost = 30 + [...item.label].reduce((s, ch) => s + (ch.charCodeAt(0) > 0x2e80 ? 12 : 6.5), 0);
+    if (x > 0 && x + cost > width) { x = 0; row += 1; }
     placed.push({ ...item, x, row });
-    x += size;
+    x += cost;
   }
   return { placed, count: items.length ? row + 1 : 0 };
 }
@@ -88,8 +106,9 @@ function legend(svg, f) {
   const g = el("g", { class: "legend" }, svg);
   for (const item of f.rows.placed) {
     const x = f.m.left + item.x, y = 12 + 16 * item.row;
-    el("line", { class: item.cls, x1: x, x2: x + 18, y1: y, y2: y }, g);
-    el("text", { x: x + 22, y: y + 4 }, g, item.label);
+    if (item.swatch === "rect") el("rect", { class: item.cls, x, y: y - 5, width: 18, height: 10 }, g);
+    else el("line", { class: item.cls, x1: x, x2: x + 18, y1: y, y2: y }, g);
+    el("text", { x: x + 22, y: y + 4, class: item.id ? `label-${item.id}` : "" }, g, item.label);
   }
 }
 
@@ -98,43 +117,105 @@ function render(svg, draw) {
   draw();
 }
 
-// Redraw every plot at its new width when the window is resized.
+// Redraw every plot at its new size when the window is resized.
 const observer = typeof ResizeObserver === "undefined" ? null : new ResizeObserver((entries) => {
   for (const entry of entries) {
+    sizes.delete(entry.target);
     const draw = drawers.get(entry.target);
     if (draw) draw();
   }
 });
 
+function pathOf(f, xs, ys, spec, yr) {
+  let d = "";
+  let pen = false;
+  const inside = (v) => v >= yr[0] - 1e-12 && v <= yr[1] + 1e-12;
+  for (let i = 0; i < xs.length; i++) {
+    let v = ys[i];
+    if (!Number.isFinite(v) || (spec.ylog && v <= 0)) { pen = false; continue; }
+    if (!inside(v)) {
+      if (!spec.clip) { pen = false; continue; }
+      v = Math.min(Math.max(v, yr[0]), yr[1]);
+    }
+    d += `${pen ? "L" : "M"}${f.sx(xs[i]).toFixed(1)},${f.sy(v).toFixed(1)}`;
+    pen = true;
+  }
+  return d;
+}
+
+// Lines (series), filled areas (areas: y from `low` to `high`), histogram bars (bins),
+// horizontal and vertical reference lines. Markers' labels go in the legend, never on a curve.
 export function linePlot(svg, spec) {
   if (observer) observer.observe(svg);
   render(svg, () => {
-    const xs = spec.series.flatMap((s) => s.x);
-    const ys = spec.series.flatMap((s) => s.y).filter((v) => Number.isFinite(v) && (!spec.ylog || v > 0));
-    const xr = [spec.xMin ?? Math.min(...xs), spec.xMax ?? Math.max(...xs)];
-    let yr = [spec.yMin ?? Math.min(...ys, ...(spec.hlines || []).map((l) => l.y)), spec.yMax ?? Math.max(...ys, ...(spec.hlines || []).map((l) => l.y))];
+    const series = spec.series || [];
+    let xr = [spec.xMin, spec.xMax];
+    if (xr[0] === undefined || xr[1] === undefined) {
+      const xs = series.flatMap((s) => s.x);
+      xr = [spec.xMin ?? Math.min(...xs), spec.xMax ?? Math.max(...xs)];
+    }
+    let yr = [spec.yMin, spec.yMax];
+    if (yr[0] === undefined || yr[1] === undefined) {
+      const ys = series.flatMap((s) => s.y).filter((v) => Number.isFinite(v) && (!spec.ylog || v > 0));
+      const hs = (spec.hlines || []).map((l) => l.y);
+      yr = [spec.yMin ?? Math.min(...ys, ...hs), spec.yMax ?? Math.max(...ys, ...hs)];
+    }
     if (yr[0] === yr[1]) yr = [yr[0] - 1, yr[1] + 1];
-    const legendItems = spec.series.filter((s) => s.label).concat((spec.hlines || []).filter((l) => l.legend).map((l) => ({ cls: l.cls || "bound", label: l.legend })));
+    const legendItems = [
+      ...(spec.areas || []).filter((a) => a.label).map((a) => ({ cls: a.cls, label: a.label, swatch: "rect" })),
+      ...(spec.bins && spec.bins.label ? [{ cls: spec.bins.cls || "hist", label: spec.bins.label, swatch: "rect" }] : []),
+      ...series.filter((s) => s.label).map((s) => ({ cls: s.cls, label: s.label })),
+      ...(spec.hlines || []).filter((l) => l.legend).map((l) => ({ cls: l.cls || "bound", label: l.legend })),
+      ...(spec.vlines || []).filter((l) => l.label).map((l) => ({ cls: l.cls || "marker", label: l.label, id: l.id })),
+    ];
     const f = frame(svg, { ...spec, legendItems }, xr, yr);
-    const inside = (v) => v >= yr[0] - 1e-12 && v <= yr[1] + 1e-12;
+    const clipId = `clip-${svg.id || Math.random().toString(36).slice(2)}`;
+    const defs = el("defs", {}, svg);
+    el("rect", { x: f.m.left, y: f.m.top, width: f.w, height: f.h }, el("clipPath", { id: clipId }, defs));
+    const body = el("g", { "clip-path": `url(#${clipId})` }, svg);
+    if (spec.bins) {
+      const b = spec.bins;
+      let d = "";
+      for (let i = 0; i < b.counts.length; i++) {
+        if (!(b.counts[i] > 0)) continue;
+        const xa = f.sx(b.edges[i]), xb = f.sx(b.edges[i + 1]), y = f.sy(Math.min(b.counts[i], yr[1]));
+        d += `M${xa.toFixed(1)},${(f.m.top + f.h).toFixed(1)}V${y.toFixed(1)}H${xb.toFixed(1)}V${(f.m.top + f.h).toFixed(1)}Z`;
+      }
+      el("path", { class: b.cls || "hist", d, "data-hist": "true" }, body);
+    }
+    for (const a of spec.areas || []) {
+      let d = "";
+      const n = a.x.length;
+      let open = false;
+      let back = [];
+      const flush = () => {
+        if (open) { d += back.reverse().join("") + "Z"; open = false; back = []; }
+      };
+      for (let i = 0; i < n; i++) {
+        if (a.high[i] > a.low[i]) {
+          const x = f.sx(a.x[i]).toFixed(1);
+          const yh = f.sy(Math.min(a.high[i], yr[1])).toFixed(1), yl = f.sy(Math.max(a.low[i], yr[0])).toFixed(1);
+          d += `${open ? "L" : "M"}${x},${yh}`;
+          back.push(`L${x},${yl}`);
+          open = true;
+        } else flush();
+      }
+      flush();
+      el("path", { class: a.cls, d, "data-area": a.id || "" }, body);
+    }
     for (const line of spec.hlines || []) {
-      el("line", { class: line.cls || "bound", x1: f.m.left, x2: f.m.left + f.w, y1: f.sy(line.y), y2: f.sy(line.y) }, svg);
-      if (line.label) el("text", { x: f.m.left + f.w - 4, y: f.sy(line.y) - 4, "text-anchor": "end" }, svg, line.label);
+      if (!(line.y >= yr[0] && line.y <= yr[1])) continue;
+      el("line", { class: line.cls || "bound", x1: f.m.left, x2: f.m.left + f.w, y1: f.sy(line.y), y2: f.sy(line.y), "data-h": line.id || "" }, body);
+      if (line.label) el("text", { x: f.m.left + f.w - 4, y: f.sy(line.y) - 4, "text-anchor": "end", class: "hlabel" }, body, line.label);
     }
     for (const line of spec.vlines || []) {
-      el("line", { class: "marker", x1: f.sx(line.x), x2: f.sx(line.x), y1: f.m.top, y2: f.m.top + f.h }, svg);
-      if (line.label) el("text", { x: f.sx(line.x) + 3, y: f.m.top + 12 }, svg, line.label);
+      el("line", { class: line.cls || "marker", x1: f.sx(line.x), x2: f.sx(line.x), y1: f.m.top, y2: f.m.top + f.h, "data-v": line.id || "" }, body);
     }
-    for (const s of spec.series) {
-      let d = "";
-      let pen = false;
-      for (let i = 0; i < s.x.length; i++) {
-        const v = s.y[i];
-        if (!Number.isFinite(v) || (spec.ylog && v <= 0) || !inside(v)) { pen = false; continue; }
-        d += `${pen ? "L" : "M"}${f.sx(s.x[i]).toFixed(1)},${f.sy(v).toFixed(1)}`;
-        pen = true;
-      }
-      el("path", { class: s.cls, d, "data-series": s.label || "" }, svg);
+    for (const s of series) {
+      el("path", { class: s.cls, d: pathOf(f, s.x, s.y, spec, yr), "data-series": s.label || s.id || "" }, body);
+    }
+    for (const p of spec.points || []) {
+      el("circle", { cx: f.sx(p.x), cy: f.sy(p.y), r: p.r || 4, class: p.cls || "dot" }, body);
     }
     legend(svg, f);
   });
@@ -161,12 +242,15 @@ export function numberLine(svg, spec) {
   });
 }
 
+// One arrow per possible one-person change; the longest arrow on this table is orange and
+// labelled with its length; Δ (the worst case over every table) is the separate red bar.
 export function arrowFan(svg, spec) {
   if (observer) observer.observe(svg);
   render(svg, () => {
     const deltas = spec.arrows.map((a) => a.delta).concat([0, spec.delta, -spec.delta]);
     const lim = Math.max(1, ...deltas.map(Math.abs)) * 1.1;
-    const f = frame(svg, { ...spec, noY: true }, [-lim, lim], [0, 1]);
+    const legendItems = [{ cls: "arrow", label: spec.legendArrow }, { cls: "arrow longest-here", label: spec.legendLongest }, { cls: "arrow delta", label: spec.legendDelta }];
+    const f = frame(svg, { ...spec, noY: true, legendItems }, [-lim, lim], [0, 1]);
     const n = spec.arrows.length;
     const rowH = f.h / (n + 1);
     el("line", { class: "marker", x1: f.sx(0), x2: f.sx(0), y1: f.m.top, y2: f.m.top + f.h }, svg);
@@ -174,40 +258,64 @@ export function arrowFan(svg, spec) {
       const y = f.m.top + rowH * (i + 0.5);
       const x0 = f.sx(0), x1 = f.sx(a.delta);
       const dir = a.delta >= 0 ? 1 : -1;
-      const cls = a.longest ? "arrow longest" : "arrow";
-      el("path", { class: cls, d: `M${x0},${y}H${x1}` + (a.delta !== 0 ? `M${x1 - dir * 6},${y - 4}L${x1},${y}L${x1 - dir * 6},${y + 4}` : "") }, svg);
+      const cls = a.longest ? "arrow longest-here" : "arrow";
+      el("path", { class: cls, "data-longest": String(Boolean(a.longest)), d: `M${x0},${y}H${x1}` + (a.delta !== 0 ? `M${x1 - dir * 6},${y - 4}L${x1},${y}L${x1 - dir * 6},${y + 4}` : "") }, svg);
       const left = a.delta < 0;
-      el("text", { x: left ? x0 + 6 : x0 - 6, y: y + 4, "text-anchor": left ? "start" : "end" }, svg, a.label);
+      el("text", { x: left ? x0 + 6 : x0 - 6, y: y + 4, "text-anchor": left ? "start" : "end" }, svg, a.longest ? `${a.label} (${tickLabel(Math.abs(a.delta))})` : a.label);
     });
     const y = f.m.top + rowH * (n + 0.4);
-    el("path", { class: "arrow longest", d: `M${f.sx(0)},${y}H${f.sx(spec.delta)}` }, svg);
+    el("path", { class: "arrow delta", d: `M${f.sx(0)},${y}H${f.sx(spec.delta)}`, "data-delta": String(spec.delta) }, svg);
     el("text", { x: f.sx(spec.delta), y: y - 6, "text-anchor": spec.delta > 0 ? "end" : "start" }, svg, `Δ = ${tickLabel(spec.delta)}`);
+    legend(svg, f);
   });
 }
 
+// Horizontal bars; with `log`, a log10 axis whose ticks are powers of ten.
 export function bars(svg, spec) {
   if (observer) observer.observe(svg);
   render(svg, () => {
     const values = spec.bars.map((b) => b.value);
-    const max = spec.max ?? Math.max(...values) * 1.1;
-    const min = spec.log ? Math.min(...values.filter((v) => v > 0)) / 2 : 0;
-    const tx = (v) => (spec.log ? Math.log10(Math.max(v, min)) : v);
-    const xr = [tx(min), tx(max)];
-    const f = frame(svg, { ...spec, noY: true, xLabel: spec.xLabel }, xr, [0, 1]);
+    let xr;
     if (spec.log) {
-      // relabel the ticks as powers of ten
-      for (const text of svg.querySelectorAll(".axis text")) {
-        const v = Number(text.textContent);
-        if (Number.isFinite(v) && text.getAttribute("text-anchor") === "middle" && text.textContent !== spec.xLabel) text.textContent = tickLabel(Math.pow(10, v));
-      }
-    }
+      const positive = values.filter((v) => v > 0);
+      xr = [Math.pow(10, Math.floor(Math.log10(Math.min(...positive)))), Math.pow(10, Math.ceil(Math.log10(Math.max(...positive)) + 1e-9))];
+    } else xr = [0, spec.max ?? Math.max(...values) * 1.1];
+    const f = frame(svg, { ...spec, noY: true, xlog: Boolean(spec.log) }, xr, [0, 1]);
     const n = spec.bars.length;
     const rowH = f.h / n;
     spec.bars.forEach((b, i) => {
       const top = f.m.top + rowH * i;
-      const x0 = f.sx(xr[0]), x1 = f.sx(tx(b.value));
+      const x0 = f.sx(xr[0]), x1 = f.sx(Math.max(b.value, xr[0]));
       el("text", { x: x0 + 2, y: top + 14 }, svg, `${b.label}: ${tickLabel(b.value)}`);
       el("rect", { class: b.cls || `bar${i % 2}`, x: x0, y: top + 20, width: Math.max(2, x1 - x0), height: Math.max(6, rowH - 28) }, svg);
+    });
+  });
+}
+
+// A diagram of boxes joined by arrows, left to right (wrapping to a column when narrow).
+export function flow(svg, spec) {
+  if (observer) observer.observe(svg);
+  render(svg, () => {
+    svg.replaceChildren();
+    const { width, height } = size(svg);
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    svg.setAttribute("aria-label", [spec.title, spec.alt].filter(Boolean).join(". "));
+    const n = spec.boxes.length;
+    const vertical = width < 560;
+    const gap = 18;
+    const bw = vertical ? width - 20 : (width - gap * (n - 1) - 10) / n;
+    const bh = vertical ? (height - gap * (n - 1) - 10) / n : height - 20;
+    spec.boxes.forEach((b, i) => {
+      const x = vertical ? 10 : 5 + i * (bw + gap), y = vertical ? 5 + i * (bh + gap) : 10;
+      el("rect", { x, y, width: bw, height: bh, rx: 8, class: `box ${b.cls || ""}` }, svg);
+      const lines = b.lines;
+      lines.forEach((line, j) => {
+        el("text", { x: x + bw / 2, y: y + bh / 2 + (j - (lines.length - 1) / 2) * 16 + 4, "text-anchor": "middle", class: j === 0 ? "box-title" : "" }, svg, line);
+      });
+      if (i < n - 1) {
+        const d = vertical ? `M${x + bw / 2},${y + bh}v${gap - 2}m-5,-6l5,6l5,-6` : `M${x + bw},${y + bh / 2}h${gap - 2}m-6,-5l6,5l-6,5`;
+        el("path", { class: "arrow", d }, svg);
+      }
     });
   });
 }

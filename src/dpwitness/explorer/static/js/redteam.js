@@ -23,21 +23,27 @@ async function membership() {
     fail("membership-result", error);
     return;
   }
-  const top = Math.max(data.cap, data.max_likelihood_ratio) * 1.2;
+  // A log axis: the cap e^ε and its mirror e^−ε stay visible whatever ε is.
+  const high = Math.max(data.cap, data.max_likelihood_ratio) * 3, low = Math.min(1 / data.cap, ...data.likelihood_ratio) / 3;
+  const lrSeries = data.no_noise
+    ? [{ x: [-1, 1], y: [1, 1], cls: "s4", label: "p(z | in) / p(z | out) = 1" }]
+    : [{ x: data.z, y: data.likelihood_ratio, cls: "s4", label: "p(z | in) / p(z | out)" }];
   linePlot($("plot-lr"), {
-    title: t("red.membership_lr"), xLabel: t("live.axis_z"), yLabel: t("live.axis_ratio"), yMin: 0, yMax: top, legend: true,
-    series: [{ x: data.z, y: data.likelihood_ratio, cls: "s4", label: "p(z | in) / p(z | out)" }],
-    hlines: [{ y: data.cap, label: `e^ε = ${fmt(data.cap)}` }],
+    title: t("red.membership_lr"), xLabel: t("live.axis_z"), yLabel: t("red.axis_lr_log"), yMin: low, yMax: high, ylog: true, legend: true,
+    alt: t("alt.lr", { lr: fmt(data.max_likelihood_ratio), cap: fmt(data.cap) }),
+    series: lrSeries,
+    hlines: [{ y: data.cap, label: `e^ε = ${fmt(data.cap)}`, id: "cap" }, { y: 1 / data.cap, label: `e^−ε = ${fmt(1 / data.cap)}`, id: "floor" }, { y: 1, cls: "marker", id: "one" }],
   });
   linePlot($("plot-roc"), {
     title: t("red.membership_roc"), xLabel: t("red.axis_fpr"), yLabel: t("red.axis_tpr"), xMin: 0, xMax: 1, yMin: 0, yMax: 1, legend: true,
+    alt: t("alt.roc", { tpr: pct(data.tpr_at_1pct), cap: pct(data.tpr_cap_at_1pct) }),
     series: [
       { x: data.roc.fpr, y: data.roc.tpr, cls: "s0", label: t("plot.best_test") },
       { x: data.bound.fpr, y: data.bound.tpr, cls: "bound", label: t("plot.dp_bound") },
       { x: [0, 1], y: [0, 1], cls: "marker", label: "" },
     ],
   });
-  $("membership-result").textContent = t("red.membership_result", {
+  $("membership-result").textContent = data.no_noise ? t("red.membership_no_noise", { cap: data.cap }) : t("red.membership_result", {
     lr: data.max_likelihood_ratio, cap: data.cap, tpr: pct(data.tpr_at_1pct), captpr: pct(data.tpr_cap_at_1pct),
   });
 }
@@ -63,9 +69,10 @@ async function differencing(noisy) {
     fail("diff-result", error);
     return;
   }
-  const rows = data.patients.map((p) => {
+  const rows = data.patients.map((p, i) => {
     const tr = document.createElement("tr");
-    for (const v of [p.name, String(p.diagnosis)]) {
+    if (i === data.patients.length - 1) tr.className = "changed";
+    for (const v of [p.name, String(p.diagnosis), String(data.patients_d2[i].diagnosis)]) {
       const td = document.createElement("td");
       td.textContent = v;
       tr.append(td);
@@ -73,12 +80,17 @@ async function differencing(noisy) {
     return tr;
   });
   $("diabetes").querySelector("tbody").replaceChildren(...rows);
-  const e = data.exact, n = data.noisy;
-  $("diff-result").textContent = noisy
-    ? t("red.differencing_noisy_result", { eps: data.epsilon, b: n.scale, q5: n.q5, q4: n.q4, diff: n.difference })
-    : t("red.differencing_exact_result", { q5: e.q5, q4: e.q4, diff: e.difference, target: data.target_value });
+  for (const [name, id] of [["d1", "diff-result"], ["d2", "diff-result-d2"]]) {
+    const part = data[name], label = name === "d1" ? "D₁" : "D₂";
+    const e = part.exact, n = part.noisy;
+    $(id).textContent = noisy
+      ? t("red.differencing_noisy_result", { db: label, eps: data.epsilon, b: n.scale, q5: n.q5, q4: n.q4, diff: n.difference, guess: n.guess, verdict: t(n.right ? "red.right" : "red.wrong") })
+      : t("red.differencing_exact_result", { db: label, q5: e.q5, q4: e.q4, diff: e.difference });
+  }
   const a = data.attack;
-  $("diff-attack").textContent = t("red.differencing_attack", { estimate: a.estimate, truth: a.true_value, recovered: String(a.recovered), p: a.success_probability, bound: a.bound });
+  $("diff-attack").textContent = noisy
+    ? t("red.differencing_attack", { p: a.success_probability, bound: a.bound, trials: a.trials, eps: data.epsilon })
+    : t("red.differencing_exact_verdict");
 }
 
 async function floatingPoint() {
@@ -86,8 +98,10 @@ async function floatingPoint() {
   try {
     const data = await getJSON("redteam/floating-point", { epsilon: state.epsilon, seed: state.seed });
     $("fp-result").textContent = t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples });
+    $("fp-figure").hidden = false;
     bars($("plot-fp"), {
       title: t("red.floating_plot"), xLabel: t("red.floating_plot"), max: 1,
+      alt: t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples }),
       bars: [{ label: t("red.naive"), value: data.naive_rate, cls: "bar1" }, { label: t("red.dpwitness"), value: data.dpwitness_rate, cls: "bar0" }],
     });
   } catch (error) {

@@ -1,5 +1,10 @@
-// The live panel's settings, shared with the walkthrough and the red team.
-export const state = { epsilon: 0.5, sensitivity: 1, value: 42, d: 1, seed: 1, tamper: false, releases: 1 };
+// The live panel's settings, shared by every part of the page. d is kept as a fraction of Δ
+// (dRatio), so that d follows Δ when Δ moves.
+export const state = { epsilon: 0.5, sensitivity: 1, value: 42, dRatio: 1, seed: 1, tamper: false, releases: 1, gaussDelta: 0.01 };
+Object.defineProperty(state, "d", {
+  get() { return Number((this.dRatio * this.sensitivity).toPrecision(6)); },
+  enumerable: true,
+});
 const listeners = [];
 
 export function onChange(fn) {
@@ -10,5 +15,6 @@ export function changed() {
   for (const fn of listeners) fn(state);
 }
 
-// What tests and curious users can read: timings of each redraw (ms) and a version counter.
-export const probe = (window.dpwExplorer = { ready: false, redraws: [], fetchMs: [], liveVersion: 0, loadMs: null });
+// What tests and curious users can read: server round trips (ms), frames drawn in the page,
+// a version counter per server answer drawn, and the load time.
+export const probe = (window.dpwExplorer = { ready: false, redraws: [], fetchMs: [], frames: 0, liveVersion: 0, loadMs: null });

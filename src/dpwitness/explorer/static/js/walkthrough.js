@@ -1,7 +1,11 @@
-// The walkthrough: seven steps, each with what, why and a picture computed by the server.
+// The walkthrough: from the intuition to the worked example and beyond, each step with what,
+// why and a picture. Numbers of the project's mechanism come from the server; smooth curves
+// that follow a formula (densities, the Gaussian comparison, the edge-case sketches) are drawn
+// in the page.
 import { debounce, getJSON } from "./api.js";
+import { grid, histogram, laplaceDensity } from "./gauss.js";
 import { fmt, t } from "./i18n.js";
-import { arrowFan, bars, linePlot, numberLine } from "./plot.js";
+import { arrowFan, bars, flow, linePlot, numberLine } from "./plot.js";
 import { onChange, state } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
@@ -31,6 +35,23 @@ function figure(body, caption, cls) {
   fig.append(plot, h("figcaption", {}, caption));
   body.append(fig);
   return plot;
+}
+
+function table(rows, head, cls = "sheet") {
+  const wrap = h("div", { class: "table-wrap" });
+  const node = h("table", { class: cls });
+  if (head) {
+    const tr = h("tr");
+    for (const cell of head) tr.append(h("th", { scope: "col" }, cell));
+    node.append(tr);
+  }
+  for (const row of rows) {
+    const tr = h("tr");
+    row.forEach((cell, i) => tr.append(h(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : {}, cell)));
+    node.append(tr);
+  }
+  wrap.append(node);
+  return wrap;
 }
 
 function select(label, key, options, onPick) {
@@ -85,7 +106,7 @@ async function stepNeighbour(body) {
   body.append(table, h("p", { id: "step-result" }, t("step1.result", { f1: data.f_d1, f2: data.f_d2, gap: data.gap })));
   const plot = figure(body, t("step1.plot"));
   numberLine(plot, {
-    title: t("step1.plot"), xLabel: t("step1.axis", { unit: unit() }),
+    title: t("step1.plot"), xLabel: t("step1.axis", { unit: unit() }), alt: t("step1.result", { f1: data.f_d1, f2: data.f_d2, gap: data.gap }),
     points: [{ x: data.f_d1, label: `f(D) = ${fmt(data.f_d1)}` }, { x: data.f_d2, label: `f(D′) = ${fmt(data.f_d2)}` }],
     bracket: [data.f_d2, data.f_d1, t("plot.gap", { gap: data.gap })],
   });
@@ -94,44 +115,78 @@ async function stepNeighbour(body) {
 async function stepSensitivity(body) {
   neighbourControls(false);
   const data = await getJSON("walkthrough/neighbour", neighbourParams());
-  body.append(h("p", { id: "step-result" }, t("step2.result", { longest: data.longest_arrow, delta: data.sensitivity })));
   const longest = Math.max(...data.fan.map((a) => Math.abs(a.delta)));
+  const caption = t("step2.plot", { longest, delta: data.sensitivity });
+  body.append(h("p", { id: "step-result" }, t(longest === data.sensitivity ? "step2.result_equal" : "step2.result_less", { longest, delta: data.sensitivity })));
   const arrows = data.fan.map((a) => ({
     delta: a.delta,
     longest: Math.abs(a.delta) === longest && longest > 0,
     label: a.change === "remove" ? t("step2.arrow_remove", { person: a.person })
       : a.change === "add" ? t("step2.arrow_add", { age: a.age }) : t("step2.arrow_replace", { person: a.person, age: a.age }),
   }));
-  const plot = figure(body, t("step2.plot"), "plot tall");
-  plot.style.height = `${Math.max(260, 22 * (arrows.length + 2) + 50)}px`;
-  arrowFan(plot, { title: t("step2.plot"), xLabel: t("step2.axis", { unit: unit() }), arrows, delta: data.sensitivity });
+  const plot = figure(body, caption, "plot tall");
+  plot.parentElement.querySelector("figcaption").id = "step2-caption";
+  plot.style.height = `${Math.max(280, 22 * (arrows.length + 2) + 70)}px`;
+  arrowFan(plot, {
+    title: caption, alt: caption, xLabel: t("step2.axis", { unit: unit() }), arrows, delta: data.sensitivity,
+    legendArrow: t("step2.legend_arrow"), legendLongest: t("step2.legend_longest", { longest }), legendDelta: t("step2.legend_delta", { delta: data.sensitivity }),
+  });
+}
+
+// The live panel's setting, for the steps that follow it.
+function live() {
+  const eps = state.epsilon, delta = state.sensitivity > 0 ? state.sensitivity : 1;
+  return { eps, delta, b: delta / eps, f1: state.value, f2: state.value - (state.sensitivity > 0 ? state.d : delta) };
+}
+
+function twoDensities(body, caption, { eps, b, f1, f2 }, extra = {}) {
+  const z = grid(Math.min(f1, f2) - 8 * b, Math.max(f1, f2) + 8 * b, 241);
+  const p1 = z.map((v) => laplaceDensity(v, f1, b)), p2 = z.map((v) => laplaceDensity(v, f2, b));
+  linePlot(figure(body, caption), {
+    title: caption, xLabel: t("live.axis_z"), yLabel: t("live.axis_density"), yMin: 0, yMax: 1.15 / (2 * b),
+    alt: t("alt.two_densities", { f1: fmt(f1), f2: fmt(f2), b: fmt(b), eps: fmt(eps) }),
+    series: [{ x: z, y: p1, cls: "s0", label: "p(z | D₁)" }, { x: z, y: p2, cls: "s1", label: "p(z | D₂)" }],
+    ...extra(z, p1, p2),
+  });
+  return z;
 }
 
 async function stepDefinition(body) {
-  const data = await getJSON("live", { ...state, releases: 1 });
-  const c = data.curves;
-  if (c.no_noise) { body.append(h("p", {}, t("live.no_noise"))); return; }
-  const eps = data.params.epsilon;
-  body.append(h("p", { id: "step-result" }, t("step3.result", { eps, low: 1 / data.exp_epsilon, high: data.exp_epsilon, max: c.max_abs_log_ratio })));
-  linePlot(figure(body, t("step3.plot_density", { f1: c.f1, f2: c.f2 })), {
-    title: t("step3.plot_density", { f1: c.f1, f2: c.f2 }), xLabel: t("live.axis_z"), yLabel: t("live.axis_density"), yMin: 0, legend: true,
-    series: [{ x: c.z, y: c.density_1, cls: "s0", label: "p(z | D)" }, { x: c.z, y: c.density_2, cls: "s1", label: "p(z | D′)" }],
-  });
-  const top = Math.max(data.exp_epsilon, ...c.ratio) * 1.2;
+  const L = live();
+  const { eps, b, f1, f2 } = L;
+  body.append(h("p", { class: "formula", id: "set-form" }, t("step3.set_form")), h("p", { class: "formula" }, t("step3.density_form")));
+  // The set S = [s, s + 2b] to the right of f(D₁): its two probabilities from the Laplace CDF.
+  const s0 = f1, s1 = f1 + 2 * b;
+  const cdf = (x, c) => (x < c ? 0.5 * Math.exp((x - c) / b) : 1 - 0.5 * Math.exp(-(x - c) / b));
+  const pr1 = cdf(s1, f1) - cdf(s0, f1), pr2 = cdf(s1, f2) - cdf(s0, f2);
+  body.append(h("p", { id: "step-result" }, t("step3.result", { eps, s0, s1, pr1, pr2, ratio: pr1 / pr2, cap: Math.exp(eps) })));
+  twoDensities(body, t("step3.plot_set"), L, (z, p1, p2) => ({
+    areas: [
+      { x: z, low: z.map(() => 0), high: z.map((v, i) => (v >= s0 && v <= s1 ? p1[i] : 0)), cls: "set-area", label: `Pr[A(D₁) ∈ S] = ${fmt(pr1)}` },
+      { x: z, low: z.map(() => 0), high: z.map((v, i) => (v >= s0 && v <= s1 ? p2[i] : 0)), cls: "set-area2", label: `Pr[A(D₂) ∈ S] = ${fmt(pr2)}` },
+    ],
+  }));
+  const z = grid(Math.min(f1, f2) - 8 * b, Math.max(f1, f2) + 8 * b, 241);
+  const ratio = z.map((v) => Math.exp((Math.abs(v - f2) - Math.abs(v - f1)) / b));
+  const cap = Math.exp(eps);
   linePlot(figure(body, t("step3.plot_ratio")), {
-    title: t("step3.plot_ratio"), xLabel: t("live.axis_z"), yLabel: t("live.axis_ratio"), yMin: 0, yMax: top, legend: true,
-    series: [{ x: c.z, y: c.ratio, cls: "s4", label: "p(z | D) / p(z | D′)" }],
-    hlines: [{ y: data.exp_epsilon, label: `e^ε = ${fmt(data.exp_epsilon)}` }, { y: 1 / data.exp_epsilon, label: `e^−ε = ${fmt(1 / data.exp_epsilon)}` }],
+    title: t("step3.plot_ratio"), xLabel: t("live.axis_z"), yLabel: t("live.axis_ratio"), ylog: true, yMin: Math.min(0.1, 1 / cap / 2), yMax: Math.max(10, cap * 2),
+    alt: t("alt.ratio_cap", { cap: fmt(cap) }),
+    series: [{ x: z, y: ratio, cls: "s4", label: "p(z | D₁) / p(z | D₂)" }],
+    hlines: [{ y: cap, label: `e^ε = ${fmt(cap)}` }, { y: 1 / cap, label: `e^−ε = ${fmt(1 / cap)}` }],
   });
 }
 
 async function stepLaplace(body) {
+  const L = live();
   const data = await getJSON("walkthrough/tails", { epsilon: state.epsilon, sensitivity: state.sensitivity || 1 });
   const last = data.z.length - 1;
   body.append(h("p", { id: "step-result" }, t("step4.result", { b: data.scale, sigma: data.sigma, lap: data.laplace_log_ratio[last], gauss: data.gauss_log_ratio[last] })));
+  twoDensities(body, t("step4.plot_densities"), L, () => ({}));
   const lows = [...data.laplace_log_density_1, ...data.laplace_log_density_2];
   linePlot(figure(body, t("step4.plot_log")), {
     title: t("step4.plot_log"), xLabel: t("live.axis_z"), yLabel: "log p(z)", yMin: Math.min(...lows), legend: true,
+    alt: t("alt.tents", { b: fmt(data.scale), eps: fmt(data.epsilon) }),
     series: [
       { x: data.z, y: data.laplace_log_density_2, cls: "s0", label: t("plot.laplace_f0") },
       { x: data.z, y: data.laplace_log_density_1, cls: "s1", label: t("plot.laplace_fd") },
@@ -142,8 +197,30 @@ async function stepLaplace(body) {
   const span = Math.max(...data.gauss_log_ratio.map(Math.abs), data.epsilon) * 1.05;
   linePlot(figure(body, t("step4.plot_ratio")), {
     title: t("step4.plot_ratio"), xLabel: t("live.axis_z"), yLabel: t("live.axis_log_ratio"), yMin: -span, yMax: span, legend: true,
+    alt: t("step4.result", { b: data.scale, sigma: data.sigma, lap: data.laplace_log_ratio[last], gauss: data.gauss_log_ratio[last] }),
     series: [{ x: data.z, y: data.laplace_log_ratio, cls: "s0", label: t("plot.laplace") }, { x: data.z, y: data.gauss_log_ratio, cls: "s2", label: t("plot.gauss") }],
     hlines: [{ y: data.epsilon, label: "+ε" }, { y: -data.epsilon, label: "−ε" }],
+  });
+}
+
+async function stepFormula(body) {
+  const data = await getJSON("live", { ...state, sensitivity: state.sensitivity || 1, tamper: false, releases: 1 });
+  const b = data.claimed.scale, f = data.params.value, many = data.many_releases;
+  const mean = many.reduce((s, v) => s + v, 0) / many.length;
+  const variance = many.reduce((s, v) => s + (v - mean) ** 2, 0) / (many.length - 1);
+  body.append(
+    h("p", { class: "formula", id: "density-formula" }, t("step5.formula")),
+    h("p", { id: "step-result" }, t("step5.result", { b, f, variance: data.variance, std: data.std, n: many.length, mean, sample_var: variance })),
+  );
+  const z = grid(f - 8 * b, f + 8 * b, 241);
+  const p = z.map((v) => laplaceDensity(v, f, b));
+  const hist = histogram(many, f - 8 * b, f + 8 * b, 48);
+  linePlot(figure(body, t("step5.plot")), {
+    title: t("step5.plot"), xLabel: t("live.axis_z"), yLabel: t("live.axis_density"), yMin: 0, yMax: 1.2 / (2 * b), xMin: f - 8 * b, xMax: f + 8 * b,
+    alt: t("step5.result", { b, f, variance: data.variance, std: data.std, n: many.length, mean, sample_var: variance }),
+    bins: { ...hist, label: t("plot.hist_exact", { n: many.length }) },
+    series: [{ x: z, y: p, cls: "s0", label: "p(z) = e^(−|z − f|/b) / 2b" }],
+    vlines: [{ x: f, cls: "marker release", label: `f(D) = ${fmt(f)}` }, { x: mean, cls: "marker illus", label: t("step5.mean_label", { mean: fmt(mean, 5) }) }],
   });
 }
 
@@ -152,7 +229,7 @@ async function stepDerivation(body) {
   const b = state.sensitivity / state.epsilon; // only to place the z slider; every shown number comes from the server
   if (local.z === null || Math.abs(local.z - state.value) > 8 * b) local.z = state.value + 1.5 * b;
   const wrap = h("label");
-  wrap.append(h("span", {}, t("step5.z")));
+  wrap.append(h("span", {}, t("step6.z")));
   const input = h("input", { type: "range", id: "walk-z", min: String(state.value - 6 * b), max: String(state.value + 6 * b), step: String(b / 20), value: String(local.z) });
   const shown = h("output", { for: "walk-z" }, fmt(local.z));
   input.addEventListener("input", () => { shown.textContent = fmt(Number(input.value)); });
@@ -162,58 +239,183 @@ async function stepDerivation(body) {
   const data = await getJSON("walkthrough/derivation", { epsilon: state.epsilon, sensitivity: state.sensitivity, value: state.value, d: state.d, z: local.z });
   const box = h("div", { class: "derivation", id: "step-result" });
   box.append(
-    h("p", {}, t("step5.line1", { d2: data.distance_2, d1: data.distance_1, gap: data.distance_gap })),
-    h("p", {}, t("step5.line2", { shift: data.shift, delta: data.sensitivity })),
-    h("p", {}, t("step5.line3", { gap: data.distance_gap, b: data.scale, log: data.log_ratio })),
-    h("p", {}, t("step5.line4", { bound: data.bound, eps: data.epsilon, verdict: t(data.holds ? "step5.holds" : "step5.fails") })),
+    h("p", {}, t("step6.line1", { d2: data.distance_2, d1: data.distance_1, gap: data.distance_gap })),
+    h("p", {}, t("step6.line2", { shift: data.shift, delta: data.sensitivity })),
+    h("p", {}, t("step6.line3", { gap: data.distance_gap, b: data.scale, log: data.log_ratio })),
+    h("p", {}, t("step6.line4", { bound: data.bound, eps: data.epsilon, verdict: t(data.holds ? "step6.holds" : "step6.fails") })),
   );
   body.append(box);
-  numberLine(figure(body, t("step5.plot"), "plot short"), {
-    title: t("step5.plot"), xLabel: t("live.axis_z"),
-    points: [{ x: data.f1, label: "f(D)" }, { x: data.f2, label: "f(D′)" }, { x: data.z, label: `z = ${fmt(data.z)}` }],
+  numberLine(figure(body, t("step6.plot"), "plot short"), {
+    title: t("step6.plot"), xLabel: t("live.axis_z"), alt: t("step6.line3", { gap: data.distance_gap, b: data.scale, log: data.log_ratio }),
+    points: [{ x: data.f1, label: "f(D₁)" }, { x: data.f2, label: "f(D₂)" }, { x: data.z, label: `z = ${fmt(data.z)}` }],
   });
+}
+
+// A small sketch of one edge case: two Laplace densities (or a point mass) on a log ratio scale.
+function mini(container, title, { b, f1, f2, eps, spike = false }) {
+  const fig = h("figure");
+  const plot = svg("plot");
+  fig.append(plot, h("figcaption", {}, title));
+  container.append(fig);
+  const span = Math.max(Math.abs(f1 - f2), 1) + 6 * (spike ? 1 : b);
+  const z = grid(Math.min(f1, f2) - span, Math.max(f1, f2) + span, 121);
+  const series = spike
+    ? [{ x: [f1, f1], y: [0, 1], cls: "s0 spike", label: "" }]
+    : [{ x: z, y: z.map((v) => laplaceDensity(v, f1, b)), cls: "s0", label: "" }, { x: z, y: z.map((v) => laplaceDensity(v, f2, b)), cls: "s1", label: "" }];
+  linePlot(plot, { title, alt: title, xMin: z[0], xMax: z[z.length - 1], yMin: 0, yMax: spike ? 1.1 : 1.2 / (2 * b), series, noY: true });
+  return eps;
 }
 
 async function stepEdges(body) {
   const data = await getJSON("walkthrough/edge-cases", { epsilon: state.epsilon, sensitivity: state.sensitivity || 1 });
-  $("step-what").textContent = t("step6.what", { delta: data.sensitivity, eps: data.epsilon });
+  $("step-what").textContent = t("step7.what", { delta: data.sensitivity, eps: data.epsilon });
   const list = h("ul", { class: "edge-list", id: "step-result" });
   const n = data.negative, f = data.far_tail;
   for (const text of [
-    t("step6.d0", { loss: data.d_zero_loss }),
-    t("step6.negative", { z: n.z, fwd: n.forward, bwd: n.backward, loss: n.loss }),
-    t("step6.tails", { z: f.z, lap: f.laplace_log_ratio, gauss: f.gauss_log_ratio }),
-    t("step6.small", { eps: data.small_epsilon.epsilon, b: data.small_epsilon.scale, w: data.small_epsilon.half_width }),
-    t("step6.large", { eps: data.large_epsilon.epsilon, b: data.large_epsilon.scale, w: data.large_epsilon.half_width }),
-    t("step6.zero", { guarantee: data.zero_sensitivity.guarantee }),
+    t("step7.d0", { loss: data.d_zero_loss }),
+    t("step7.negative", { z: n.z, fwd: n.forward, bwd: n.backward, loss: n.loss }),
+    t("step7.tails", { z: f.z, lap: f.laplace_log_ratio, gauss: f.gauss_log_ratio }),
+    t("step7.small", { eps: data.small_epsilon.epsilon, b: data.small_epsilon.scale, w: data.small_epsilon.half_width }),
+    t("step7.large", { eps: data.large_epsilon.epsilon, b: data.large_epsilon.scale, w: data.large_epsilon.half_width }),
+    t("step7.zero", { guarantee: data.zero_sensitivity.guarantee }),
   ]) list.append(h("li", {}, text));
-  const table = h("table", { class: "sheet" });
-  const head = h("tr");
-  head.append(h("th", { scope: "col" }, t("step6.col_query")), h("th", { scope: "col" }, t("step6.col_add")), h("th", { scope: "col" }, t("step6.col_replace")));
-  table.append(head);
-  for (const r of data.relations) {
-    const row = h("tr");
-    row.append(h("td", {}, r.query), h("td", {}, fmt(r.add_remove)), h("td", {}, fmt(r.replace_one)));
-    table.append(row);
-  }
-  body.append(list, h("p", {}, t("step6.relations")), table);
+  const D = data.sensitivity, e = data.epsilon, b = D / e;
+  const minis = h("div", { class: "minis", id: "edge-pictures" });
+  mini(minis, t("step7.pic_d0"), { b, f1: 0, f2: 0, eps: e });
+  mini(minis, t("step7.pic_negative"), { b, f1: 0, f2: D, eps: e });
+  mini(minis, t("step7.pic_small", { eps: data.small_epsilon.epsilon }), { b: D / data.small_epsilon.epsilon, f1: D, f2: 0, eps: data.small_epsilon.epsilon });
+  mini(minis, t("step7.pic_large", { eps: 20 }), { b: D / 20, f1: D, f2: 0, eps: 20 });
+  mini(minis, t("step7.pic_zero"), { b: 1, f1: 0, f2: 0, eps: e, spike: true });
+  const rows = data.relations.map((r) => [r.query, fmt(r.add_remove), fmt(r.replace_one)]);
+  body.append(list, minis, h("p", {}, t("step7.relations")), table(rows, [t("step7.col_query"), t("step7.col_add"), t("step7.col_replace")]));
+}
+
+function stepComposition(body) {
+  const eps = state.epsilon, k = Math.max(1, state.releases);
+  const K = Math.max(k, 10);
+  body.append(
+    h("p", { class: "formula" }, t("step8.formula")),
+    h("p", { id: "step-result" }, t("step8.result", { k, eps, total: k * eps, factor: Math.exp(k * eps) })),
+    h("p", { class: "muted" }, t("step8.policy")),
+  );
+  const ks = Array.from({ length: K }, (_, i) => i + 1);
+  linePlot(figure(body, t("step8.plot")), {
+    title: t("step8.plot"), xLabel: t("step8.axis_k"), yLabel: t("step8.axis_total"), xMin: 0.5, xMax: K + 0.5, yMin: 0, yMax: K * eps * 1.1,
+    alt: t("step8.result", { k, eps, total: k * eps, factor: Math.exp(k * eps) }),
+    bins: { edges: [0.5, ...ks.map((i) => i + 0.5)], counts: ks.map((i) => i * eps), cls: "hist", label: t("step8.bars") },
+    series: [{ x: [0.5, K + 0.5], y: [0.5 * eps, (K + 0.5) * eps], cls: "bound", label: "k·ε" }],
+    points: [{ x: k, y: k * eps, r: 6 }],
+  });
+  // Log-ratios add: the log ratio of k releases at the same output offsets is the sum of k tents.
+  const b = 1 / eps;
+  const z = grid(-6 * b, 6 * b, 241);
+  const one = z.map((v) => (Math.abs(v) - Math.abs(v - 1)) / b);
+  linePlot(figure(body, t("step8.plot_add")), {
+    title: t("step8.plot_add"), xLabel: t("live.axis_z"), yLabel: t("live.axis_log_ratio"), yMin: -k * eps * 1.2, yMax: k * eps * 1.2,
+    alt: t("step8.plot_add"),
+    series: [{ x: z, y: one, cls: "s4", label: t("step8.one") }, { x: z, y: one.map((v) => k * v), cls: "s0", label: t("step8.k_same", { k }) }],
+    hlines: [{ y: eps, label: "ε" }, { y: k * eps, label: "kε" }],
+  });
 }
 
 async function stepWorked(body) {
   const data = await getJSON("walkthrough/worked-example", { epsilon: 1 });
-  $("step-what").textContent = t("step7.what", { n: data.n, low: data.bounds[0], high: data.bounds[1], delta: data.sensitivity, b: data.scale, std: data.std, w: data.half_width });
+  $("step-what").textContent = t("step9.what", { n: data.n, low: data.bounds[0], high: data.bounds[1], delta: data.sensitivity, b: data.scale, std: data.std, w: data.half_width });
   const trap = data.trap_no_division, p = data.trap_private_n;
   const box = h("div", { id: "step-result" });
   box.append(
-    h("p", {}, t("step7.trap1", { delta: trap.sensitivity, b: trap.scale, std: trap.std, factor: trap.factor })),
-    h("p", {}, t("step7.trap2", { sdelta: p.sum_sensitivity, sb: p.sum_scale, cdelta: p.count_sensitivity, cb: p.count_scale, half: p.epsilon_each })),
-    h("p", { class: "muted" }, t("step7.witness", { delta: data.sensitivity, eps: data.epsilon, verdict: data.witness_ok ? t("badge.ok") : t("badge.bad") })),
+    h("p", { class: "formula" }, t("step9.numbers", { delta: data.sensitivity, b: data.scale, std: data.std, w: data.half_width })),
+    h("p", {}, t("step9.public_n", { n: data.n })),
+    h("p", {}, t("step9.trap1", { delta: trap.sensitivity, b: trap.scale, std: trap.std, factor: trap.factor })),
+    h("p", {}, t("step9.trap2", { sdelta: p.sum_sensitivity, sb: p.sum_scale, cdelta: p.count_sensitivity, cb: p.count_scale, half: p.epsilon_each })),
+    h("p", { class: "muted" }, t("step9.witness", { delta: data.sensitivity, eps: data.epsilon, verdict: data.witness_ok ? t("badge.ok") : t("badge.bad") })),
   );
   body.append(box);
-  bars(figure(body, t("step7.plot"), "plot short"), {
-    title: t("step7.plot"), xLabel: t("step7.axis"), log: true,
-    bars: [{ label: t("step7.correct"), value: data.half_width }, { label: t("step7.wrong"), value: data.half_width * trap.factor }],
+  const b = data.scale, mu = 38.6;
+  const z = grid(mu - 1, mu + 1, 241);
+  linePlot(figure(body, t("step9.plot_density")), {
+    title: t("step9.plot_density"), xLabel: t("step9.axis_mean"), yLabel: t("live.axis_density"), yMin: 0, yMax: 1.2 / (2 * b),
+    alt: t("step9.numbers", { delta: data.sensitivity, b: data.scale, std: data.std, w: data.half_width }),
+    areas: [{ x: z, low: z.map(() => 0), high: z.map((v) => (Math.abs(v - mu) <= data.half_width ? laplaceDensity(v, mu, b) : 0)), cls: "set-area", label: t("step9.band", { w: fmt(data.half_width) }) }],
+    series: [{ x: z, y: z.map((v) => laplaceDensity(v, mu, b)), cls: "s0", label: t("step9.release_density") }],
   });
+  bars(figure(body, t("step9.plot"), "plot short"), {
+    title: t("step9.plot"), xLabel: t("step9.axis"), log: true, alt: t("step9.trap1", { delta: trap.sensitivity, b: trap.scale, std: trap.std, factor: trap.factor }),
+    bars: [{ label: t("step9.correct"), value: data.half_width }, { label: t("step9.wrong"), value: data.half_width * trap.factor }],
+  });
+}
+
+function stepDifferencing(body) {
+  const eps = state.epsilon, b = 1 / eps;
+  body.append(
+    table([["Q4 = x₁ + … + x₄", "2", "2"], ["Q5 = x₁ + … + x₅", "3", "2"], ["Q5 − Q4 = x₅", "1", "0"]], ["", "D₁", "D₂"]),
+    h("p", { id: "step-result" }, t("step10.result", { eps, total: 2 * eps, b })),
+  );
+  // Noisy Q5 − Q4 is the true difference plus the difference of two Laplace(b) draws, whose
+  // density is (1 + |x|/b)·e^(−|x|/b) / 4b.
+  const diffDensity = (x) => (1 + Math.abs(x) / b) * Math.exp(-Math.abs(x) / b) / (4 * b);
+  const z = grid(-6 * b, 1 + 6 * b, 241);
+  linePlot(figure(body, t("step10.plot")), {
+    title: t("step10.plot"), xLabel: t("step10.axis"), yLabel: t("live.axis_density"), yMin: 0, alt: t("step10.result", { eps, total: 2 * eps, b }),
+    series: [{ x: z, y: z.map((v) => diffDensity(v - 1)), cls: "s0", label: t("step10.d1") }, { x: z, y: z.map((v) => diffDensity(v)), cls: "s1", label: t("step10.d2") }],
+    vlines: [{ x: 0.5, cls: "marker", label: t("step10.threshold") }],
+  });
+  const link = h("a", { href: "#redteam" }, t("step10.link"));
+  body.append(h("p", {}, "").appendChild(link).parentNode);
+}
+
+async function stepVector(body) {
+  select(t("step1.relation"), "relation", [["add-remove", t("step1.relation.add-remove")], ["replace-one", t("step1.relation.replace-one")]], (v) => (local.relation = v));
+  const data = await getJSON("walkthrough/vector", { relation: local.relation, epsilon: state.epsilon, seed: state.seed });
+  body.append(
+    h("p", { class: "formula" }, t("step11.formula")),
+    h("p", { id: "step-result" }, t("step11.result", { delta: data.sensitivity, eps: data.epsilon, b: data.scale, k: data.draws, young: data.younger_than_20 })),
+  );
+  const rows = data.groups.map((g, i) => [g, fmt(data.counts[i]), fmt(data.noisy[i], 4)]);
+  body.append(table(rows, [t("step11.col_group"), t("step11.col_true"), t("step11.col_noisy")]));
+  const n = data.groups.length;
+  const xs = data.groups.map((_, i) => i + 1);
+  linePlot(figure(body, t("step11.plot")), {
+    title: t("step11.plot"), xLabel: t("step11.axis"), yLabel: t("unit.count"), xMin: 0.5, xMax: n + 0.5,
+    yMin: Math.min(0, ...data.noisy) - 1, yMax: Math.max(...data.counts, ...data.noisy) + 1,
+    alt: t("step11.result", { delta: data.sensitivity, eps: data.epsilon, b: data.scale, k: data.draws, young: data.younger_than_20 }),
+    bins: { edges: [0.5, ...xs.map((i) => i + 0.5)], counts: data.counts, cls: "hist", label: t("step11.col_true") },
+    series: [{ x: xs, y: data.noisy, cls: "s1", label: t("step11.col_noisy") }],
+    points: xs.map((x, i) => ({ x, y: data.noisy[i], cls: "dot s1" })),
+  });
+}
+
+function stepSummary(body) {
+  const eps = state.epsilon, delta = state.sensitivity;
+  const b = delta > 0 ? delta / eps : 0;
+  flow(figure(body, t("step12.plot"), "plot summary"), {
+    title: t("step12.plot"), alt: t("step12.alt", { delta, eps, b }),
+    boxes: [
+      { lines: [t("step12.box_data"), "D₁ ~ D₂"] },
+      { lines: [t("step12.box_query"), `f(D), Δ = ${fmt(delta)}`] },
+      { lines: [t("step12.box_noise"), `b = Δ/ε = ${fmt(b)}`], cls: "noise" },
+      { lines: [t("step12.box_release"), "f(D) + Lap(b)"] },
+      { lines: [t("step12.box_promise"), `≤ e^ε = ${fmt(Math.exp(eps))}`], cls: "key" },
+    ],
+  });
+  body.append(h("p", { id: "step-result" }, t("step12.retelling")));
+}
+
+function stepSymbols(body) {
+  const rows = ["epsilon", "delta", "scale", "d", "f", "neighbours", "k", "gauss_delta"].map((k) => [t(`step13.${k}.symbol`), t(`step13.${k}.meaning`), t(`step13.${k}.role`)]);
+  const wrap = table(rows, [t("step13.col_symbol"), t("step13.col_meaning"), t("step13.col_role")], "sheet symbols");
+  wrap.id = "step-result";
+  body.append(wrap);
+}
+
+function stepRecall(body) {
+  const box = h("div", { class: "recall", id: "step-result" });
+  for (let i = 1; i <= 7; i++) {
+    const item = h("details");
+    item.append(h("summary", {}, t(`step14.q${i}`)), h("p", {}, t(`step14.a${i}`)));
+    box.append(item);
+  }
+  body.append(box);
 }
 
 const STEPS = [
@@ -221,10 +423,19 @@ const STEPS = [
   { key: "step2", draw: stepSensitivity },
   { key: "step3", draw: stepDefinition, live: true },
   { key: "step4", draw: stepLaplace, live: true },
-  { key: "step5", draw: stepDerivation, live: true },
-  { key: "step6", draw: stepEdges }, // not redrawn on every change: it builds two extra samplers (ε = 0.01 and 100) per Δ
-  { key: "step7", draw: stepWorked },
+  { key: "step5", draw: stepFormula, live: true },
+  { key: "step6", draw: stepDerivation, live: true },
+  { key: "step7", draw: stepEdges }, // not redrawn on every change: it builds two extra samplers (ε = 0.01 and 100) per Δ
+  { key: "step8", draw: stepComposition, live: true },
+  { key: "step9", draw: stepWorked },
+  { key: "step10", draw: stepDifferencing, live: true },
+  { key: "step11", draw: stepVector, live: true },
+  { key: "step12", draw: stepSummary, live: true },
+  { key: "step13", draw: stepSymbols },
+  { key: "step14", draw: stepRecall },
 ];
+
+export const STEP_COUNT = STEPS.length;
 
 let renderSeq = 0;
 export async function render() {
@@ -236,7 +447,13 @@ export async function render() {
   $("step-why").textContent = t(`${step.key}.why`);
   $("step-prev").disabled = current === 0;
   $("step-next").disabled = current === STEPS.length - 1;
-  for (const [i, button] of [...$("step-list").querySelectorAll("button")].entries()) button.setAttribute("aria-current", i === current ? "step" : "false");
+  for (const [i, button] of [...$("step-list").querySelectorAll("button")].entries()) {
+    if (i === current) {
+      button.setAttribute("aria-current", "step");
+      const list = $("step-list");
+      if (list.scrollWidth > list.clientWidth) list.scrollLeft = button.offsetLeft - list.offsetLeft - 8;
+    } else button.removeAttribute("aria-current");
+  }
   const focused = document.activeElement && document.activeElement.id;
   body = h("div", { id: "step-body" });
   controls = h("div", { id: "step-controls", class: "controls" });

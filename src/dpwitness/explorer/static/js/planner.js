@@ -1,0 +1,143 @@
+// The budget planner: split a total ε across three queries on the Adult table, see each one's
+// expected error against ε and the plan's disclosure risk, then release it through a real
+// dpwitness.Session whose ledger refuses a second release once the plan's budget is spent.
+import { getJSON } from "./api.js";
+import { fmt, t } from "./i18n.js";
+import { linePlot } from "./plot.js";
+
+const $ = (id) => document.getElementById(id);
+const QUERIES = ["count", "mean", "histogram"];
+const CLASSES = { count: "s0", mean: "s1", histogram: "s4" };
+const plan = { total: 1, count: 0.2, mean: 0.5, histogram: 0.3 };
+let planId = newId();
+let sequence = 0;
+let last = null;
+
+function newId() {
+  const bytes = new Uint8Array(9);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function params() {
+  return { total_epsilon: plan.total, count_epsilon: plan.count, mean_epsilon: plan.mean, histogram_epsilon: plan.histogram };
+}
+
+// The composition total, drawn at once from the sliders (basic composition: the ledger's sum).
+function drawTotal() {
+  const sum = QUERIES.reduce((s, q) => s + plan[q], 0);
+  const box = $("plan-composition");
+  const over = sum > plan.total * (1 + 1e-12);
+  box.classList.toggle("over", over);
+  box.textContent = t(over ? "plan.composition_over" : "plan.composition", {
+    parts: QUERIES.map((q) => fmt(plan[q])).join(" + "), sum: Number(sum.toPrecision(6)), total: plan.total,
+  });
+  $("plan-release").disabled = over;
+}
+
+async function refresh() {
+  const mine = ++sequence;
+  drawTotal();
+  let data;
+  try {
+    data = await getJSON("planner", params());
+  } catch (error) {
+    if (mine === sequence) $("plan-status").textContent = t("common.error", { message: error.message });
+    return;
+  }
+  if (mine !== sequence) return;
+  last = data;
+  $("plan-data").textContent = t(data.data === "adult" ? "plan.data_adult" : "plan.data_generated", { rows: String(data.rows) });
+  for (const q of data.queries) {
+    $(`plan-${q.name}-info`).textContent = t(`plan.${q.name}_info`, {
+      delta: q.sensitivity.map((v) => fmt(v)).join(", "), sd: q.expected_sd ?? NaN, eps: q.epsilon,
+    });
+  }
+  const series = [], points = [];
+  for (const q of data.queries) {
+    series.push({ x: q.curve.epsilon, y: q.curve.sd, cls: CLASSES[q.name], label: t(`plan.${q.name}`) });
+    if (q.epsilon > 0) points.push({ x: q.epsilon, y: q.expected_sd, cls: `dot ${CLASSES[q.name]}` });
+  }
+  const ys = data.queries.flatMap((q) => q.curve.sd);
+  linePlot($("plot-plan-error"), {
+    title: t("plan.plot_error"), xLabel: t("plan.axis_epsilon"), yLabel: t("plan.axis_sd"), xlog: true, ylog: true,
+    xMin: 0.01, xMax: 10, yMin: Math.pow(10, Math.floor(Math.log10(Math.min(...ys)))), yMax: Math.pow(10, Math.ceil(Math.log10(Math.max(...ys)))),
+    alt: t("alt.plan_error", { list: data.queries.map((q) => `${t(`plan.${q.name}`)} ${fmt(q.expected_sd)}`).join("; ") }),
+    series, points,
+  });
+  const r = data.risk;
+  linePlot($("plot-plan-risk"), {
+    title: t("plan.plot_risk"), xLabel: t("plan.axis_prior"), yLabel: t("plan.axis_posterior"), xMin: 0, xMax: 1, yMin: 0, yMax: 1,
+    alt: t("plan.risk_text", { eps: r.epsilon, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage }),
+    series: [{ x: r.prior, y: r.posterior, cls: "bound", label: t("plan.posterior_label", { eps: fmt(r.epsilon) }) }, { x: [0, 1], y: [0, 1], cls: "marker", label: t("plan.no_release") }],
+  });
+  $("plan-risk").textContent = t("plan.risk_text", { eps: r.epsilon, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage });
+  linePlot($("plot-plan-adv"), {
+    title: t("plan.plot_advantage"), xLabel: t("plan.axis_epsilon"), yLabel: t("plan.axis_advantage"), xlog: true, xMin: 0.01, xMax: 10, yMin: 0, yMax: 1,
+    alt: t("plan.advantage_text", { eps: r.epsilon, adv: r.advantage }),
+    series: [{ x: r.advantage_curve.epsilon, y: r.advantage_curve.advantage, cls: "s4", label: "tanh(ε/2)" }],
+    points: [{ x: Math.max(r.epsilon, 0.01), y: r.advantage }],
+  });
+}
+
+async function release() {
+  $("plan-status").textContent = t("common.loading");
+  const query = new URLSearchParams({ plan_id: planId, ...Object.fromEntries(Object.entries(params()).map(([k, v]) => [k, String(v)])) });
+  const response = await fetch(`/api/planner/release?${query}`, { method: "POST" });
+  const body = await response.json();
+  if (!response.ok) {
+    $("plan-status").textContent = t(response.status === 409 ? "plan.refused" : "common.error", { message: body.detail });
+    $("plan-status").dataset.state = response.status === 409 ? "refused" : "error";
+    return;
+  }
+  $("plan-status").dataset.state = "released";
+  $("plan-status").textContent = t("plan.released", { spent: body.spent, total: body.total_epsilon });
+  const rows = [];
+  for (const answer of body.answers) {
+    if (answer.value !== null && typeof answer.value === "object") {
+      for (const [key, value] of Object.entries(answer.value)) rows.push([`${t(`plan.${answer.name}`)}: ${key}`, answer.epsilon, value, answer.interval[key]]);
+    } else rows.push([t(`plan.${answer.name}`), answer.epsilon, answer.value, answer.interval]);
+  }
+  $("plan-answers").querySelector("tbody").replaceChildren(...rows.map(([label, eps, value, interval]) => {
+    const tr = document.createElement("tr");
+    for (const text of [label, fmt(eps), fmt(value, 6), interval ? `${fmt(interval[0], 6)} … ${fmt(interval[1], 6)}` : "—"]) {
+      const td = document.createElement("td");
+      td.textContent = text;
+      tr.append(td);
+    }
+    return tr;
+  }));
+  $("plan-ledger").textContent = t("plan.ledger", { id: body.plan_id, spent: body.spent, remaining: body.remaining, relation: body.answers[0]?.neighbours || "" });
+  $("plan-answers-card").hidden = false;
+}
+
+export function initPlanner() {
+  const box = $("plan-queries");
+  for (const q of QUERIES) {
+    const wrap = document.createElement("div");
+    wrap.className = "control plan-query";
+    wrap.innerHTML = `<label for="plan-${q}"></label><div class="pair"><input type="range" id="plan-${q}" min="0" max="2" step="0.05"><output id="plan-${q}-out" for="plan-${q}"></output></div><p class="small muted" id="plan-${q}-info"></p>`;
+    wrap.querySelector("label").textContent = t(`plan.${q}_label`);
+    box.append(wrap);
+    const range = wrap.querySelector("input");
+    range.value = String(plan[q]);
+    wrap.querySelector("output").textContent = fmt(plan[q]);
+    range.addEventListener("input", () => {
+      plan[q] = Number(range.value);
+      wrap.querySelector("output").textContent = fmt(plan[q]);
+      drawTotal();
+      requestAnimationFrame(refresh);
+    });
+  }
+  $("plan-total").addEventListener("input", (e) => { plan.total = Number(e.target.value); refresh(); });
+  $("plan-release").addEventListener("click", release);
+  $("plan-new").addEventListener("click", () => {
+    planId = newId();
+    $("plan-status").textContent = t("plan.new_done");
+    $("plan-status").dataset.state = "new";
+    $("plan-answers-card").hidden = true;
+  });
+  return refresh();
+}
+
+export const plannerProbe = () => ({ planId, last });

@@ -1,0 +1,170 @@
+"""The service's budgets: (ε, δ) or ρ per analyst, owned by the ledger; and no timing side channel
+between analysts through the sampler's caches (a real server process, two real analysts)."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from dpwitness.budget import Ledger, zcdp_rho
+from dpwitness.cli import app as cli
+from dpwitness.errors import ParameterError
+from dpwitness.serve.app import create_app
+from dpwitness.serve.config import load_config
+from dpwitness.serve.process import ServerProcess, write_config
+
+TOKENS = {name: f"{name}-token-{'b' * 24}" for name in ("pure", "relaxed", "zcdp", "alice", "bob")}
+
+
+def tables(folder: Path) -> dict[str, Any]:
+    path = folder / "people.csv"
+    path.write_text("dept,salary\n" + "".join(f"{'ABC'[i % 3]},{1000 + 7 * i}\n" for i in range(300)))
+    return {"people": {"path": str(path), "columns": {"dept": {"categories": ["A", "B", "C"]}, "salary": {"bounds": [0, 5000]}}}}
+
+
+def budget_config(folder: Path, *, pure_epsilon: float = 1.0) -> Path:
+    return write_config(
+        folder / f"service-{pure_epsilon:g}.toml",
+        tables=tables(folder),
+        analysts={"pure": (TOKENS["pure"], pure_epsilon), "relaxed": (TOKENS["relaxed"], 1.0), "zcdp": (TOKENS["zcdp"], None)},
+        analyst_options={"relaxed": {"delta": 1e-6}, "zcdp": {"rho": 0.02}},
+        service={"ledger": str(folder / "ledger.db"), "rate_per_second": 1000.0, "rate_burst": 1000},
+    )
+
+
+def answered(client: Any, analyst: str, epsilon: float, limit: int = 1000) -> int:
+    """How many count queries at ``epsilon`` the analyst gets before a 402."""
+    headers = {"Authorization": f"Bearer {TOKENS[analyst]}"}
+    for done in range(limit):
+        response = client.post("/v1/query", json={"table": "people", "statistic": "count", "epsilon": epsilon}, headers=headers)
+        if response.status_code == 402:
+            assert "nothing was released" in response.json()["detail"]
+            return done
+        assert response.status_code == 200, response.text
+    return limit
+
+
+def test_budgets_in_epsilon_delta_or_rho(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    with TestClient(create_app(load_config(budget_config(tmp_path)))) as client:
+        shown = {
+            a: client.get("/v1/budget", headers={"Authorization": f"Bearer {TOKENS[a]}"}).json()
+            for a in TOKENS
+            if a in ("pure", "relaxed", "zcdp")
+        }
+        assert shown["pure"]["total"] == {"epsilon": 1.0, "delta": 0.0, "rho": None}
+        assert shown["relaxed"]["total"] == {"epsilon": 1.0, "delta": 1e-6, "rho": None}
+        assert shown["zcdp"]["total"] == {"epsilon": None, "delta": 0.0, "rho": 0.02}
+        assert answered(client, "pure", 0.02) == 50  # basic composition: 50 × 0.02 = 1
+        # zCDP composition (ρ = ε²/2 each, converted with CKS at δ = 1e-6) admits more
+        assert answered(client, "relaxed", 0.02) == math.floor(zcdp_rho(1.0, 1e-6) / 2e-4 * (1 + 1e-12)) > 100
+        assert answered(client, "zcdp", 0.1) == 4  # ρ = 0.005 each against 0.02
+        relaxed = client.get("/v1/budget", headers={"Authorization": f"Bearer {TOKENS['relaxed']}"}).json()
+        assert relaxed["spent"]["delta"] == 1e-6 and relaxed["spent"]["epsilon"] <= 1.0 and relaxed["history"][0]["rho"] == 2e-4
+
+
+@pytest.mark.parametrize(
+    ("options", "parameter"),
+    [
+        ({"epsilon": 1.0, "rho": 0.5}, "analysts.a.rho"),
+        ({}, "analysts.a.epsilon"),
+        ({"rho": 0.0}, "analysts.a.rho"),
+        ({"epsilon": 1.0, "delta": 1.0}, "analysts.a.delta"),
+        ({"epsilon": 1.0, "delta": -1e-6}, "analysts.a.delta"),
+        ({"epsilon": 1.0, "delta": "small"}, "analysts.a.delta"),
+    ],
+)
+def test_bad_budgets_in_the_config_name_the_key(options: dict[str, Any], parameter: str) -> None:
+    from dpwitness.serve.auth import hash_token
+    from dpwitness.serve.config import parse_config
+
+    raw = {
+        "tables": {"t": {"path": "t.csv", "columns": {"x": {"bounds": [0, 1]}}}},
+        "analysts": {"a": {"token_hash": hash_token("tok"), **options}},
+    }
+    with pytest.raises(ParameterError) as caught:
+        parse_config(raw, base=Path("."))
+    assert caught.value.parameter == parameter and "\n" not in str(caught.value)
+
+
+def test_a_restart_with_another_total_is_refused_unless_raised(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    config = budget_config(tmp_path)
+    with TestClient(create_app(load_config(config))) as client:
+        assert answered(client, "pure", 0.5) == 2
+    raised_config = budget_config(tmp_path, pure_epsilon=3.0)  # the operator edits the total
+    with pytest.raises(ParameterError) as caught:
+        create_app(load_config(raised_config))
+    assert caught.value.parameter == "analysts.pure.epsilon" and "--raise-budgets" in str(caught.value)
+    result = CliRunner().invoke(cli, ["serve", "--config", str(raised_config), "--port", "1"])
+    assert result.exit_code == 2 and "analysts.pure.epsilon" in result.output and "Traceback" not in result.output
+    with TestClient(create_app(load_config(raised_config), raise_budgets=True)) as client:
+        assert answered(client, "pure", 0.5) == 4  # 1 spent of 1, now of 3: four more
+    kinds = [(kind, total.epsilon) for kind, _, total in Ledger(tmp_path / "ledger.db").events("pure")]
+    assert kinds == [("open", 1.0), ("raise", 3.0)]
+    with pytest.raises(ParameterError) as lower:
+        create_app(load_config(config), raise_budgets=True)  # 1 < 3: a budget is never lowered
+    assert lower.value.parameter == "analysts.pure.epsilon"
+
+
+# --- no timing side channel between analysts ------------------------------------------------------
+
+
+@pytest.fixture
+def two_analysts(tmp_path: Path) -> Iterator[ServerProcess]:
+    config = write_config(
+        tmp_path / "service.toml",
+        tables=tables(tmp_path),
+        analysts={"alice": (TOKENS["alice"], 100.0), "bob": (TOKENS["bob"], 100.0)},
+        service={"ledger": str(tmp_path / "ledger.db"), "rate_per_second": 1000.0, "rate_burst": 1000},
+    )
+    with ServerProcess(config, log=tmp_path / "server.log") as server:
+        yield server
+
+
+def preview_seconds(http: httpx.Client, server: ServerProcess, epsilon: float) -> float:
+    started = time.perf_counter()
+    response = http.post(f"{server.url}/v1/preview", json={"table": "people", "statistic": "count", "epsilon": epsilon})
+    elapsed = time.perf_counter() - started
+    assert response.status_code == 200, response.text
+    return elapsed
+
+
+def test_what_one_analyst_previewed_does_not_change_anothers_timings(two_analysts: ServerProcess) -> None:
+    """The issue's attack: bob times free previews at ε values alice may have used. With the
+    sampler's caches shared, alice's ε were warm for bob (≈ 10× faster) and bob guessed them all.
+    Now bob's first preview of alice's ε costs what any new ε costs; only *his own* repeats are
+    fast (which shows the measurement does see a cache when there is one)."""
+    server = two_analysts
+    values = [round(0.11 + 0.0137 * i, 6) for i in range(12)]  # each a new calibration and new tables
+    used = set(values[::2])
+    with (
+        httpx.Client(headers={"Authorization": f"Bearer {TOKENS['alice']}"}, timeout=60) as alice,
+        httpx.Client(headers={"Authorization": f"Bearer {TOKENS['bob']}"}, timeout=60) as bob,
+    ):
+        bob.get(f"{server.url}/health")
+        for epsilon in sorted(used):
+            preview_seconds(alice, server, epsilon)
+        order = values[:]
+        random.Random(7).shuffle(order)
+        first = {epsilon: preview_seconds(bob, server, epsilon) for epsilon in order}
+        again = {epsilon: preview_seconds(bob, server, epsilon) for epsilon in order}
+    alice_used = statistics.median(first[e] for e in used)
+    nobody_used = statistics.median(first[e] for e in values if e not in used)
+    bobs_own = statistics.median(again.values())
+    assert bobs_own < 0.5 * nobody_used, (bobs_own, nobody_used)  # a warm cache is measurable ...
+    assert alice_used > 0.6 * nobody_used, (alice_used, nobody_used)  # ... and alice's never warms bob's
+    threshold = (bobs_own + nobody_used) / 2
+    guessed = sum((first[e] < threshold) == (e in used) for e in values)
+    assert guessed <= 9  # chance is 6 of 12; with shared caches it was 12 of 12
