@@ -350,6 +350,8 @@ BAD = [
     ("planner", {"count_epsilon": -1}, "count_epsilon"),
     ("planner", {"mean_epsilon": "nan"}, "mean_epsilon"),
     ("planner", {"count_epsilon": 0, "mean_epsilon": 0, "histogram_epsilon": 0}, "count_epsilon"),
+    ("planner", {"total_delta": 0.5}, "total_delta"),
+    ("planner", {"total_delta": 1e-5, "count_mechanism": "exponential"}, "count_mechanism"),
     ("redteam/membership", {"simulate": True, "trials": 5}, "trials"),
     ("redteam/differencing", {"epsilon": 0}, "epsilon"),
     ("redteam/differencing", {"seed": -3}, "seed"),
@@ -468,6 +470,32 @@ def test_planner_releases_through_a_session_and_refuses_a_spent_plan(client: Tes
     assert fresh.status_code == 200
     bad = client.post("/api/planner/release", params={**params, "plan_id": "x"})
     assert bad.status_code == 422 and bad.json()["parameter"] == "plan_id"
+
+
+def test_planner_splits_delta_across_gaussian_queries_and_releases_them(client: TestClient) -> None:
+    params = {"total_epsilon": 1, "count_epsilon": 0.2, "mean_epsilon": 0.5, "histogram_epsilon": 0.3}
+    gaussian = {**params, "total_delta": 1e-5, "count_mechanism": "gaussian", "histogram_mechanism": "gaussian"}
+    body = get(client, "planner", **gaussian)
+    queries = {q["name"]: q for q in body["queries"]}
+    assert queries["count"]["delta"] == queries["histogram"]["delta"] == pytest.approx(5e-6) and queries["mean"]["delta"] == 0
+    assert body["composed_delta"] == pytest.approx(1e-5)
+    # the Gaussian's σ for one count at (0.2, 5e-6) exceeds Laplace's sd √2/0.2: Gaussian pays off for many queries, not one
+    assert queries["count"]["expected_sd"] > math.sqrt(2) / 0.2
+    e = math.exp(1.0)
+    assert body["risk"]["advantage"] == pytest.approx((e - 1 + 2e-5) / (e + 1))
+    needs_delta = client.get("/api/planner", params={**params, "count_mechanism": "gaussian"})
+    assert needs_delta.status_code == 422 and needs_delta.json()["parameter"] == "total_delta"
+    released = client.post("/api/planner/release", params={**gaussian, "plan_id": "test-gauss-1"})
+    assert released.status_code == 200, released.text
+    out = released.json()
+    assert {a["name"]: a["mechanism"] for a in out["answers"]} == {
+        "count": "gaussian",
+        "mean": "laplace",
+        "histogram": "gaussian",
+    }
+    assert out["spent_delta"] == pytest.approx(1e-5) and out["total_delta"] == pytest.approx(1e-5)
+    again = client.post("/api/planner/release", params={**gaussian, "plan_id": "test-gauss-1"})
+    assert again.status_code == 409
 
 
 def test_planner_falls_back_to_generated_data_without_adult(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

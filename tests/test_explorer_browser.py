@@ -48,6 +48,20 @@ LOAD_TARGET_S = float(os.environ.get("DPWITNESS_EXPLORER_LOAD_TARGET_S", "1.0"))
 FRAME_TARGET_MS = float(os.environ.get("DPWITNESS_EXPLORER_FRAME_TARGET_MS", "16"))
 FIRST_PAINT_TARGET_MS = float(os.environ.get("DPWITNESS_EXPLORER_FIRST_PAINT_TARGET_MS", "300"))
 STEPS = 14
+#: What each step must show, whatever the language: the issue's missing ideas, one selector each.
+STEP_CONTENT = {
+    3: ["#set-form", "#step-body path.set-area"],  # the set form of the definition, S shaded
+    4: ["#step-body path[data-series='p(z | D₁)']", "#step-body path[data-series='p(z | D₂)']"],  # two densities overlaid
+    5: ["#density-formula", "#step-body path[data-hist]"],  # the formula; exact releases, their mean (unbiased)
+    7: ["#edge-pictures svg:nth-of-type(1)", "#edge-pictures figure:nth-child(5) svg"],  # a picture of the edge cases
+    8: ["#step-body .formula", "#step-body path[data-hist]"],  # log-ratios add; k releases, kε
+    9: ["#step-body path.set-area", "#step-body svg.short"],  # the worked example's 95 % band; the trap
+    10: ["#step-body table", "#step-body path[data-series]"],  # D₁ and D₂, overlapping noisy Q5 − Q4
+    11: ["#step-body table", "#step-body circle.dot"],  # the vector: one draw per coordinate
+    12: ["#step-body svg.summary rect.box"],  # the summary figure
+    13: ["#step-body table.symbols"],  # the symbols
+    14: ["#step-body details:nth-of-type(7)"],  # recall questions
+}
 WIDTHS = (1366, 375)
 LANGUAGES = ("en", "zh")
 TIMINGS: dict[str, Any] = {}
@@ -231,6 +245,8 @@ def test_every_step_in_each_language_and_width_renders_marked_without_errors(
             assert other.get_attribute("aria-current") is None
             marked = current.evaluate("b => getComputedStyle(b).backgroundColor")
             assert marked != other.evaluate("b => getComputedStyle(b).backgroundColor")
+            for selector in STEP_CONTENT.get(step, []):
+                assert page.locator(selector).count() >= 1, (lang, width, step, selector)
             widths = page.evaluate("[document.getElementById('step').scrollWidth, document.getElementById('step').clientWidth]")
             assert widths[0] <= widths[1], (lang, width, step, widths)  # e.g. step 7's table at 375 px
             _shot(page, f"{lang}-{width}/step-{step:02d}", "#step")
@@ -365,8 +381,11 @@ def test_gaussian_beside_laplace_with_delta_area_and_exact_witness(browser: Any,
     page, problems = _open(browser, server["url"], 1366)
     assert page.get_attribute("#plot-gauss path[data-area=delta]", "d")  # δ shaded where p > e^ε·q
     assert "δ = 0.01" in (page.text_content("#plot-gauss .legend") or "")
+    assert page.get_attribute("#plot-gauss-delta path[data-area=delta-zoom]", "d")  # the same area, magnified
     page.locator("#plot-gauss").scroll_into_view_if_needed()
-    page.wait_for_function("['ok', 'bad', 'error'].includes(document.getElementById('gauss-witness').dataset.state)", timeout=90_000)
+    page.wait_for_function(
+        "['ok', 'bad', 'error'].includes(document.getElementById('gauss-witness').dataset.state)", timeout=90_000
+    )
     assert page.get_attribute("#gauss-witness", "data-state") == "ok", _text(page, "#gauss-witness")
     assert "dpwitness.Gaussian" in _text(page, "#gauss-witness") and "✔" in _text(page, "#gauss-witness")
     assert problems == []
@@ -517,7 +536,8 @@ def test_planner_releases_through_session_and_refuses_to_release_again(browser: 
     page, problems = _open(browser, server["url"], 1366)
     assert "= 1 of the total 1" in _text(page, "#plan-composition")
     assert page.locator("#plot-plan-error path[data-series]").count() == 3
-    assert "tanh(ε/2) = 0.4621" in _text(page, "#plan-risk")
+    assert "(e^ε − 1 + 2δ)/(e^ε + 1) = 0.4621" in _text(page, "#plan-risk")  # tanh(1/2) at δ = 0
+    assert page.is_disabled("#plan-count-mechanism")  # Gaussian noise needs δ > 0
     page.click("#plan-release")
     page.wait_for_function("document.getElementById('plan-status').dataset.state === 'released'", timeout=30_000)
     rows = page.locator("#plan-answers tbody tr")
@@ -531,6 +551,16 @@ def test_planner_releases_through_session_and_refuses_to_release_again(browser: 
     page.click("#plan-release")
     page.wait_for_function("document.getElementById('plan-status').dataset.state === 'refused'", timeout=30_000)
     assert "nothing was released" in _text(page, "#plan-status")
+    # a new plan with δ: the count uses Gaussian noise, released by the same Session API
+    page.click("#plan-new")
+    page.select_option("#plan-delta", "0.00001")
+    page.select_option("#plan-count-mechanism", "gaussian")
+    page.wait_for_function("document.getElementById('plan-count-info').textContent.startsWith('Gaussian')")
+    assert "δ 1.000e-5 of 1.000e-5" in _text(page, "#plan-composition")
+    page.click("#plan-release")
+    page.wait_for_function("document.getElementById('plan-status').dataset.state === 'released'", timeout=30_000)
+    assert "(Gaussian)" in page.locator("#plan-answers tbody tr").first.inner_text()
+    assert "δ = 1.000e-5 of 1.000e-5" in _text(page, "#plan-status")
     # over the budget: the total turns red and the release button is disabled
     page.locator("#plan-count").fill("2")
     assert "more than the total" in _text(page, "#plan-composition")

@@ -45,7 +45,7 @@ def test_sigma_is_the_analytic_gaussian_value(unit: Gaussian) -> None:
 
 def test_privacy_profile_meets_the_claim_and_is_tight(unit: Gaussian) -> None:
     assert 0.999e-6 <= unit.privacy_profile(1.0) <= 1e-6
-    profile = [unit.privacy_profile(e) for e in (0.25, 0.5, 1.0, 1.5, 2.0)]
+    profile = [unit.privacy_profile(e) for e in (0.25, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0, 100.0, 1e6)]
     assert profile == sorted(profile, reverse=True)
     assert unit.privacy_profile(0.5) > 1e-6  # at a smaller ε the same noise costs more δ
 
@@ -160,7 +160,7 @@ def test_seeded_release_is_reproducible_and_interval_covers(unit: Gaussian, draw
     first = unit.release(10.0, seed=42)
     assert first.value == unit.release(10.0, seed=42).value and "NOT for production" in first.notice
     assert first.epsilon == 1.0 and first.delta == 1e-6 and first.scale == unit.sigma
-    low, high = first.interval  # type: ignore[misc]
+    low, high = first.interval
     assert high - low == pytest.approx(2 * unit.interval(0.05)) and unit.interval(0.05) == pytest.approx(
         1.96 * unit.sigma, rel=1e-3
     )
@@ -247,7 +247,7 @@ def test_bad_release_input() -> None:
     mech = Gaussian(sensitivity=1.0, rho=0.5)
     for value, size in ((math.nan, None), ([1.0, 2.0], None), (1e30, None), (1.0, 0)):
         with pytest.raises(ParameterError):
-            mech.release(value, size=size)  # type: ignore[arg-type]
+            mech.release(value, size=size)
     with pytest.raises(ParameterError, match="alpha"):
         mech.interval(1.5)
     with pytest.raises(ParameterError, match="epsilon"):
@@ -315,3 +315,13 @@ def test_cli_witness_gaussian() -> None:
     assert ok.exit_code == 0 and "claim holds" in ok.output
     ok = runner.invoke(app, ["witness", "--sensitivity", "1", "--epsilon", "1", "--mechanism", "gaussian", "--delta", "1e-6"])
     assert ok.exit_code == 0 and "exact sum" in ok.output
+
+
+def test_a_reloaded_gaussian_release_keeps_its_interval(unit: Gaussian) -> None:
+    from dpwitness import Release
+
+    release = unit.release(3.0, seed=1)
+    again = Release.from_dict(release.to_dict())
+    assert again.mechanism is None and again.distribution == "gaussian"
+    assert again.interval == pytest.approx(release.interval)
+    assert again.to_dict()["variance"] == pytest.approx(unit.variance)

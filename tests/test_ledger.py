@@ -322,3 +322,47 @@ def people_ids(tmp_path: Path) -> Path:
     path = tmp_path / "ids.csv"
     unique_ids(500).write_csv(path)
     return path
+
+
+# --- Gaussian releases in a session: recorded with their ρ (issue 12.4) --------------------------
+
+
+def test_a_gaussian_release_records_its_delta_and_rho(table: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "gauss.db"
+    session = Session(table, epsilon=5.0, delta_budget=1e-5, ledger=ledger, seed=8)
+    release = session.run(session.query("count", epsilon=1.0, delta=1e-6), mechanism="gaussian")
+    mechanism = release.mechanism
+    assert mechanism is not None and type(mechanism).__name__ == "Gaussian"
+    assert release.delta == 1e-6 and release.scale == pytest.approx(4.22, rel=0.01)  # the analytic σ (Balle–Wang)
+    assert "mechanism: gaussian" in release.notice and abs(release.value - 1000) < 40  # type: ignore[operator]
+    with sqlite3.connect(ledger) as connection:
+        row = connection.execute("SELECT epsilon, delta, rho, selection_delta FROM spends").fetchone()
+    assert row == (1.0, 1e-6, pytest.approx(mechanism.rho_spent), 0.0)  # type: ignore[union-attr]
+    assert 0.02 < row[2] < 0.03  # ρ of σ ≈ 4.22 for Δ = 1: 1/(2σ²) ≈ 0.028
+    preview = session.preview("count", epsilon=1.0, delta=1e-6, mechanism="gaussian")
+    assert preview.scale == release.scale and preview.interval == pytest.approx(
+        (-1.96 * release.scale, 1.96 * release.scale), rel=1e-3
+    )
+    auto = session.run(session.query("count", epsilon=1.0, delta=1e-6), mechanism="auto")
+    assert "mechanism: laplace (auto: variance 2" in auto.notice  # L2 Δ = L1 Δ = 1: Laplace's 2 beats σ² ≈ 17.8
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "statistic", "delta_budget", "parameter"),
+    [
+        ("uniform", "count", 1e-5, "mechanism"),
+        ("gaussian", "mean", 1e-5, "mechanism"),  # a composite release: Laplace only
+        ("gaussian", "count", None, "delta_budget"),  # no δ to spend
+    ],
+)
+def test_bad_mechanism_choices_are_refused_before_spending(
+    table: Path, tmp_path: Path, mechanism: str, statistic: str, delta_budget: float | None, parameter: str
+) -> None:
+    ledger = tmp_path / "m.db"
+    session = Session(table, epsilon=5.0, delta_budget=delta_budget, ledger=ledger)
+    bounds = {"bounds": (0.0, 1000.0)} if statistic == "mean" else {}
+    query = session.query(statistic, "x" if statistic == "mean" else None, epsilon=1.0, **bounds)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError) as caught:
+        session.run(query, mechanism=mechanism)
+    assert caught.value.parameter == parameter and "\n" not in str(caught.value)
+    assert not ledger.exists() or ledger_rows(ledger) == []

@@ -71,7 +71,7 @@ def test_several_q_share_one_histogram_and_one_spend(adult_frame: pl.DataFrame) 
     assert release.histogram is not None and release.mechanism is release.histogram.mechanism
     intervals = release.interval
     assert all(low <= release.value[q] <= high for q, (low, high) in intervals.items())
-    assert "one noisy histogram of 128 bins" in release.notice
+    assert f"one noisy histogram of {DEFAULT_BINS} bins" in release.notice
 
 
 def test_min_and_max_are_guarded_low_and_high_quantiles(adult_frame: pl.DataFrame) -> None:
@@ -83,7 +83,7 @@ def test_min_and_max_are_guarded_low_and_high_quantiles(adult_frame: pl.DataFram
     width = 100 / DEFAULT_BINS
     # The released min is not L = 0 (its rank is held above the noise) and has at most about
     # 2·guard records below it (up to the bin it falls in).
-    assert low >= 16 and int(np.sum(ages < low - width)) <= 2 * guard
+    assert low >= 17 - width and int(np.sum(ages < low - width)) <= 2 * guard  # 17: the true minimum
     assert int(np.sum(ages > float(high.value) + width)) <= 2 * guard and float(high.value) <= 91
     assert "the exact minimum and maximum are not releasable" in high.notice
 
@@ -140,6 +140,18 @@ def test_near_exact_at_high_epsilon_on_uniform_data() -> None:
     assert isinstance(release.value, dict)
     for q in qs:
         assert release.value[q] == pytest.approx(float(np.quantile(values, q)), abs=0.2)  # linear inside a 10-wide bin
+
+
+def test_where_filters_the_rows_binned(adult_frame: pl.DataFrame) -> None:
+    session = Session(adult_frame, epsilon=2.0, seed=8, neighbours="replace-one")
+    release = session.median("age", (0, 100), epsilon=1.0, where="sex == 'Female' and hours_per_week >= 40")
+    chosen = adult_frame.filter((pl.col("sex") == "Female") & (pl.col("hours_per_week") >= 40))["age"].to_numpy()
+    assert abs(float(release.value) - float(np.median(chosen))) <= 1.0
+    assert abs(float(release.value) - float(np.median(adult_frame["age"].to_numpy()))) >= 0.5  # the filter mattered
+    assert release.sensitivity == 2.0 and "where sex == 'Female'" in release.query
+    with pytest.raises(ParameterError) as caught:
+        session.median("age", (0, 100), epsilon=1.0, where="sex == 'Female' and (age < 3")
+    assert caught.value.parameter == "where" and len(session.history) == 1
 
 
 def test_empty_selection_gives_a_value_in_bounds() -> None:
@@ -270,7 +282,7 @@ def test_cli_median_quantiles_min_max(adult: Path) -> None:
     assert payload["spent"]["epsilon"] == pytest.approx(2.0)
     assert abs(median["value"] - 37) <= 1 and median["rank_error"] > 0 and median["bins"] == DEFAULT_BINS
     assert abs(quartiles["value"]["0.25"] - 28) <= 1 and abs(quartiles["value"]["0.75"] - 48) <= 1
-    assert 16 <= low["value"] <= 20 and 70 <= high["value"] <= 91
+    assert 17 - 100 / DEFAULT_BINS <= low["value"] <= 20 and 70 <= high["value"] <= 91
     assert median["parts"][0]["sensitivity"] == 1 and len(median["parts"][0]["value"]) == DEFAULT_BINS
 
 

@@ -47,7 +47,9 @@ def test_finds_the_old_replace_one_sum_delta_and_shrinks_the_pair() -> None:
 
 
 def test_the_fixed_replace_one_delta_holds_and_is_reached() -> None:
-    result = sensitivity_search(clamped_sum, columns={"x": pl.Float64}, claimed=max(20.0, 0) - min(10.0, 0), neighbours="replace-one", seed=1)
+    result = sensitivity_search(
+        clamped_sum, columns={"x": pl.Float64}, claimed=max(20.0, 0) - min(10.0, 0), neighbours="replace-one", seed=1
+    )
     assert not result.violated
     assert result.worst == 20.0 and result.shift == 20.0  # the search reaches Δ: null ↔ a value ≥ 20
     assert abs(clamped_sum(result.d) - clamped_sum(result.d_prime)) == 20.0
@@ -131,15 +133,27 @@ def kept_rows(k: int) -> Any:
 
 
 def test_a_unit_is_added_whole_and_bounding_caps_it() -> None:
-    unbounded = sensitivity_search(lambda f: f.filter(pl.col("pid").is_not_null()).height, columns={"x": pl.Int8}, claimed=1, privacy_unit="pid", seed=5)
+    unbounded = sensitivity_search(
+        lambda f: f.filter(pl.col("pid").is_not_null()).height, columns={"x": pl.Int8}, claimed=1, privacy_unit="pid", seed=5
+    )
     assert unbounded.violated and unbounded.shift == 2.0  # the shrunk unit: 2 rows, one more than the claim
     assert unbounded.d_prime.height - unbounded.d.height == 2
     assert unbounded.d_prime["pid"].n_unique() >= 1 and "pid" in unbounded.d.columns
     for relation, delta in (("add-remove", 2), ("replace-one", 4)):
         # replace-one: the unit's 2 kept rows leave (null unit, or a new one) and 2 others arrive.
-        held = sensitivity_search(kept_rows(2), columns={"x": pl.Int8}, claimed=delta, privacy_unit="pid", max_contributions=2, neighbours=relation, seed=6)
+        held = sensitivity_search(
+            kept_rows(2),
+            columns={"x": pl.Int8},
+            claimed=delta,
+            privacy_unit="pid",
+            max_contributions=2,
+            neighbours=relation,
+            seed=6,
+        )
         assert not held.violated, held
-    assert sensitivity_search(kept_rows(3), columns={"x": pl.Int8}, claimed=2, privacy_unit="pid", max_contributions=2, seed=6).violated
+    assert sensitivity_search(
+        kept_rows(3), columns={"x": pl.Int8}, claimed=2, privacy_unit="pid", max_contributions=2, seed=6
+    ).violated
 
 
 def test_units_hold_more_rows_than_the_bound() -> None:
@@ -149,7 +163,9 @@ def test_units_hold_more_rows_than_the_bound() -> None:
         seen.append(int(frame.filter(pl.col("pid") == 100).height))
         return 0.0
 
-    sensitivity_search(watch, columns={"x": pl.Boolean}, claimed=0, privacy_unit="pid", max_contributions=2, max_groups=2, trials=300, seed=7)
+    sensitivity_search(
+        watch, columns={"x": pl.Boolean}, claimed=0, privacy_unit="pid", max_contributions=2, max_groups=2, trials=300, seed=7
+    )
     assert max(seen) == 2 * 2 + 1  # one row beyond k·g
 
 
@@ -206,7 +222,7 @@ def test_an_exception_in_fn_propagates() -> None:
         ({"columns": {"x": []}}, "columns"),
         ({"claimed": -1}, "claimed"),
         ({"claimed": math.inf}, "claimed"),
-        ({"claimed": "1"}, "claimed"),
+        ({"claimed": None}, "claimed"),
         ({"neighbours": "swap"}, "neighbours"),
         ({"norm": "linf"}, "norm"),
         ({"trials": 0}, "trials"),
@@ -253,7 +269,17 @@ def functions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def test_cli_finds_the_old_delta_and_holds_the_fixed_one(functions: str) -> None:
-    base = ["witness", "--sensitivity-search", f"{functions}:clamped_sum", "--columns", '{"x": "Float64"}', "--neighbours", "replace-one", "--seed", "1"]
+    base = [
+        "witness",
+        "--sensitivity-search",
+        f"{functions}:clamped_sum",
+        "--columns",
+        '{"x": "Float64"}',
+        "--neighbours",
+        "replace-one",
+        "--seed",
+        "1",
+    ]
     broken = runner.invoke(app, [*base, "--claimed", "10", "--json"])
     assert broken.exit_code == 1, broken.output
     payload = json.loads(broken.output)
@@ -267,12 +293,18 @@ def test_cli_finds_the_old_delta_and_holds_the_fixed_one(functions: str) -> None
     ("extra", "parameter"),
     [
         (["--sensitivity-search", "no_colon", "--columns", '{"x": "Float64"}', "--claimed", "1"], "sensitivity_search"),
-        (["--sensitivity-search", "no_such_module_here:f", "--columns", '{"x": "Float64"}', "--claimed", "1"], "sensitivity_search"),
+        (
+            ["--sensitivity-search", "no_such_module_here:f", "--columns", '{"x": "Float64"}', "--claimed", "1"],
+            "sensitivity_search",
+        ),
         (["--sensitivity-search", "FUNCS:missing", "--columns", '{"x": "Float64"}', "--claimed", "1"], "sensitivity_search"),
         (["--sensitivity-search", "FUNCS:clamped_sum", "--columns", '{"x": "Decimal"}', "--claimed", "1"], "columns"),
         (["--sensitivity-search", "FUNCS:clamped_sum", "--columns", "not json", "--claimed", "1"], "columns"),
         (["--sensitivity-search", "FUNCS:clamped_sum", "--columns", '{"x": "Float64"}'], "claimed"),
-        (["--sensitivity-search", "FUNCS:clamped_sum", "--columns", '{"x": "Float64"}', "--claimed", "1", "--norm", "l3"], "norm"),
+        (
+            ["--sensitivity-search", "FUNCS:clamped_sum", "--columns", '{"x": "Float64"}', "--claimed", "1", "--norm", "l3"],
+            "norm",
+        ),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(functions: str, extra: list[str], parameter: str) -> None:
@@ -282,9 +314,30 @@ def test_cli_bad_input_is_one_line_and_exit_2(functions: str, extra: list[str], 
 
 
 def test_cli_a_failing_function_is_reported_in_one_line(functions: str) -> None:
-    result = runner.invoke(app, ["witness", "--sensitivity-search", f"{functions}:broken", "--columns", '{"x": "Int8"}', "--claimed", "1"])
+    result = runner.invoke(
+        app, ["witness", "--sensitivity-search", f"{functions}:broken", "--columns", '{"x": "Int8"}', "--claimed", "1"]
+    )
     assert result.exit_code == 2 and "RuntimeError" in result.output and "Traceback" not in result.output
 
 
 def test_parse_columns() -> None:
     assert parse_columns('{"x": "Float64", "g": ["a", null]}') == {"x": pl.Float64, "g": ["a", None]}
+
+
+# --- what a release's witness says it proved --------------------------------------------------------------
+
+
+def test_a_release_witness_names_what_it_proved_and_the_search_behind_delta() -> None:
+    frame = pl.DataFrame({"x": [12.0, None, 15.0]})
+    session = dpwitness.Session(frame, epsilon=3.0, neighbours="replace-one", seed=1)
+    total = session.sum("x", (10, 20), epsilon=1.0)
+    report = total.witness()
+    assert report.ok and "declared Δ" in report.proves
+    assert report.sensitivity_search is not None
+    assert "sensitivity_search" in report.sensitivity_search and "sum under replace-one" in report.sensitivity_search
+    assert "test_sensitivity_library.py" in report.sensitivity_search
+    composite = session.mean("x", (10, 20), epsilon=1.0).witness()
+    assert composite.sensitivity_search is not None and "mean under replace-one" in composite.sensitivity_search
+    bare = dpwitness.Laplace(sensitivity=1.0, epsilon=1.0).release(0.0, seed=1).witness()
+    assert bare.sensitivity_search is None  # Δ declared by the caller: nothing checked it
+    assert report.to_dict()["sensitivity_search"] == report.sensitivity_search

@@ -12,8 +12,8 @@ caller computes the errors, so every library is scored by one piece of code.
   Smith 2011, with permute-and-flip / Gumbel noise) on ``vector_domain(atom_domain(T=float))``
   under the symmetric (add/remove) distance and pure DP; the noise scale is found with
   ``dp.binary_search_param`` so that one release is ``ε/len(q)``-DP (several q are released
-  one by one). Candidates: ``--candidates`` equally spaced points of [L, U] (default 129,
-  the edges of dpwitness' 128 bins, so both resolve the same grid). Timed per call of the
+  one by one). Candidates: ``--candidates`` equally spaced points of [L, U] (default 65,
+  the edges of dpwitness' default 64 bins, so both resolve the same grid). Timed per call of the
   measurement on the column as a Python list (the conversion is done once, outside).
 - diffprivlib 0.6.6: ``diffprivlib.tools.quantile(array, q, epsilon=ε, bounds=(L, U))``
   (the exponential mechanism over the intervals between sorted values; several q split ε
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bounds", type=float, nargs=2, default=(0.0, 100.0))
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--quantiles", type=float, nargs="+", default=[0.5])
-    parser.add_argument("--candidates", type=int, default=129)
+    parser.add_argument("--candidates", type=int, default=65)
     parser.add_argument("--repeats", type=int, default=300)
     args = parser.parse_args(argv)
     data = read_column(args.data, args.column)

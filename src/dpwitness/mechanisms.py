@@ -398,5 +398,6 @@ class Gaussian:
             seed=None if seed is None or isinstance(seed, np.random.Generator) else int(seed),
             seeded=not bits.secure,
             notes=notes,
+            distribution="gaussian",
             mechanism=self,
         )

@@ -1,4 +1,4 @@
-"""Randomness: bit sources and an exact discrete Laplace sampler on a power-of-two grid.
+"""Randomness: bit sources and exact discrete Laplace and Gaussian samplers on a power-of-two grid.
 
 Why a grid (Mironov 2012): ``x + float_laplace`` produces doubles whose set of reachable
 values depends on ``x``, so an output can identify the input.  Here every release is
@@ -7,7 +7,8 @@ distribution described below, using only integer operations on random bits.  The
 possible outputs is γ·ℤ whatever the input, and the privacy loss is computed from the
 integer tables the sampler really uses (see :meth:`GridLaplace.max_log_ratio`).
 
-The sampled distribution.  With an integer ``m`` (≈ 2^27) and G ≥ 0,
+The sampled Laplace distribution.  With an integer ``m`` (≥ 2^27, and ≥ 2^27·ln2/ε so that Δ
+spans ≥ 2^27 steps) and G ≥ 0,
 
     G = m·H + R,   H ~ Geometric(1/2)  (trailing zeros of random bits: exact),
     R = c·J + L < m,  P(J = j) ∝ alias table,  P(L = l) ∝ thresholds[l] / 2^32,
@@ -15,6 +16,8 @@ The sampled distribution.  With an integer ``m`` (≈ 2^27) and G ≥ 0,
 and X = ±G with the pair (−, 0) rejected, so P(X = x) ∝ w(|x|) with
 w(g) ∝ 2^(−g/m) up to the tables' 32-bit quantisation, which the privacy map charges
 exactly.  That is a discrete Laplace with scale m·γ/ln 2 in real units.
+
+The discrete Gaussian (:class:`GridGaussian`) is described where it is defined, further down.
 
 Timing: rejected draws are discarded independently of the value finally accepted, so the
 number of draws says nothing about the noise or the input (cf. Jin et al., S&P 2022).
@@ -156,7 +159,7 @@ def _high_table(m: int) -> tuple[_AliasTable, int]:
     return _alias_from_weights([int(w) for w in weights], columns), count
 
 
-@scoped_cache(16, scoped_maxsize=8)  # 8 MB each (shared between scopes when equal)
+@scoped_cache(16)  # 8 MB each; one copy for every cache scope that asks for the same m
 def _low_thresholds(m: int) -> npt.NDArray[np.uint64]:
     """Accept L = l with probability thresholds[l] / 2^32 ≈ 2^(−l/m)."""
     ideal = np.exp2(-np.arange(_LOW_SIZE, dtype=np.float64) / m) * _THRESHOLD_ONE
@@ -517,6 +520,14 @@ class GridGaussian:
         """
         if steps == 0:
             return 0.0
+        # δ(ε) does not increase with ε, so a bound at any ε' ≤ ε holds at ε: the (1 + e^ε)·η
+        # charge makes small ε' the better bound for large ε (and keeps e^ε finite).
+        candidates = {cap for cap in (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0, 40.0) if cap < epsilon}
+        if epsilon <= 40.0:
+            candidates.add(epsilon)
+        return min(self._delta_bound(e, steps, changed) for e in candidates)
+
+    def _delta_bound(self, epsilon: float, steps: float, changed: int) -> float:
         if changed == 1:
             ideal = discrete_gaussian_delta(self.s, int(steps), epsilon)
         else:

@@ -73,7 +73,7 @@ Literal = Union[int, float, str, bool]  # noqa: UP007  (a runtime alias)
 
 
 @dataclass(frozen=True)
-class Column_:
+class ColumnRef:
     """A column reference (``row_number`` is the position pseudo-column); ``at`` is its position."""
 
     name: str
@@ -83,7 +83,7 @@ class Column_:
 
 @dataclass(frozen=True)
 class Compare:
-    column: Column_
+    column: ColumnRef
     op: str
     value: Literal
     at: int
@@ -91,7 +91,7 @@ class Compare:
 
 @dataclass(frozen=True)
 class In:
-    column: Column_
+    column: ColumnRef
     values: tuple[Literal, ...]
     negated: bool
     at: int
@@ -99,7 +99,7 @@ class In:
 
 @dataclass(frozen=True)
 class Between:
-    column: Column_
+    column: ColumnRef
     low: Literal
     high: Literal
     negated: bool
@@ -108,7 +108,7 @@ class Between:
 
 @dataclass(frozen=True)
 class IsNull:
-    column: Column_
+    column: ColumnRef
     negated: bool
     at: int
 
@@ -178,10 +178,6 @@ class Predicate:
             ordered = isinstance(node, Between) or (isinstance(node, Compare) and node.op not in ("==", "!="))
             if ordered and kind == "boolean":
                 _fail(self.text, node.at, f"== or != for the boolean column {column.name!r}", "an order comparison")
-
-    def numeric_columns(self) -> frozenset[str]:
-        """Columns compared with numbers (an untyped column is read as a number there)."""
-        return frozenset(n.column.name for n in _tests(self.tree) if any(_is_number(v) for v in _literals(n)))
 
 
 def parse(text: Any) -> Predicate:
@@ -321,12 +317,12 @@ class _Parser:
             return inner
         return self.test()
 
-    def operand(self) -> Column_ | Literal:
+    def operand(self) -> ColumnRef | Literal:
         token = self.take()
         if token.kind == "name":
-            return Column_(token.text, token.at, position=token.text.lower() == ROW_NUMBER)
+            return ColumnRef(token.text, token.at, position=token.text.lower() == ROW_NUMBER)
         if token.kind == "quoted":
-            return Column_(token.text, token.at)
+            return ColumnRef(token.text, token.at)
         if token.kind in ("number", "string"):
             return token.value  # type: ignore[no-any-return]
         if token.kind == "keyword" and token.text in ("true", "false"):
@@ -336,7 +332,7 @@ class _Parser:
     def literal(self) -> Literal:
         token = self.peek()
         value = self.operand()
-        if isinstance(value, Column_):
+        if isinstance(value, ColumnRef):
             assert token is not None
             _fail(self.text, token.at, "a literal (a number, 'text', true or false)", f"the column {value.name!r}")
         return value
@@ -353,16 +349,16 @@ class _Parser:
             op = _OPERATORS[token.text]
             right_token = self.peek()
             right = self.operand()
-            if isinstance(left, Column_) and not isinstance(right, Column_):
+            if isinstance(left, ColumnRef) and not isinstance(right, ColumnRef):
                 return Compare(left, op, right, first.at)
-            if isinstance(right, Column_) and not isinstance(left, Column_):
+            if isinstance(right, ColumnRef) and not isinstance(left, ColumnRef):
                 return Compare(right, _FLIPPED[op], left, first.at)
             where = right_token.at if right_token is not None else first.at
-            got = "two columns" if isinstance(left, Column_) else "two literals"
+            got = "two columns" if isinstance(left, ColumnRef) else "two literals"
             _fail(self.text, where, "a comparison of one column with one literal", got)
-        if not isinstance(left, Column_):
+        if not isinstance(left, ColumnRef):
             _fail(self.text, first.at, "a condition that starts with a column", repr(first.text))
-        assert isinstance(left, Column_)
+        assert isinstance(left, ColumnRef)
         if self.keyword("is"):
             negated = self.keyword("not")
             if not self.keyword("null"):
@@ -421,7 +417,7 @@ def _tests(node: Node) -> Iterator[_Test]:
             yield item
 
 
-def _columns(node: Node) -> Iterator[Column_]:
+def _columns(node: Node) -> Iterator[ColumnRef]:
     for test in _tests(node):
         yield test.column
 

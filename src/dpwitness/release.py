@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -59,7 +60,13 @@ class Release:
     seeded: bool = False
     notes: tuple[str, ...] = ()
     delta: float = 0.0
+    #: The noise's law, so that a reloaded release (no mechanism) keeps its interval: "laplace"
+    #: (``scale`` = b) or "gaussian" (``scale`` = σ).
+    distribution: str = "laplace"
     mechanism: Laplace | Gaussian | None = field(default=None, repr=False, compare=False)
+    #: Which sensitivity search backs Δ (set by the session for the library's own queries);
+    #: None: Δ was declared by the caller and nothing checked it (see dpwitness.sensitivity_search).
+    sensitivity_search: str | None = None
     #: Every subclass, so that :meth:`from_dict` can rebuild the kind that ``to_dict`` names.
     _kinds: ClassVar[list[type[Release]]] = []
 
@@ -71,6 +78,8 @@ class Release:
     def half_width(self) -> float:
         if self.mechanism is not None:  # the mechanism's own law (Laplace: b·ln(1/α); Gaussian: σ·z)
             return self.mechanism.interval(self.alpha)
+        if self.distribution == "gaussian":
+            return self.scale * NormalDist().inv_cdf(1.0 - check_alpha(self.alpha) / 2.0)
         return self.scale * math.log(1.0 / check_alpha(self.alpha))
 
     @property
@@ -104,7 +113,7 @@ class Release:
                 "a reloaded one: rebuild Laplace(sensitivity=..., epsilon=...))"
             )
         report: WitnessReport = _judge("witness")(self.mechanism)
-        return report
+        return replace(report, sensitivity_search=self.sensitivity_search)
 
     def audit(self, **kwargs: Any) -> AuditResult:
         """The empirical certificate: the black-box auditor run on this release's mechanism.
@@ -133,7 +142,8 @@ class Release:
             "delta": self.delta,
             "sensitivity": self.sensitivity,
             "scale": self.scale,
-            "variance": self.mechanism.variance if self.mechanism is not None else 2.0 * self.scale**2,
+            "variance": self.scale**2 if self.distribution == "gaussian" else 2.0 * self.scale**2,
+            "distribution": self.distribution,
             "alpha": self.alpha,
             "interval": _plain(self.interval),
             "neighbours": self.neighbours,

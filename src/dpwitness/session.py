@@ -20,14 +20,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from dpwitness.budget import Accountant, Budget, Ledger, Spend, check_total
 from dpwitness.engines import Engine, SelectionKey, engine_for
 from dpwitness.errors import ParameterError, check_alpha
-from dpwitness.mechanisms import Laplace
+from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.neighbours import ContributionBound, Neighbours, partition_threshold
 from dpwitness.noise import SECURE_BITS, SeededBits, bit_source
 from dpwitness.quantiles import accuracy_note, check_quantiles, quantile_notes, quantile_release, rank_error
@@ -35,6 +35,7 @@ from dpwitness.queries import Aggregate, Aggregates, Key, Query, Schema, Statist
 from dpwitness.release import Release
 from dpwitness.witness.analytic import WitnessReport
 from dpwitness.witness.analytic import compose as compose_witnesses
+from dpwitness.witness.sensitivity import library_backing
 
 DEFAULT_DELTA = 1e-6
 
@@ -88,7 +89,7 @@ class CompositeRelease(Release):
 
     def witness(self) -> WitnessReport:
         """Every part witnessed; their losses add up (basic composition)."""
-        return compose_witnesses([part.witness() for part in self.parts])
+        return replace(compose_witnesses([part.witness() for part in self.parts]), sensitivity_search=self.sensitivity_search)
 
     def to_dict(self) -> dict[str, Any]:
         data = super().to_dict()
@@ -147,21 +148,37 @@ class _Plan:
     """A validated query with its calibrated mechanisms (one per noisy part), ready to spend."""
 
     query: Query
+    #: one per noisy part; Gaussian ones (typed as the Laplace contract they share) when ``gaussian``
     mechanisms: tuple[Laplace, ...]
     threshold: float | None
     delta: float
     exposure: float | None = None  # max_rows·δ: expected unique keys exposed, at most
+    choice: str = ""  # which mechanism and why (auto), for the release's notes
     cost: float = field(init=False)
     rho: float = field(init=False)
+    selection_delta: float = field(init=False)
 
     def __post_init__(self) -> None:
-        charged = [self.query.epsilon_of(p) for p in self.query.parts if p.sensitivity > 0]
-        self.cost = math.fsum(charged)
-        self.rho = math.fsum(e * e / 2 for e in charged)  # each part is ε_i-DP, so ε_i²/2-zCDP
+        pairs = zip(self.query.parts, self.mechanisms, strict=True)
+        charged: list[tuple[float, Laplace | Gaussian]] = [(self.query.epsilon_of(p), m) for p, m in pairs if p.sensitivity > 0]
+        self.cost = math.fsum(e for e, _ in charged)
+        # a Laplace part is ε_i-DP, so ε_i²/2-zCDP; a Gaussian part has the ρ of the noise it samples
+        self.rho = math.fsum(m.rho_spent if isinstance(m, Gaussian) else e * e / 2 for e, m in charged)
+        self.selection_delta = 0.0 if self.gaussian else self.delta  # δ of key selection is not zCDP
+
+    @property
+    def gaussian(self) -> bool:
+        return any(isinstance(m, Gaussian) for m in self._all)
+
+    @property
+    def _all(self) -> tuple[Laplace | Gaussian, ...]:
+        return self.mechanisms
 
     def spend(self, label: str) -> Spend:
         """What the ledger records for this query: its ε and δ, its ρ, and δ from selection."""
-        return Spend(label, self.cost, self.delta, self.rho, self.delta)
+        if self.cost == 0:
+            return Spend(label, 0.0, 0.0, 0.0, 0.0)
+        return Spend(label, self.cost, self.delta, self.rho, self.selection_delta)
 
 
 class Session:
@@ -178,6 +195,10 @@ class Session:
     ``delta`` is the δ of one release over undeclared keys (default 1/(10·max_rows));
     such releases need ``max_rows``, a declared bound on the table's rows (privacy units with
     ``privacy_unit``), never its real size, and refuse δ > 1/(10·max_rows).
+    ``mechanism`` ("laplace", "gaussian" or "auto"; also per call of :meth:`run` and
+    :meth:`preview`): Gaussian noise for a count, sum or histogram over declared keys, calibrated
+    to the query's ε and ``delta`` (its L2 Δ taken as its L1 Δ, an upper bound); "auto" takes the
+    one with the smaller variance when the account has δ (or is a ρ total) and says so.
     ``seed`` makes releases reproducible (NOT for production): query i gets its own stream,
     spawned from the seed by its position in the account's history, so no two share noise.
     """
@@ -201,6 +222,7 @@ class Session:
         delta: float | None = None,
         dtypes: Mapping[str, str] | None = None,
         order_by: str | Sequence[str] | None = None,
+        mechanism: str = "laplace",
     ) -> None:
         continuing = epsilon is None and rho is None and ledger is not None  # the ledger's stored total
         wanted = None if continuing else check_total(epsilon=epsilon, delta=delta_budget, rho=rho)
@@ -216,6 +238,7 @@ class Session:
             raise ParameterError("delta", "a number strictly between 0 and 1", delta)
         if seed is not None:
             bit_source(seed)  # validates
+        self.mechanism = _check_mechanism(mechanism)
         self.privacy_unit = privacy_unit
         self.max_contributions = max_contributions
         self.max_groups = max_groups
@@ -473,11 +496,19 @@ class Session:
             order_by=self.order_by,
         )
 
-    def preview(self, statistic: str | Query, column: str | None = None, *, alpha: float = 0.05, **options: Any) -> Preview:
+    def preview(
+        self,
+        statistic: str | Query,
+        column: str | None = None,
+        *,
+        alpha: float = 0.05,
+        mechanism: str | None = None,
+        **options: Any,
+    ) -> Preview:
         """The scale and interval a query would have, without spending (reads only the schema)."""
         query = statistic if isinstance(statistic, Query) else self.query(statistic, column, **options)
         alpha = check_alpha(alpha)
-        plan = self._plan(query)
+        plan = self._plan(query, mechanism)
         z = math.log(1.0 / alpha)
         parts = tuple(
             {
@@ -503,6 +534,13 @@ class Session:
             interval = None
             parts = ({**parts[0], "rank_error": rank, "bin_width": (query.bounds[1] - query.bounds[0]) / query.bins},)
             notes.append(accuracy_note(rank=rank, bounds=query.bounds, bins=query.bins, alpha=alpha))
+        if plan.gaussian:  # σ and the normal interval, not Laplace's b
+            gaussians = [m for m in plan._all if isinstance(m, Gaussian)]
+            parts = tuple(
+                {**part, "scale": m.sigma, "half_width": m.interval(alpha)} for part, m in zip(parts, gaussians, strict=True)
+            )
+            scale = gaussians[-1].sigma
+            interval = (-gaussians[-1].interval(alpha), gaussians[-1].interval(alpha))
         return Preview(
             query.label, plan.cost, sensitivity, scale, interval, alpha, parts, plan.threshold, plan.delta, tuple(notes)
         )
@@ -515,10 +553,10 @@ class Session:
         """The ε ``query`` would spend (0 for a part with Δ = 0), after all its checks; spends nothing."""
         return self._plan(query).cost
 
-    def run(self, query: Query, *, alpha: float = 0.05) -> Release:
+    def run(self, query: Query, *, alpha: float = 0.05, mechanism: str | None = None) -> Release:
         """Spend, aggregate, add noise once: see the module docstring for the order."""
         alpha = check_alpha(alpha)
-        plan = self._plan(query)
+        plan = self._plan(query, mechanism)
         cost = plan.spend(query.label)
         self._accountant.spend(cost.epsilon, cost.label, delta=cost.delta, rho=cost.rho, selection_delta=cost.selection_delta)
         # (BudgetExceeded there, before any data is read)
@@ -537,9 +575,10 @@ class Session:
         return release
 
     # --- internals ------------------------------------------------------------------------
-    def _plan(self, query: Query) -> _Plan:
+    def _plan(self, query: Query, mechanism: str | None = None) -> _Plan:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.queries.Query", query)
+        wanted = self.mechanism if mechanism is None else _check_mechanism(mechanism)
         query.check_schema(self._table_schema())
         self.engine.check(self._opened(), query)  # the plan compiles: nothing after the spend fails for the query
         exposure = self._check_selection_delta(query)
@@ -548,6 +587,9 @@ class Session:
             Laplace(sensitivity=p.sensitivity, epsilon=query.epsilon_of(p), changed_coordinates=p.changed_coordinates)
             for p in query.parts
         )
+        gaussians, choice = self._gaussian_for(query, mechanisms, wanted)
+        if gaussians is not None:
+            return _Plan(query, cast(tuple[Laplace, ...], gaussians), None, query.delta, None, choice)
         threshold, delta = None, 0.0
         if query.grouped and not query.declared:
             # The count's sampler is calibrated a little wider than Δ/ε (grid, tables), and a
@@ -559,7 +601,43 @@ class Session:
                 scale=scale, bound=query.contribution, delta=query.delta * _PARTITION_DELTA_MARGIN
             )
             delta = query.delta
-        return _Plan(query, mechanisms, threshold, delta, exposure)
+        return _Plan(query, mechanisms, threshold, delta, exposure, choice)
+
+    def _gaussian_for(self, query: Query, laplace: tuple[Laplace, ...], wanted: str) -> tuple[tuple[Gaussian, ...] | None, str]:
+        """Gaussian mechanisms for ``query`` if ``wanted`` (or if "auto" finds them better), and the note."""
+        if wanted == "laplace":
+            return None, ""
+        eligible = (
+            len(query.parts) == 1
+            and query.statistic in (Statistic.COUNT, Statistic.SUM, Statistic.HISTOGRAM)
+            and (query.declared or not query.grouped)
+        )
+        total = self._accountant.total
+        if not eligible:
+            if wanted == "gaussian":
+                expected = "laplace for this query (gaussian: a count, sum or histogram over declared keys)"
+                raise ParameterError("mechanism", expected, wanted)
+            return None, "mechanism: laplace (auto: the only one for this query)"
+        if total.delta <= 0 and not total.is_zcdp:
+            if wanted == "gaussian":
+                raise ParameterError("delta_budget", "a total δ > 0 (delta_budget=…) or a ρ total for a Gaussian release", 0.0)
+            return None, "mechanism: laplace (auto: the account has no δ for a Gaussian release)"
+        # L2 Δ ≤ L1 Δ: a sound (if not tight) L2 sensitivity for every query whose L1 Δ is derived
+        gaussians = tuple(
+            Gaussian(
+                sensitivity=p.sensitivity,
+                epsilon=query.epsilon_of(p),
+                delta=query.delta,
+                changed_coordinates=p.changed_coordinates,
+            )
+            for p in query.parts
+        )
+        laplace_variance, gaussian_variance = laplace[-1].variance, gaussians[-1].variance
+        if wanted == "auto" and laplace_variance <= gaussian_variance:
+            why = f"variance {laplace_variance:.4g} ≤ Gaussian {gaussian_variance:.4g} at δ = {query.delta:.3g}"
+            return None, f"mechanism: laplace (auto: {why})"
+        why = f" (auto: variance {gaussian_variance:.4g} < Laplace {laplace_variance:.4g})" if wanted == "auto" else ""
+        return gaussians, f"mechanism: gaussian at (ε, δ) = ({query.epsilon:g}, {query.delta:.3g}), L2 Δ ≤ L1 Δ{why}"
 
     def _check_selection_delta(self, query: Query) -> float | None:
         """A release over undeclared keys costs δ: it needs a declared ``max_rows``, a δ of at
@@ -630,7 +708,8 @@ def _compose(
                 assert isinstance(release.value, dict)
                 keys = [k for k, v in release.value.items() if v >= plan.threshold]
                 release = replace(release, value={k: release.value[k] for k in keys})
-        released.append(replace(release, seed=seed, query=f"{part.aggregate.value} part of {query.label}"))
+        label = f"{part.aggregate.value} part of {query.label}"
+        released.append(replace(release, seed=seed, query=label, sensitivity_search=library_backing(query)))
     if keys is not None:
         released = [replace(r, value={k: _at(r.value, k) for k in keys}) for r in released]
     common: dict[str, Any] = {
@@ -640,6 +719,7 @@ def _compose(
         "delta": plan.delta,
         "notes": _notes(query, plan),
         "seed": seed,
+        "sensitivity_search": library_backing(query),
     }
     if query.statistic in (Statistic.COUNT, Statistic.HISTOGRAM, Statistic.SUM):
         return replace(released[-1], **common)
@@ -664,7 +744,13 @@ def _compose(
     )
 
 
-def _representable(mechanism: Laplace, value: Any) -> Any:
+def _check_mechanism(mechanism: Any) -> str:
+    if mechanism not in ("laplace", "gaussian", "auto"):
+        raise ParameterError("mechanism", "laplace, gaussian or auto", mechanism)
+    return str(mechanism)
+
+
+def _representable(mechanism: Laplace | Gaussian, value: Any) -> Any:
     """Clip an exact value into the range the grid sampler accepts (2^60 grid steps).
 
     The sampler refuses larger values with an error that quotes the value; raised here, after
@@ -709,7 +795,14 @@ def _release_keys(query: Query, exact: Aggregates) -> list[Key] | None:
 
 
 def _notes(query: Query, plan: _Plan) -> tuple[str, ...]:
-    notes: list[str] = []
+    notes: list[str] = [plan.choice] if plan.choice else []
+    if query.filtered == "value":
+        notes.append(f"only rows where {query.where} are kept (a record may leave or enter the filter: Δ counts 0 or its value)")
+    elif query.filtered == "position":
+        notes.append(
+            f"only rows where {query.where} are kept, positions in the order of {', '.join(query.order_by)}: "
+            "adding a record shifts positions (one in, one out), so Δ is that of replace-one under either relation"
+        )
     used = [c for c in (query.column, *query.by) if c is not None]
     if used:
         notes.append(f"rows with a null or NaN {' or '.join(used)} are dropped; counts are of the remaining rows")

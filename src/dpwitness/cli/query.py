@@ -91,7 +91,7 @@ def query(
     maximum: Annotated[
         list[str] | None, typer.Option("--max", help="DP maximum (a guarded 1-quantile) of COL within [L, U]: COL:L:U.")
     ] = None,
-    bins: Annotated[int | None, typer.Option(help="Bins of [L, U] for --median, --quantile, --min, --max (default 128).")] = None,
+    bins: Annotated[int | None, typer.Option(help="Bins of [L, U] for --median, --quantile, --min, --max (default 64).")] = None,
     by: Annotated[
         str | None,
         typer.Option(help="Group the statistic this follows by this column (before any statistic: every groupable one)."),

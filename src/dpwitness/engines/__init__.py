@@ -86,33 +86,25 @@ def declared_keys(query: Query, untyped: Collection[str], out: Aggregates) -> Ag
     """Key the aggregates of a declared-key query by the declared keys themselves.
 
     An untyped (text) key column matches a declared key by its text (``9`` matches the cell
-    ``"9"``), so the engine's keys are text there; this maps them back to the declared values,
-    so the session finds every declared key whatever the column's type.
+    ``"9"``), so the engine's keys are text there; this maps each such component back to the
+    declared value, so the session finds every declared key whatever the column's type. (The
+    declared columns are the leading components of an engine's key: a quantile's bin follows.)
     """
     columns = query.declared_columns
-    if query.keys is None or not any(c in untyped for c in columns):
+    positions = [i for i, c in enumerate(columns) if c in untyped]
+    if query.keys is None or not positions:
         return out
-    single = len(columns) == 1
+    several = len(columns) > 1
+    lookups = {i: {str(k[i] if several else k): (k[i] if several else k) for k in query.keys} for i in positions}
 
-    def as_read(key: Any) -> Any:
-        parts = (key,) if single else key
-        read = tuple(str(v) if c in untyped else v for c, v in zip(columns, parts, strict=True))
-        return read[0] if single else read
-
-    back = {as_read(k): k for k in query.keys}
-
-    def declared(key: Any) -> Any:
-        if query.bins is None:
-            return back.get(key, key)
-        # A quantile's engine keys are (key…, bin): map the key part, keep the bin.
-        prefix = key[0] if single else key[:-1]
-        if prefix not in back:
-            return key
-        found = back[prefix]
-        return (*(found if isinstance(found, tuple) else (found,)), key[-1])
+    def back(key: Any) -> Any:
+        parts = list(key) if isinstance(key, tuple) else [key]
+        for i in positions:
+            parts[i] = lookups[i].get(parts[i], parts[i])
+        return tuple(parts) if isinstance(key, tuple) else parts[0]
 
     return {
-        name: {declared(key): value for key, value in values.items()} if isinstance(values, dict) else values
+        name: {back(key): value for key, value in values.items()} if isinstance(values, dict) else values
         for name, values in out.items()
     }
 

@@ -159,6 +159,8 @@ def get_vector(relation: str = "add-remove", epsilon: Epsilon = 1.0, seed: Seed 
 
 
 PlanEpsilon = Annotated[float, Query(description="ε of this query in the plan (0 leaves it out)")]
+PlanDelta = Annotated[float, Query(description="the plan's total δ (0: pure ε-DP), split across its Gaussian queries")]
+PlanMechanism = Annotated[str, Query(description="laplace or gaussian")]
 
 
 @router.get("/planner")
@@ -167,9 +169,16 @@ def get_plan(
     count_epsilon: PlanEpsilon = 0.2,
     mean_epsilon: PlanEpsilon = 0.5,
     histogram_epsilon: PlanEpsilon = 0.3,
+    total_delta: PlanDelta = 0.0,
+    count_mechanism: PlanMechanism = "laplace",
+    histogram_mechanism: PlanMechanism = "laplace",
 ) -> dict[str, Any]:
-    """Each query's Δ and expected error (a curve against ε), the composed ε and the disclosure risk."""
-    return _safe(planner.plan(total_epsilon, count_epsilon, mean_epsilon, histogram_epsilon))
+    """Each query's Δ and expected error (a curve against ε), the composed (ε, δ) and the disclosure risk."""
+    return _safe(
+        planner.plan(
+            total_epsilon, count_epsilon, mean_epsilon, histogram_epsilon, total_delta, count_mechanism, histogram_mechanism
+        )
+    )
 
 
 _ledger: planner.PlanLedger | None = None
@@ -192,9 +201,24 @@ def post_plan_release(
     count_epsilon: PlanEpsilon = 0.2,
     mean_epsilon: PlanEpsilon = 0.5,
     histogram_epsilon: PlanEpsilon = 0.3,
+    total_delta: PlanDelta = 0.0,
+    count_mechanism: PlanMechanism = "laplace",
+    histogram_mechanism: PlanMechanism = "laplace",
 ) -> dict[str, Any]:
     """Release the plan through a real Session and its ledger; a spent plan is refused (409)."""
-    return _safe(plan_ledger().release(plan_id, total_epsilon, count_epsilon, mean_epsilon, histogram_epsilon))
+    ledger = plan_ledger()
+    return _safe(
+        ledger.release(
+            plan_id,
+            total_epsilon,
+            count_epsilon,
+            mean_epsilon,
+            histogram_epsilon,
+            total_delta,
+            count_mechanism,
+            histogram_mechanism,
+        )
+    )
 
 
 @router.get("/gaussian")

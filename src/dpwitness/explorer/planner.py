@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dpwitness.budget import Ledger
 from dpwitness.data import ADULT_ROWS, adult_path, generated_ages
 from dpwitness.errors import BudgetExceeded, ParameterError, check_positive_finite
+from dpwitness.noise import analytic_gaussian_sigma
 from dpwitness.session import Session
 
 #: The planner's queries: name → (statistic, column, options). Bounds and keys are public.
@@ -53,9 +55,11 @@ def source() -> tuple[Any, str]:
     return pl.DataFrame({"age": ages, "race": races}), "generated"
 
 
-def _session(total: float, *, ledger: Ledger | None = None, account: str = "planner-preview") -> Session:
+def _session(
+    total: float, *, ledger: Ledger | None = None, account: str = "planner-preview", delta_budget: float | None = None
+) -> Session:
     data, _ = source()
-    return Session(data, epsilon=total, ledger=ledger, account=account)
+    return Session(data, epsilon=total, delta_budget=delta_budget, ledger=ledger, account=account)
 
 
 def _query_epsilons(count: float, mean: float, histogram: float) -> dict[str, float]:
@@ -106,26 +110,83 @@ def _unit_error(name: str) -> dict[str, Any]:
     return {"query": preview.query, "parts": parts, "sd_at_1": sd, "notes": list(preview.notes)}
 
 
-def plan(total_epsilon: float, count_epsilon: float, mean_epsilon: float, histogram_epsilon: float) -> dict[str, Any]:
-    """Each query's Δ, its expected error at its ε and as a curve against ε; the plan's composed ε and risk."""
+#: Queries that may use Gaussian noise (the session offers it for counts and declared-key histograms).
+GAUSSIAN_QUERIES = ("count", "histogram")
+MECHANISMS = ("laplace", "gaussian")
+
+
+def delta_total_param(value: Any) -> float:
+    """The plan's total δ: 0 (pure ε-DP, Laplace only) or a number in (0, 0.1]."""
+    delta = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    if not (math.isfinite(delta) and 0 <= delta <= 0.1):
+        raise ParameterError("total_delta", "0 (pure ε-DP) or a number in (0, 0.1]", value)
+    return float(f"{delta:.3g}")
+
+
+def _mechanisms(total_delta: float, count_mechanism: str, histogram_mechanism: str) -> dict[str, str]:
+    chosen = {"count": count_mechanism, "mean": "laplace", "histogram": histogram_mechanism}
+    for name in GAUSSIAN_QUERIES:
+        if chosen[name] not in MECHANISMS:
+            raise ParameterError(f"{name}_mechanism", f"one of {list(MECHANISMS)}", chosen[name])
+        if chosen[name] == "gaussian" and total_delta == 0:
+            raise ParameterError("total_delta", "> 0 when a query uses Gaussian noise (its (ε, δ) needs a δ)", total_delta)
+    return chosen
+
+
+def _split_delta(total_delta: float, chosen: dict[str, str], shares: dict[str, float]) -> dict[str, float]:
+    """δ split evenly across the Gaussian queries that run (Laplace queries spend none)."""
+    gaussian = [n for n, m in chosen.items() if m == "gaussian" and shares[n] > 0]
+    return {n: (total_delta / len(gaussian) if n in gaussian else 0.0) for n in chosen}
+
+
+def _gaussian_sd(sensitivity: float, epsilons: npt.NDArray[np.float64], delta: float) -> list[float]:
+    """σ of the analytic Gaussian (Balle–Wang) per ε: the planning figure (the release's
+    discrete Gaussian is within its grid-rounding charge of it)."""
+    return [analytic_gaussian_sigma(sensitivity, float(e), delta) for e in epsilons]
+
+
+def plan(
+    total_epsilon: float,
+    count_epsilon: float,
+    mean_epsilon: float,
+    histogram_epsilon: float,
+    total_delta: float = 0.0,
+    count_mechanism: str = "laplace",
+    histogram_mechanism: str = "laplace",
+) -> dict[str, Any]:
+    """Each query's Δ, its expected error at its ε and as a curve against ε; the plan's composed (ε, δ) and risk."""
     total = total_param(total_epsilon)
     shares = _query_epsilons(count_epsilon, mean_epsilon, histogram_epsilon)
+    delta_total = delta_total_param(total_delta)
+    chosen = _mechanisms(delta_total, count_mechanism, histogram_mechanism)
+    deltas = _split_delta(delta_total, chosen, shares)
     composed = sum(shares.values())
+    composed_delta = sum(deltas.values())
     queries = []
     for name, epsilon in shares.items():
         unit = _unit_error(name)
+        gaussian = chosen[name] == "gaussian"
+        sensitivity = float(unit["parts"][-1]["sensitivity"])
+        if gaussian:
+            curve = _gaussian_sd(sensitivity, CURVE_EPSILONS, deltas[name]) if deltas[name] > 0 else []
+            expected = analytic_gaussian_sigma(sensitivity, epsilon, deltas[name]) if epsilon > 0 else None
+        else:
+            curve = (unit["sd_at_1"] / CURVE_EPSILONS).tolist()
+            expected = unit["sd_at_1"] / epsilon if epsilon > 0 else None
         queries.append(
             {
                 "name": name,
                 "label": unit["query"],
                 "epsilon": epsilon,
+                "delta": deltas[name],
+                "mechanism": chosen[name],
                 "parts": [
                     {**p, "epsilon": p["epsilon"] * epsilon, "scale": p["scale"] / epsilon if epsilon else None}
                     for p in unit["parts"]
                 ],
                 "sensitivity": [p["sensitivity"] for p in unit["parts"]],
-                "expected_sd": unit["sd_at_1"] / epsilon if epsilon > 0 else None,
-                "curve": {"epsilon": CURVE_EPSILONS.tolist(), "sd": (unit["sd_at_1"] / CURVE_EPSILONS).tolist()},
+                "expected_sd": expected,
+                "curve": {"epsilon": CURVE_EPSILONS.tolist(), "sd": curve},
                 "notes": unit["notes"],
             }
         )
@@ -135,18 +196,23 @@ def plan(total_epsilon: float, count_epsilon: float, mean_epsilon: float, histog
         "data": name,
         "rows": ADULT_ROWS,
         "total_epsilon": total,
+        "total_delta": delta_total,
         "composed_epsilon": composed,
-        "within_budget": composed <= total * (1 + 1e-12),
-        "delta": 0.0,
+        "composed_delta": composed_delta,
+        "within_budget": composed <= total * (1 + 1e-12) and composed_delta <= delta_total * (1 + 1e-12),
         "queries": queries,
         "risk": {
             "epsilon": composed,
-            "advantage": advantage(composed),
+            "delta": composed_delta,
+            "advantage": advantage(composed, composed_delta),
             "posterior_at_1pct": posterior(0.01, composed),
             "posterior_at_half": posterior(0.5, composed),
             "prior": priors.tolist(),
             "posterior": [posterior(float(p), composed) for p in priors],
-            "advantage_curve": {"epsilon": CURVE_EPSILONS.tolist(), "advantage": [advantage(float(e)) for e in CURVE_EPSILONS]},
+            "advantage_curve": {
+                "epsilon": CURVE_EPSILONS.tolist(),
+                "advantage": [advantage(float(e), composed_delta) for e in CURVE_EPSILONS],
+            },
         },
     }
 
@@ -161,7 +227,15 @@ class PlanLedger:
         self._lock = threading.Lock()
 
     def release(
-        self, plan_id: str, total_epsilon: float, count_epsilon: float, mean_epsilon: float, histogram_epsilon: float
+        self,
+        plan_id: str,
+        total_epsilon: float,
+        count_epsilon: float,
+        mean_epsilon: float,
+        histogram_epsilon: float,
+        total_delta: float = 0.0,
+        count_mechanism: str = "laplace",
+        histogram_mechanism: str = "laplace",
     ) -> dict[str, Any]:
         """Release every query of the plan through one ``Session`` on this ledger (account = plan id).
 
@@ -172,12 +246,15 @@ class PlanLedger:
             raise ParameterError("plan_id", "6-64 letters, digits, '-' or '_'", plan_id)
         total = total_param(total_epsilon)
         shares = _query_epsilons(count_epsilon, mean_epsilon, histogram_epsilon)
+        delta_total = delta_total_param(total_delta)
+        chosen = _mechanisms(delta_total, count_mechanism, histogram_mechanism)
+        deltas = _split_delta(delta_total, chosen, shares)
         if sum(shares.values()) > total * (1 + 1e-12):
             raise BudgetExceeded(
                 f"the plan spends ε = {sum(shares.values()):g}, more than its total {total:g}; nothing was released"
             )
         with self._lock:
-            session = _session(total, ledger=self.ledger, account=f"plan-{plan_id}")
+            session = _session(total, ledger=self.ledger, account=f"plan-{plan_id}", delta_budget=delta_total or None)
             needed = sum(shares.values())
             if needed > session.remaining.epsilon * (1 + 1e-12):
                 raise BudgetExceeded(
@@ -189,16 +266,18 @@ class PlanLedger:
                 if epsilon <= 0:
                     continue
                 spec = QUERIES[name]
-                release = session.run(
-                    session.query(spec["statistic"], spec["column"], epsilon=epsilon, **spec["options"]), alpha=ALPHA
-                )
-                answers.append({"name": name, **release.to_dict()})
+                options = {**spec["options"], **({"delta": deltas[name]} if chosen[name] == "gaussian" else {})}
+                query = session.query(spec["statistic"], spec["column"], epsilon=epsilon, **options)
+                release = session.run(query, alpha=ALPHA, mechanism=chosen[name])
+                answers.append({"name": name, "mechanism": chosen[name], **release.to_dict()})
             return {
                 "plan_id": plan_id,
                 "data": source()[1],
                 "answers": answers,
                 "spent": session.spent.epsilon,
+                "spent_delta": session.spent.delta,
                 "remaining": session.remaining.epsilon,
                 "total_epsilon": total,
-                "history": [{"label": s.label, "epsilon": s.epsilon} for s in session.history],
+                "total_delta": delta_total,
+                "history": [{"label": s.label, "epsilon": s.epsilon, "delta": s.delta} for s in session.history],
             }

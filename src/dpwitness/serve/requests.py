@@ -57,7 +57,7 @@ class QueryRequest(BaseModel):
     q: float | list[float] | None = Field(
         default=None, description="quantile only: q in [0, 1], or a list of them released from one histogram (0.5: the median)"
     )
-    bins: int | None = Field(default=None, ge=2, le=MAX_BINS, description="quantile only: bins of [L, U] (default 128)")
+    bins: int | None = Field(default=None, ge=2, le=MAX_BINS, description="quantile only: bins of [L, U] (default 64)")
     where: str | None = Field(
         default=None,
         max_length=2000,

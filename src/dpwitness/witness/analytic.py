@@ -37,6 +37,10 @@ class WitnessReport:
     sensitivity: float
     granularity: float
     verdict: str
+    #: What this report proves: the sampler against the claim *for the declared Δ*, not Δ itself.
+    proves: str = "the noise actually sampled against the claimed privacy loss, for the declared Δ"
+    #: Which sensitivity search backs that Δ (:attr:`dpwitness.Release.sensitivity_search`; None: nothing checked it).
+    sensitivity_search: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -167,6 +171,10 @@ class GaussianWitnessReport:
     sensitivity: float
     granularity: float
     verdict: str
+    #: What this report proves: the sampler against the claim *for the declared Δ*, not Δ itself.
+    proves: str = "the noise actually sampled against the claimed privacy loss, for the declared Δ"
+    #: Which sensitivity search backs that Δ (:attr:`dpwitness.Release.sensitivity_search`; None: nothing checked it).
+    sensitivity_search: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.errors import ParameterError, check_finite, check_positive_finite, require
-from dpwitness.witness.events import Candidate, Scorer, names_of, resolution, search
+from dpwitness.witness.events import Candidate, Scorer, names_of, resolution, search, summary_features, threshold_candidate
 from dpwitness.witness.stats import epsilon_estimate, epsilon_lower_bound, epsilon_upper_bound
 
 if TYPE_CHECKING:
@@ -64,6 +64,9 @@ TIGHT_STORE = 10_000_000
 TIGHT_CHUNK = 1_000_000
 #: Shares of the tight mode's time: search sample, selection sample (the rest: final measurement).
 TIGHT_SEARCH_SHARE, TIGHT_SELECT_SHARE = 0.2, 0.1
+#: The tight search only proposes events (a fresh sample chooses among them): it shrinks its
+#: estimates by about one standard deviation, not 2.3, so that weak but real effects survive.
+TIGHT_SHRINK = 0.16
 
 
 class MechanismError(RuntimeError):
@@ -283,7 +286,9 @@ class Sampler:
         self.sized = accepts_size(mechanism)
         self.deadline = deadline
         self.encoder = Encoder()
-        self.seconds_per_run = 0.0
+        self.seconds_per_run = 0.0  # the slowest rate seen (budget checks stay on the safe side)
+        self.recent_seconds_per_run = 0.0  # the rate of the last large draw (for planning the tight mode)
+        self.search_seconds_per_row = 0.0
 
     def draw(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
         """n outputs as rows of numbers (the view the events see)."""
@@ -293,7 +298,10 @@ class Sampler:
         """n outputs as ``[shape code, length, values…]`` rows (see :class:`Encoder`)."""
         start = time.perf_counter()
         rows = self._sized(data, rng, n, label) if self.sized else self._per_call(data, rng, n, label)
-        self.seconds_per_run = max(self.seconds_per_run, (time.perf_counter() - start) / n)
+        rate = (time.perf_counter() - start) / n
+        self.seconds_per_run = max(self.seconds_per_run, rate)
+        if n >= 5000 or self.recent_seconds_per_run == 0.0:
+            self.recent_seconds_per_run = rate
         return rows
 
     def view(self, *arrays: FloatArray, structured: bool | None = None) -> tuple[list[FloatArray], list[str], int]:
@@ -493,7 +501,8 @@ def audit(
         raise ParameterError("max_samples", "a whole number ≥ 10", max_samples)
     started = time.perf_counter()
     deadline = started + max_seconds
-    sampler = Sampler(mechanism, deadline=deadline)
+    fast_deadline = started + (max_seconds / 2 if tight else max_seconds)  # tight mode: half the time for the fast verdict
+    sampler = Sampler(mechanism, deadline=fast_deadline)
     sizes = _schedule(samples, max_samples)
     rounds = len(sizes)
     root = np.random.SeedSequence(seed)
@@ -512,9 +521,10 @@ def audit(
     bar = _progress_bar(show, total=2 * sum(sizes))
     try:
         for r, n in enumerate(sizes):
-            remaining = deadline - time.perf_counter()
-            if r > 0 and sampler.seconds_per_run * 2 * n > remaining:
-                reason = f"stopped before a round of {n:,} runs per input: the time budget ({max_seconds:g} s) would be exceeded"
+            remaining = fast_deadline - time.perf_counter()
+            if r > 0 and (sampler.seconds_per_run * 2 + sampler.search_seconds_per_row) * n > remaining:
+                budget = fast_deadline - started
+                reason = f"stopped before a round of {n:,} runs per input: the time budget ({budget:g} s) would be exceeded"
                 break
             try:
                 xa = sampler.draw_full(d, np.random.default_rng(streams[2 * r]), n, "d")
@@ -543,7 +553,9 @@ def audit(
                 pool_a, pool_b = last_a[-SEARCH_CAP:], last_b[-SEARCH_CAP:]
             # Score with the α each event will get if every family yields one (the usual case).
             probe = Scorer(len(sa), len(ma), delta=dlt, alpha=alpha / (rounds * 8))
+            searching = time.perf_counter()
             candidates, families = search(sa, sb, probe, float_test=float_test, rng=search_rng, names=names, start=start)
+            sampler.search_seconds_per_row = (time.perf_counter() - searching) / max(len(sa), 1)
             if not candidates:
                 last = None
                 reason = "the outputs take a single value, the same on both inputs: no event separates them"
@@ -692,6 +704,27 @@ def _result(
 # --- tight mode ------------------------------------------------------------------------------
 
 
+def _stream(
+    sampler: Sampler,
+    d: Any,
+    d_prime: Any,
+    seeds: np.random.SeedSequence,
+    n: int,
+    structured: bool,
+    use: Callable[[FloatArray, FloatArray], None],
+) -> None:
+    """Draw n runs per input in chunks (fresh streams each) and hand each pair of chunks to ``use``."""
+    done = 0
+    while done < n:
+        size = min(TIGHT_CHUNK, n - done)
+        first, second = seeds.spawn(2)
+        ra = sampler.draw_full(d, np.random.default_rng(first), size, "d")
+        rb = sampler.draw_full(d_prime, np.random.default_rng(second), size, "d_prime")
+        (ra, rb), _, _ = sampler.view(ra, rb, structured=structured)
+        use(ra, rb)
+        done += size
+
+
 def _tight(
     sampler: Sampler,
     d: Any,
@@ -707,70 +740,95 @@ def _tight(
     float_test: bool,
     rng: np.random.Generator,
 ) -> AuditResult:
-    """Spend the rest of the time budget on one event: found on a large search sample, chosen on a
-    fresh selection sample, certified alone (no Bonferroni factor) on a final sample whose size is
-    fixed before it is drawn. The fast phase's samples are reused for the search only. The layout
-    of the rows (with or without shape columns) is frozen when the event is chosen."""
+    """Spend the rest of the time budget on one event: proposed by a search on a large sample
+    (for vectors, also on the sum, count-above-median, max and min of a larger streamed sample),
+    chosen on a fresh selection sample, then certified alone (no Bonferroni factor) on a final
+    sample whose size is fixed before it is drawn. The fast phase's samples are reused for the
+    search only; the row layout (with or without shape columns) is frozen once the search starts."""
     started = time.perf_counter()
-    streams = root.spawn(1)[0].spawn(4)
-    rate = max(sampler.seconds_per_run, 1e-9)  # seconds per run per input
-    runs_left = int((deadline - started) / (2 * rate) * 0.8)
+    seeds = root.spawn(1)[0].spawn(4)
+    draw_rate = max(sampler.recent_seconds_per_run, 1e-9)  # seconds per run per input
+    search_rate = max(sampler.search_seconds_per_row, 1e-9)  # search seconds per row of each input
+    total = deadline - started
     width = kept_a.shape[1]
     cap = max(10_000, TIGHT_STORE // max(width, 1))
+    structured = sampler.encoder.structured
+    sampler.deadline = deadline + 0.25 * total  # a little slack; past it, no tight bound is claimed
     try:
-        sampler.deadline = deadline
-        fresh = min(max(0, int(runs_left * TIGHT_SEARCH_SHARE)), max(0, cap - len(kept_a)))
+        rows = min(cap, int(total * TIGHT_SEARCH_SHARE / (2 * draw_rate + search_rate)))
         full_a, full_b = kept_a[-cap:], kept_b[-cap:]
-        if fresh >= 1000:
-            fa = sampler.draw_full(d, np.random.default_rng(streams[0]), fresh, "d")
-            fb = sampler.draw_full(d_prime, np.random.default_rng(streams[1]), fresh, "d_prime")
+        if rows - len(full_a) >= 1000:
+            fresh = rows - len(full_a)
+            fa = sampler.draw_full(d, np.random.default_rng(seeds[0].spawn(1)[0]), fresh, "d")
+            fb = sampler.draw_full(d_prime, np.random.default_rng(seeds[0].spawn(1)[0]), fresh, "d_prime")
             w = max(full_a.shape[1], fa.shape[1])
-            full_a = np.vstack([_pad(full_a, w), _pad(fa, w)])[-cap:]
-            full_b = np.vstack([_pad(full_b, w), _pad(fb, w)])[-cap:]
-        after_search = time.perf_counter()
-        rate = max(sampler.seconds_per_run, 1e-9)
-        runs_left = int((deadline - after_search) / (2 * rate) * 0.8)
-        select_n = min(cap, max(1000, int(runs_left * TIGHT_SELECT_SHARE)))
-        final_n = int(runs_left * (1 - TIGHT_SELECT_SHARE))
-        if final_n < 1000:
-            return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
-        structured = sampler.encoder.structured
+            full_a, full_b = np.vstack([_pad(full_a, w), _pad(fa, w)]), np.vstack([_pad(full_b, w), _pad(fb, w)])
+        elif rows < len(full_a):
+            full_a, full_b = full_a[-max(rows, 10_000) :], full_b[-max(rows, 10_000) :]
         (sa, sb), names, start = sampler.view(full_a, full_b, structured=structured)
-        scorer = Scorer(len(sa), final_n, delta=delta, alpha=alpha)
-        candidates, _ = search(sa, sb, scorer, float_test=float_test, rng=rng, names=names, start=start)
-        del sa, sb, full_a, full_b
+        del full_a, full_b
+        planned = int(total * 0.5 / (2 * draw_rate))  # a first guess of the final size, for scoring
+        scorer = Scorer(len(sa), planned, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK)
+        candidates, _ = search(
+            sa, sb, scorer, float_test=float_test, rng=rng, names=names, start=start, feature_rows=len(sa), every=True
+        )
+        summaries = summary_features(sa, sb, names, start)
+        del sa, sb
+        if summaries:  # a vector: its sums, counts, max and min on many more runs (numbers only are kept)
+            stream_rows = min(TIGHT_STORE // len(summaries), int(total * 0.1 / (2 * draw_rate)))
+            kept: list[tuple[FloatArray, FloatArray]] = []
+            _stream(
+                sampler,
+                d,
+                d_prime,
+                seeds[1],
+                stream_rows,
+                structured,
+                lambda ra, rb: kept.append(
+                    (np.column_stack([f(ra) for f in summaries]), np.column_stack([f(rb) for f in summaries]))
+                ),
+            )
+            fa, fb = np.vstack([k[0] for k in kept]), np.vstack([k[1] for k in kept])
+            del kept
+            wide = Scorer(len(fa), planned, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK)
+            for j, feature in enumerate(summaries):
+                found = threshold_candidate(fa[:, j], fb[:, j], wide, feature, "sums and differences")
+                if found is not None:
+                    candidates.append(found)
+            del fa, fb
         if not candidates:
             return replace(fast, tight_reason="no event separated the inputs on the search sample")
-        va = sampler.draw_full(d, np.random.default_rng(streams[2]), select_n, "d")
-        vb = sampler.draw_full(d_prime, np.random.default_rng(streams[3]), select_n, "d_prime")
-        (va, vb), _, _ = sampler.view(va, vb, structured=structured)
-        selector = Scorer(select_n, final_n, delta=delta, alpha=alpha)
-        scores = []
-        for candidate in candidates:
-            ha, hb = float(candidate.event.contains(va).sum()), float(candidate.event.contains(vb).sum())
-            h1, h2 = (ha, hb) if candidate.direction == 1 else (hb, ha)
-            scores.append(float(selector.projected(np.array([h1]), np.array([h2]))[0]))
-        chosen = candidates[int(np.argmax(scores))]
-        del va, vb
-        hits1 = hits2 = done = 0
-        chunk = max(1000, min(TIGHT_CHUNK, TIGHT_STORE // max(width, 1)))
-        final = root.spawn(1)[0]
-        sampler.deadline = deadline + 0.5 * (deadline - started)  # a little slack before giving up
-        while done < final_n:
-            n = min(chunk, final_n - done)
-            pa_stream, pb_stream = final.spawn(2)
-            ra = sampler.draw_full(d, np.random.default_rng(pa_stream), n, "d")
-            rb = sampler.draw_full(d_prime, np.random.default_rng(pb_stream), n, "d_prime")
-            (ra, rb), _, _ = sampler.view(ra, rb, structured=structured)
+        left = deadline - time.perf_counter()
+        select_n = max(1000, int(left * TIGHT_SELECT_SHARE / (2 * draw_rate * 1.5)))
+        counts = np.zeros((len(candidates), 2))
+
+        def tally(ra: FloatArray, rb: FloatArray) -> None:
+            for i, candidate in enumerate(candidates):
+                counts[i] += (candidate.event.contains(ra).sum(), candidate.event.contains(rb).sum())
+
+        selecting = time.perf_counter()
+        _stream(sampler, d, d_prime, seeds[2], select_n, structured, tally)
+        per_run = (time.perf_counter() - selecting) / select_n  # both inputs, every candidate judged
+        per_run_one = 2 * draw_rate + (per_run - 2 * draw_rate) / len(candidates)
+        final_n = int((deadline - time.perf_counter()) * 0.9 / max(per_run_one, 1e-9))
+        if final_n < 1000:
+            return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
+        selector = Scorer(select_n, final_n, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK)
+        forward = np.array([1 if c.direction == 1 else 0 for c in candidates], dtype=bool)
+        h1 = np.where(forward, counts[:, 0], counts[:, 1])
+        h2 = np.where(forward, counts[:, 1], counts[:, 0])
+        chosen = candidates[int(np.argmax(selector.projected(h1, h2)))]
+        hits = [0, 0]
+
+        def measure(ra: FloatArray, rb: FloatArray) -> None:
             ha, hb = int(chosen.event.contains(ra).sum()), int(chosen.event.contains(rb).sum())
-            hits1 += ha if chosen.direction == 1 else hb
-            hits2 += hb if chosen.direction == 1 else ha
-            done += n
-            if time.perf_counter() > sampler.deadline:
-                return replace(fast, tight_reason="the final measurement ran out of time; no tight bound is claimed")
+            hits[0] += ha if chosen.direction == 1 else hb
+            hits[1] += hb if chosen.direction == 1 else ha
+
+        _stream(sampler, d, d_prime, seeds[3], final_n, structured, measure)
     except _OutOfTime:
-        return replace(fast, tight_reason="the mechanism is too slow for a tight measurement within max_seconds")
-    lower = float(epsilon_lower_bound(hits1, hits2, final_n, delta=delta, alpha=alpha))
+        return replace(fast, tight_reason="the mechanism ran out of time during the tight measurement; no tight bound is claimed")
+    lower = float(epsilon_lower_bound(hits[0], hits[1], final_n, delta=delta, alpha=alpha))
     return replace(
         fast,
         tight_epsilon_lower_bound=max(0.0, lower),
@@ -778,7 +836,7 @@ def _tight(
         tight_family=chosen.family,
         tight_samples=final_n,
         tight_seconds=time.perf_counter() - started,
-        tight_hits=(hits1, hits2),
+        tight_hits=(hits[0], hits[1]),
         seconds=fast.seconds + time.perf_counter() - started,
     )
 

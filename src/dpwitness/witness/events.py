@@ -194,8 +194,8 @@ class Candidate:
 class Scorer:
     """Projected ε lower bound of an event given its search counts, at the measurement size."""
 
-    def __init__(self, n_search: int, n_measure: int, *, delta: float, alpha: float) -> None:
-        self.n_search, self.n_measure, self.delta, self.alpha = n_search, n_measure, delta, alpha
+    def __init__(self, n_search: int, n_measure: int, *, delta: float, alpha: float, shrink: float = SHRINK) -> None:
+        self.n_search, self.n_measure, self.delta, self.alpha, self.shrink = n_search, n_measure, delta, alpha, shrink
 
     def best(self, hits_a: npt.ArrayLike, hits_b: npt.ArrayLike) -> tuple[int, int, float]:
         """(index, direction, score) of the best entry over both directions.
@@ -215,8 +215,8 @@ class Scorer:
         return index, float(scores[index])
 
     def projected(self, numerator: FloatArray, denominator: FloatArray) -> FloatArray:
-        p1 = wilson_bounds(numerator, self.n_search, SHRINK)[0]
-        p2 = wilson_bounds(denominator, self.n_search, SHRINK)[1]
+        p1 = wilson_bounds(numerator, self.n_search, self.shrink)[0]
+        p2 = wilson_bounds(denominator, self.n_search, self.shrink)[1]
         low = wilson_bounds(p1 * self.n_measure, self.n_measure, self.alpha / 2)[0] - self.delta
         high = wilson_bounds(p2 * self.n_measure, self.n_measure, self.alpha / 2)[1]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -497,20 +497,27 @@ def search(
     rng: np.random.Generator,
     names: list[str] | None = None,
     start: int = 0,
+    feature_rows: int = FEATURE_ROWS,
+    every: bool = False,
 ) -> tuple[list[Candidate], list[str]]:
     """The best candidate of each family on the search samples (best first), and the families searched.
 
     ``names`` label the columns; ``start`` is the first value column (structured rows begin
-    with their shape code and length, which take part in the value families only).
+    with their shape code and length, which take part in the value families only);
+    ``feature_rows`` caps the rows used for the derived vector features. With ``every``, the
+    best event of every column and feature is returned, not only the best of each family (for a
+    later choice on fresh samples).
     """
+
+    def pick(candidates: Sequence[Candidate | None]) -> list[Candidate | None]:
+        return [c for c in candidates if c is not None] if every else [_best(candidates)]
+
     columns = xa.shape[1]
     names = names or names_of(columns)
     families: list[str] = ["threshold"]
     by_column = [_Sorted.of(xa[:, j], xb[:, j]) for j in range(columns)]
     discrete = [len(c.distinct()) + (1 if any(c.missing) else 0) <= DISCRETE_LIMIT for c in by_column]
-    found: list[Candidate | None] = [
-        _best([_threshold_candidate(c, scorer, Feature(names[j], column=j), "threshold") for j, c in enumerate(by_column)])
-    ]
+    found = pick([_threshold_candidate(c, scorer, Feature(names[j], column=j), "threshold") for j, c in enumerate(by_column)])
     if any(discrete):
         found.append(
             _best(
@@ -529,11 +536,11 @@ def search(
         families.append("joint values")
     if not all(discrete):
         continuous = [j for j in range(columns) if not discrete[j]]
-        found.append(_best([_interval_candidate(by_column[j], scorer, Feature(names[j], column=j)) for j in continuous]))
+        found += pick([_interval_candidate(by_column[j], scorer, Feature(names[j], column=j)) for j in continuous])
         masses = [_column_values_candidate(by_column[j], scorer, names[j], j, repeated_only=True) for j in continuous]
         if ka is not None and kb is not None:
             masses.append(_key_candidate(ka, kb, scorer, "X", "point masses", -1, "raw", repeated_only=True, rows=(xa, xb)))
-        found.append(_best(masses))
+        found += pick(masses)
         families += ["intervals", "point masses"]
     del by_column
     if columns - start > 1:
@@ -546,18 +553,28 @@ def search(
         derived = _vector_features(xa, xb, names, start)
         if derived:
             families.append("sums and differences")
-            ra, rb = xa[:FEATURE_ROWS], xb[:FEATURE_ROWS]
-            sub = Scorer(len(ra), scorer.n_measure, delta=scorer.delta, alpha=scorer.alpha) if len(ra) < len(xa) else scorer
-            found.append(_best([_threshold_candidate(_Sorted.of(f(ra), f(rb)), sub, f, "sums and differences") for f in derived]))
+            ra, rb = xa[:feature_rows], xb[:feature_rows]
+            sub = Scorer(len(ra), scorer.n_measure, delta=scorer.delta, alpha=scorer.alpha, shrink=scorer.shrink)
+            found += pick([_threshold_candidate(_Sorted.of(f(ra), f(rb)), sub, f, "sums and differences") for f in derived])
     if float_test:
         bits = []
         for transform in ("lowest-bit", "exponent+lowest-bit"):
             for j in range(start, columns):
                 keys_a, keys_b = event_keys(xa, j, transform), event_keys(xb, j, transform)
                 bits.append(_key_candidate(keys_a, keys_b, scorer, f"bits({names[j]})", "bit pattern", j, transform))
-        found.append(_best(bits))
+        found += pick(bits)
         families.append("bit pattern")
     return sorted((c for c in found if c is not None), key=lambda c: -c.score), families
+
+
+def summary_features(xa: FloatArray, xb: FloatArray, names: list[str], start: int) -> list[Feature]:
+    """The sum, count above the pooled medians, max and min of a vector's values (medians from xa, xb)."""
+    return _vector_features(xa, xb, names, start)[:4]
+
+
+def threshold_candidate(fa: FloatArray, fb: FloatArray, scorer: Scorer, feature: Feature, family: str) -> Candidate | None:
+    """The best threshold event on one feature's values (NaN: in neither side)."""
+    return _threshold_candidate(_Sorted.of(fa, fb), scorer, feature, family)
 
 
 def resolution(family: str, n_search: int) -> float:

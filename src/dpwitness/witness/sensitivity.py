@@ -113,7 +113,8 @@ class SensitivityResult:
         head = (
             f"{what}{self.norm.upper()} shift {self.shift:.6g} > claimed Δ = {self.claimed:g}"
             if self.violated
-            else f"{what}no pair moved the output by more than Δ = {self.claimed:g} (largest {self.norm.upper()} shift {self.worst:.6g})"
+            else f"{what}no pair moved the output by more than Δ = {self.claimed:g} "
+            f"(largest {self.norm.upper()} shift {self.worst:.6g})"
         )
         mark = "✘ VIOLATED" if self.violated else "✔ claim holds on every pair tried"
         pair = "minimal violating pair" if self.violated else "pair with the largest shift"
@@ -212,9 +213,7 @@ def search_claims(
     if trials > 0 and search.violation is None:
         search.run(hypothesis, trials, seed)
     seconds = time.perf_counter() - started
-    return {
-        name: search.result(name, seconds=seconds, seed=seed, single=list(bounds) == [""]) for name in bounds
-    }
+    return {name: search.result(name, seconds=seconds, seed=seed, single=list(bounds) == [""]) for name in bounds}
 
 
 # --- the tables -----------------------------------------------------------------------------------
@@ -244,7 +243,9 @@ class _Layout:
         if max_contributions is None:
             raise ParameterError("max_contributions", "a whole number ≥ 1", max_contributions)
         if unit is None and max_contributions != 1:
-            raise ParameterError("max_contributions", "1 unless privacy_unit names the column that identifies a person", max_contributions)
+            raise ParameterError(
+                "max_contributions", "1 unless privacy_unit names the column that identifies a person", max_contributions
+            )
         if unit is None and max_groups is not None:
             raise ParameterError("max_groups", "None unless privacy_unit names the column that identifies a person", max_groups)
         specs: list[tuple[str, Any]] = []
@@ -255,7 +256,9 @@ class _Layout:
                 raise ParameterError("columns", "column names that are non-empty strings", name)
             if name == unit:
                 if not (_is_dtype(spec) and (_dtype(spec).is_integer() or _dtype(spec) == pl.String)):
-                    raise ParameterError("columns", f"an integer or string dtype for the privacy unit {unit!r} (its ids are generated)", spec)
+                    raise ParameterError(
+                        "columns", f"an integer or string dtype for the privacy unit {unit!r} (its ids are generated)", spec
+                    )
                 unit_dtype = _dtype(spec)
                 continue
             if _is_dtype(spec):
@@ -441,7 +444,7 @@ class _Search:
                 after = [dict(r) for r in before]
                 names = [name for name, _ in layout.specs] + ([unit] if unit is not None else [])
                 name = data.draw(st.sampled_from(names), label="field")
-                if name == unit:
+                if unit is not None and name == unit:
                     new_id = data.draw(st.sampled_from([REPLACEMENT_UNIT, None]), label="new unit id")
                     after = [{**r, unit: layout.unit_id(new_id)} for r in after[: 1 if new_id is None else None]]
                 else:
@@ -485,10 +488,45 @@ class _Search:
         )
 
 
+# --- what backs the library's own Δ ---------------------------------------------------------------
+
+#: The sweep that checks every derivation of :mod:`dpwitness.queries` (see docs/sensitivity.md).
+LIBRARY_SWEEP = "tests/test_sensitivity_library.py"
+
+
+def library_backing(query: Any) -> str:
+    """Which sensitivity search backs the Δ of a library query (:class:`dpwitness.queries.Query`).
+
+    The statement is about the derivation, not about this release's data: the CI sweep runs
+    :func:`search_claims` on this statistic × relation × privacy unit × grouping × filter kind
+    (at bounds (2, 5), ≤ 2 rows per unit) through both engines' exact aggregates.
+    """
+    unit = "no privacy unit" if query.privacy_unit is None else "a privacy unit"
+    grouping = "ungrouped" if not query.grouped else ("declared keys" if query.declared else "undeclared keys")
+    return (
+        f"dpwitness.sensitivity_search sweep ({LIBRARY_SWEEP}): the Δ derivation of {query.statistic.value} under "
+        f"{query.neighbours.value}, {unit}, {grouping}, filter {query.filtered}, searched through the Polars and Spark "
+        "engines' exact aggregates"
+    )
+
+
 # --- the command line's inputs ---------------------------------------------------------------------
 
 #: Polars dtypes a ``--columns`` JSON may name.
-DTYPE_NAMES = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32", "Float64", "Boolean", "String")
+DTYPE_NAMES = (
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "UInt8",
+    "UInt16",
+    "UInt32",
+    "UInt64",
+    "Float32",
+    "Float64",
+    "Boolean",
+    "String",
+)
 
 
 def load_function(target: str) -> Callable[..., Any]:
@@ -568,7 +606,7 @@ def _coordinates(output: Output) -> dict[Any, float]:
     try:
         if isinstance(output, Mapping):
             return {key: float(value) for key, value in output.items()}
-        if isinstance(output, int | float) or type(output).__module__ == "numpy" and getattr(output, "ndim", 1) == 0:
+        if isinstance(output, int | float) or (type(output).__module__ == "numpy" and getattr(output, "ndim", 1) == 0):
             return {(): float(output)}
         if hasattr(output, "to_list"):  # a Polars Series
             output = output.to_list()
@@ -589,8 +627,10 @@ def _table_text(frame: pl.DataFrame) -> str:
 
 
 __all__ = [
+    "LIBRARY_SWEEP",
     "RELATIVE_TOLERANCE",
     "SensitivityResult",
+    "library_backing",
     "load_function",
     "output_shift",
     "parse_columns",

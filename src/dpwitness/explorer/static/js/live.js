@@ -200,6 +200,7 @@ function drawGaussian(z, xMin, xMax, yMax, noNoise) {
   const eps = state.epsilon, delta = state.gaussDelta, f1 = state.value, f2 = state.value - state.d;
   const box = $("plot-gauss");
   if (noNoise) {
+    $("plot-gauss-delta").replaceChildren();
     linePlot(box, { title: t("live.plot_gauss"), xLabel: t("live.axis_z"), xMin, xMax, yMin: 0, yMax, alt: t("alt.density_zero", { f: fmt(f1) }), series: [{ x: [f1, f1], y: [0, yMax], cls: "s0 spike", label: t("plot.point_mass", { f: fmt(f1) }) }] });
     $("gauss-summary").textContent = t("live.no_noise");
     return;
@@ -221,6 +222,15 @@ function drawGaussian(z, xMin, xMax, yMax, noNoise) {
     alt: t("alt.gauss", { sigma: fmt(sigma), delta: fmt(hockey), eps: fmt(eps) }),
     areas: [{ x: z, low: q, high: p, cls: "delta-area", id: "delta", label: t("plot.delta_area", { delta: fmt(hockey, 3) }) }],
     series: [{ x: z, y: p, cls: "s0", label: "p(z | D)" }, { x: z, y: q, cls: "s3", label: "e^ε · p(z | D′)" }],
+  });
+  // The integrand of δ on its own axis: invisible at the densities' scale, it is the point.
+  const excess = z.map((_, i) => Math.max(0, p[i] - q[i]));
+  const top = Math.max(...excess);
+  linePlot($("plot-gauss-delta"), {
+    title: t("live.plot_gauss_delta"), xLabel: t("live.axis_z"), yLabel: "p − e^ε·q", xMin, xMax, yMin: 0, yMax: top > 0 ? top * 1.2 : 1,
+    alt: t("alt.gauss_delta", { delta: fmt(hockey, 3) }),
+    areas: [{ x: z, low: z.map(() => 0), high: excess, cls: "delta-area", id: "delta-zoom", label: t("plot.delta_area", { delta: fmt(hockey, 3) }) }],
+    series: [],
   });
   $("gauss-summary").textContent = t("live.gauss_summary", { sigma, b: state.sensitivity / eps, delta: hockey, target: delta, eps });
 }

@@ -8,7 +8,8 @@ import { linePlot } from "./plot.js";
 const $ = (id) => document.getElementById(id);
 const QUERIES = ["count", "mean", "histogram"];
 const CLASSES = { count: "s0", mean: "s1", histogram: "s4" };
-const plan = { total: 1, count: 0.2, mean: 0.5, histogram: 0.3 };
+const plan = { total: 1, count: 0.2, mean: 0.5, histogram: 0.3, delta: 0, mechanism: { count: "laplace", histogram: "laplace" } };
+const GAUSSIAN_QUERIES = ["count", "histogram"];
 let planId = newId();
 let sequence = 0;
 let last = null;
@@ -20,7 +21,10 @@ function newId() {
 }
 
 function params() {
-  return { total_epsilon: plan.total, count_epsilon: plan.count, mean_epsilon: plan.mean, histogram_epsilon: plan.histogram };
+  return {
+    total_epsilon: plan.total, count_epsilon: plan.count, mean_epsilon: plan.mean, histogram_epsilon: plan.histogram,
+    total_delta: plan.delta, count_mechanism: plan.mechanism.count, histogram_mechanism: plan.mechanism.histogram,
+  };
 }
 
 // The composition total, drawn at once from the sliders (basic composition: the ledger's sum).
@@ -29,8 +33,10 @@ function drawTotal() {
   const box = $("plan-composition");
   const over = sum > plan.total * (1 + 1e-12);
   box.classList.toggle("over", over);
+  const gaussian = GAUSSIAN_QUERIES.filter((q) => plan.mechanism[q] === "gaussian" && plan[q] > 0).length;
   box.textContent = t(over ? "plan.composition_over" : "plan.composition", {
     parts: QUERIES.map((q) => fmt(plan[q])).join(" + "), sum: Number(sum.toPrecision(6)), total: plan.total,
+    dsum: gaussian ? plan.delta : 0, dtotal: plan.delta,
   });
   $("plan-release").disabled = over;
 }
@@ -49,8 +55,8 @@ async function refresh() {
   last = data;
   $("plan-data").textContent = t(data.data === "adult" ? "plan.data_adult" : "plan.data_generated", { rows: String(data.rows) });
   for (const q of data.queries) {
-    $(`plan-${q.name}-info`).textContent = t(`plan.${q.name}_info`, {
-      delta: q.sensitivity.map((v) => fmt(v)).join(", "), sd: q.expected_sd ?? NaN, eps: q.epsilon,
+    $(`plan-${q.name}-info`).textContent = t(q.mechanism === "gaussian" ? "plan.gaussian_info" : `plan.${q.name}_info`, {
+      delta: q.sensitivity.map((v) => fmt(v)).join(", "), sd: q.expected_sd ?? NaN, eps: q.epsilon, d: q.delta,
     });
   }
   const series = [], points = [];
@@ -58,7 +64,7 @@ async function refresh() {
     series.push({ x: q.curve.epsilon, y: q.curve.sd, cls: CLASSES[q.name], label: t(`plan.${q.name}`) });
     if (q.epsilon > 0) points.push({ x: q.epsilon, y: q.expected_sd, cls: `dot ${CLASSES[q.name]}` });
   }
-  const ys = data.queries.flatMap((q) => q.curve.sd);
+  const ys = data.queries.flatMap((q) => q.curve.sd).filter((v) => v > 0);
   linePlot($("plot-plan-error"), {
     title: t("plan.plot_error"), xLabel: t("plan.axis_epsilon"), yLabel: t("plan.axis_sd"), xlog: true, ylog: true,
     xMin: 0.01, xMax: 10, yMin: Math.pow(10, Math.floor(Math.log10(Math.min(...ys)))), yMax: Math.pow(10, Math.ceil(Math.log10(Math.max(...ys)))),
@@ -68,14 +74,14 @@ async function refresh() {
   const r = data.risk;
   linePlot($("plot-plan-risk"), {
     title: t("plan.plot_risk"), xLabel: t("plan.axis_prior"), yLabel: t("plan.axis_posterior"), xMin: 0, xMax: 1, yMin: 0, yMax: 1,
-    alt: t("plan.risk_text", { eps: r.epsilon, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage }),
+    alt: t("plan.risk_text", { eps: r.epsilon, delta: r.delta, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage }),
     series: [{ x: r.prior, y: r.posterior, cls: "bound", label: t("plan.posterior_label", { eps: fmt(r.epsilon) }) }, { x: [0, 1], y: [0, 1], cls: "marker", label: t("plan.no_release") }],
   });
-  $("plan-risk").textContent = t("plan.risk_text", { eps: r.epsilon, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage });
+  $("plan-risk").textContent = t("plan.risk_text", { eps: r.epsilon, delta: r.delta, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage });
   linePlot($("plot-plan-adv"), {
     title: t("plan.plot_advantage"), xLabel: t("plan.axis_epsilon"), yLabel: t("plan.axis_advantage"), xlog: true, xMin: 0.01, xMax: 10, yMin: 0, yMax: 1,
     alt: t("plan.advantage_text", { eps: r.epsilon, adv: r.advantage }),
-    series: [{ x: r.advantage_curve.epsilon, y: r.advantage_curve.advantage, cls: "s4", label: "tanh(ε/2)" }],
+    series: [{ x: r.advantage_curve.epsilon, y: r.advantage_curve.advantage, cls: "s4", label: r.delta > 0 ? `(e^ε − 1 + 2δ)/(e^ε + 1), δ = ${fmt(r.delta)}` : "tanh(ε/2)" }],
     points: [{ x: Math.max(r.epsilon, 0.01), y: r.advantage }],
   });
 }
@@ -91,12 +97,13 @@ async function release() {
     return;
   }
   $("plan-status").dataset.state = "released";
-  $("plan-status").textContent = t("plan.released", { spent: body.spent, total: body.total_epsilon });
+  $("plan-status").textContent = t("plan.released", { spent: body.spent, total: body.total_epsilon, dspent: body.spent_delta, dtotal: body.total_delta });
   const rows = [];
   for (const answer of body.answers) {
     if (answer.value !== null && typeof answer.value === "object") {
       for (const [key, value] of Object.entries(answer.value)) rows.push([`${t(`plan.${answer.name}`)}: ${key}`, answer.epsilon, value, answer.interval[key]]);
     } else rows.push([t(`plan.${answer.name}`), answer.epsilon, answer.value, answer.interval]);
+    if (answer.mechanism === "gaussian") rows[rows.length - 1][0] += ` (${t("plan.mech_gaussian")})`;
   }
   $("plan-answers").querySelector("tbody").replaceChildren(...rows.map(([label, eps, value, interval]) => {
     const tr = document.createElement("tr");
@@ -118,6 +125,21 @@ export function initPlanner() {
     wrap.className = "control plan-query";
     wrap.innerHTML = `<label for="plan-${q}"></label><div class="pair"><input type="range" id="plan-${q}" min="0" max="2" step="0.05"><output id="plan-${q}-out" for="plan-${q}"></output></div><p class="small muted" id="plan-${q}-info"></p>`;
     wrap.querySelector("label").textContent = t(`plan.${q}_label`);
+    if (GAUSSIAN_QUERIES.includes(q)) {
+      const label = document.createElement("label");
+      label.className = "inline";
+      label.textContent = `${t("plan.mechanism_label")} `;
+      const select = document.createElement("select");
+      select.id = `plan-${q}-mechanism`;
+      for (const m of ["laplace", "gaussian"]) {
+        const option = document.createElement("option");
+        option.value = m;
+        option.textContent = t(`plan.mech_${m}`);
+        select.append(option);
+      }
+      label.append(select);
+      wrap.append(label);
+    }
     box.append(wrap);
     const range = wrap.querySelector("input");
     range.value = String(plan[q]);
@@ -130,6 +152,27 @@ export function initPlanner() {
     });
   }
   $("plan-total").addEventListener("input", (e) => { plan.total = Number(e.target.value); refresh(); });
+  // δ and the Gaussian option (counts and declared-key histograms; needs δ > 0).
+  const deltaBox = $("plan-delta");
+  for (const [value, label] of [["0", t("plan.delta_none")], ["0.000001", "10⁻⁶"], ["0.00001", "10⁻⁵"], ["0.001", "10⁻³"]]) {
+    const option = document.createElement("option");
+    option.value = value;
+    option.textContent = label;
+    deltaBox.append(option);
+  }
+  const syncMechanisms = () => {
+    for (const q of GAUSSIAN_QUERIES) {
+      const select = $(`plan-${q}-mechanism`);
+      select.disabled = plan.delta === 0;
+      if (plan.delta === 0) { select.value = "laplace"; plan.mechanism[q] = "laplace"; }
+    }
+  };
+  deltaBox.addEventListener("change", () => { plan.delta = Number(deltaBox.value); syncMechanisms(); refresh(); });
+  for (const q of GAUSSIAN_QUERIES) {
+    const select = $(`plan-${q}-mechanism`);
+    select.addEventListener("change", () => { plan.mechanism[q] = select.value; refresh(); });
+  }
+  syncMechanisms();
   $("plan-release").addEventListener("click", release);
   $("plan-new").addEventListener("click", () => {
     planId = newId();

@@ -107,6 +107,7 @@ function legend(svg, f) {
   for (const item of f.rows.placed) {
     const x = f.m.left + item.x, y = 12 + 16 * item.row;
     if (item.swatch === "rect") el("rect", { class: item.cls, x, y: y - 5, width: 18, height: 10 }, g);
+    else if (item.swatch === "dot") el("circle", { class: item.cls, cx: x + 9, cy: y, r: 4 }, g);
     else el("line", { class: item.cls, x1: x, x2: x + 18, y1: y, y2: y }, g);
     el("text", { x: x + 22, y: y + 4, class: item.id ? `label-${item.id}` : "" }, g, item.label);
   }
@@ -165,6 +166,7 @@ export function linePlot(svg, spec) {
       ...(spec.areas || []).filter((a) => a.label).map((a) => ({ cls: a.cls, label: a.label, swatch: "rect" })),
       ...(spec.bins && spec.bins.label ? [{ cls: spec.bins.cls || "hist", label: spec.bins.label, swatch: "rect" }] : []),
       ...series.filter((s) => s.label).map((s) => ({ cls: s.cls, label: s.label })),
+      ...(spec.pointsLabel ? [{ cls: spec.pointsClass || "dot", label: spec.pointsLabel, swatch: "dot" }] : []),
       ...(spec.hlines || []).filter((l) => l.legend).map((l) => ({ cls: l.cls || "bound", label: l.legend })),
       ...(spec.vlines || []).filter((l) => l.label).map((l) => ({ cls: l.cls || "marker", label: l.label, id: l.id })),
     ];
@@ -179,7 +181,8 @@ export function linePlot(svg, spec) {
       for (let i = 0; i < b.counts.length; i++) {
         if (!(b.counts[i] > 0)) continue;
         const xa = f.sx(b.edges[i]), xb = f.sx(b.edges[i + 1]), y = f.sy(Math.min(b.counts[i], yr[1]));
-        d += `M${xa.toFixed(1)},${(f.m.top + f.h).toFixed(1)}V${y.toFixed(1)}H${xb.toFixed(1)}V${(f.m.top + f.h).toFixed(1)}Z`;
+        const base = f.sy(Math.min(Math.max(yr[0], 0), yr[1])).toFixed(1); // bars stand on 0
+        d += `M${xa.toFixed(1)},${base}V${y.toFixed(1)}H${xb.toFixed(1)}V${base}Z`;
       }
       el("path", { class: b.cls || "hist", d, "data-hist": "true" }, body);
     }

@@ -245,9 +245,21 @@ async function stepDerivation(body) {
     h("p", {}, t("step6.line4", { bound: data.bound, eps: data.epsilon, verdict: t(data.holds ? "step6.holds" : "step6.fails") })),
   );
   body.append(box);
-  numberLine(figure(body, t("step6.plot"), "plot short"), {
-    title: t("step6.plot"), xLabel: t("live.axis_z"), alt: t("step6.line3", { gap: data.distance_gap, b: data.scale, log: data.log_ratio }),
-    points: [{ x: data.f1, label: "f(D₁)" }, { x: data.f2, label: "f(D₂)" }, { x: data.z, label: `z = ${fmt(data.z)}` }],
+  // The two shifted tents on a log scale, the output z marked: the vertical gap at z is the log ratio.
+  const b2 = data.scale;
+  const zs = grid(Math.min(data.f1, data.f2, data.z) - 5 * b2, Math.max(data.f1, data.f2, data.z) + 5 * b2, 241);
+  const logp = (v, c) => -Math.abs(v - c) / b2 - Math.log(2 * b2);
+  const l1 = logp(data.z, data.f1), l2 = logp(data.z, data.f2);
+  linePlot(figure(body, t("step6.plot")), {
+    title: t("step6.plot"), xLabel: t("live.axis_z"), yLabel: "log p(z)",
+    alt: t("step6.line3", { gap: data.distance_gap, b: data.scale, log: data.log_ratio }),
+    series: [
+      { x: zs, y: zs.map((v) => logp(v, data.f1)), cls: "s0", label: "log p(z | D₁)" },
+      { x: zs, y: zs.map((v) => logp(v, data.f2)), cls: "s1", label: "log p(z | D₂)" },
+      { x: [data.z, data.z], y: [Math.min(l1, l2), Math.max(l1, l2)], cls: "arrow longest", label: t("step6.gap_label", { log: fmt(data.log_ratio) }) },
+    ],
+    vlines: [{ x: data.z, cls: "marker", label: `z = ${fmt(data.z)}` }],
+    points: [{ x: data.z, y: l1, cls: "dot s0" }, { x: data.z, y: l2, cls: "dot s1" }],
   });
 }
 
@@ -380,8 +392,7 @@ async function stepVector(body) {
     yMin: Math.min(0, ...data.noisy) - 1, yMax: Math.max(...data.counts, ...data.noisy) + 1,
     alt: t("step11.result", { delta: data.sensitivity, eps: data.epsilon, b: data.scale, k: data.draws, young: data.younger_than_20 }),
     bins: { edges: [0.5, ...xs.map((i) => i + 0.5)], counts: data.counts, cls: "hist", label: t("step11.col_true") },
-    series: [{ x: xs, y: data.noisy, cls: "s1", label: t("step11.col_noisy") }],
-    points: xs.map((x, i) => ({ x, y: data.noisy[i], cls: "dot s1" })),
+    points: xs.map((x, i) => ({ x, y: data.noisy[i], cls: "dot s1", r: 6 })), pointsLabel: t("step11.col_noisy"), pointsClass: "dot s1",
   });
 }
 
