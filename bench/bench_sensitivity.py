@@ -22,7 +22,7 @@ import argparse
 import json
 import os
 import platform
-import resource
+import re
 import statistics
 import subprocess
 import sys
@@ -82,30 +82,41 @@ def find_the_old_bug(seeds: int) -> list[dict[str, Any]]:
 
 
 def sweep(*, spark: bool) -> dict[str, Any]:
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        str(ROOT / "tests" / "test_sensitivity_library.py"),
-    ]
+    """Run tests/test_sensitivity_library.py in a fresh pytest; wall time, CPU time (pytest and every
+    process under it, the Spark JVM included) and the time spent in each kind of test."""
+    import psutil
+
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0"]
+    command += [str(ROOT / "tests" / "test_sensitivity_library.py")]
     if not spark:
         command += ["-m", "not spark"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    cpu: dict[int, float] = {}
+    reader = psutil.Process(child.pid)
+    while child.poll() is None:
+        try:
+            for process in [reader, *reader.children(recursive=True)]:
+                times = process.cpu_times()
+                cpu[process.pid] = times.user + times.system + times.children_user + times.children_system
+        except psutil.Error:
+            pass
+        time.sleep(0.5)
+    output = child.stdout.read() if child.stdout is not None else ""
     seconds = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-200:]
+    phases: dict[str, float] = {}
+    for line in output.splitlines():
+        match = re.match(r"\s*([0-9.]+)s (call|setup|teardown)\s+\S+::(test_[a-z_]+)", line)
+        if match:
+            phases[match.group(3)] = phases.get(match.group(3), 0.0) + float(match.group(1))
+    summary = next((line for line in reversed(output.splitlines()) if " passed" in line or " failed" in line), output[-200:])
     return {
         "engines": "Polars and Spark" if spark else "Polars",
         "seconds": seconds,
-        "cpu_seconds": cpu,  # pytest and the children it reaped (the Spark JVM included)
-        "passed": done.returncode == 0,
-        "summary": summary,
+        "cpu_seconds": sum(cpu.values()),
+        "seconds_by_test": phases,
+        "passed": child.returncode == 0,
+        "summary": summary.strip("= "),
     }
 
 
@@ -152,11 +163,20 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def report_bug_search(rows: list[dict[str, Any]]) -> None:
+    print(f"## Finding the old replace-one Δ (claimed U − L = {OLD_DELTA:g} for a sum over [{LOW:g}, {HIGH:g}])\n")
+    print(table(rows))
+    worst = max(r["seconds"] for r in rows)
+    print(f"\ntarget ≤ 10 s: {'met' if worst <= 10 and all(r['found'] for r in rows) else 'MISSED'} (slowest {worst:.2f} s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 seeds, no sweep")
+    parser.add_argument("--no-sweep", action="store_true", help="only the bug search (10 seeds)")
     parser.add_argument("--no-spark", action="store_true", help="sweep through Polars only")
     parser.add_argument("--tightness", action="store_true", help="only: how close the Polars sweep came to each Δ")
+    parser.add_argument("--sweep-only", action="store_true", help="only the library sweep")
     args = parser.parse_args()
     if args.tightness:
         found = tightness()
@@ -165,24 +185,26 @@ def main() -> None:
             f"(median shift/Δ {found['median_ratio']:.2f}); lowest: {json.dumps(found['lowest'], indent=1)}"
         )
         return
-    rows = find_the_old_bug(3 if args.quick else 10)
-    print(f"## Finding the old replace-one Δ (claimed U − L = {OLD_DELTA:g} for a sum over [{LOW:g}, {HIGH:g}])\n")
-    print(table(rows))
-    worst = max(r["seconds"] for r in rows)
-    print(f"\ntarget ≤ 10 s: {'met' if worst <= 10 and all(r['found'] for r in rows) else 'MISSED'} (slowest {worst:.2f} s)")
-    result: dict[str, Any] = {"bug_search": rows}
-    if not args.quick:
+    rows = [] if args.sweep_only else find_the_old_bug(3 if args.quick else 10)
+    result: dict[str, Any] = {"bug_search": rows} if rows else {}
+    if rows:
+        report_bug_search(rows)
+    if not (args.quick or args.no_sweep):
         swept = sweep(spark=not args.no_spark)
         result["sweep"] = swept
         print(
-            f"\n## Library sweep ({swept['engines']})\n\n{swept['summary']}: {swept['seconds']:.0f} s "
-            f"({swept['cpu_seconds']:.0f} CPU-s on a machine with load average {os.getloadavg()[0]:.1f}) "
-            f"(target ≤ 180 s: {'met' if swept['seconds'] <= 180 and swept['passed'] else 'MISSED'})"
+            f"\n## Library sweep ({swept['engines']})\n\n{swept['summary']}: {swept['seconds']:.0f} s wall, "
+            f"{swept['cpu_seconds']:.0f} CPU-s (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores); "
+            f"target ≤ 180 s: {'met' if swept['seconds'] <= 180 and swept['passed'] else 'MISSED'}"
         )
+        for name, spent in sorted(swept["seconds_by_test"].items(), key=lambda item: -item[1]):
+            print(f"- {name}: {spent:.1f} s")
     result["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average": os.getloadavg()}
     out = ROOT / "bench" / "results"
     out.mkdir(exist_ok=True)
-    (out / "sensitivity.json").write_text(json.dumps(result, indent=2))
+    path = out / "sensitivity.json"
+    kept = json.loads(path.read_text()) if path.exists() else {}  # a partial run updates only its own figures
+    path.write_text(json.dumps({**kept, **result}, indent=2))
 
 
 if __name__ == "__main__":

@@ -309,6 +309,11 @@ def _find(results: list[dict[str, Any]], system: str, stat: str, bound: int | No
     return {}
 
 
+def _measured(results: list[dict[str, Any]]) -> list[str]:
+    """The statistics of ``STATS`` that this run measured (in ``STATS`` order)."""
+    return [stat for stat in STATS if any(r["stat"] == stat for r in results)]
+
+
 def polars_table(results: list[dict[str, Any]], bound: int | None) -> tuple[list[str], list[dict[str, Any]]]:
     """One Markdown table: the DP Session against plain Polars and OpenDP (``bound``: max_contributions or None).
 
@@ -326,7 +331,7 @@ def polars_table(results: list[dict[str, Any]], bound: int | None) -> tuple[list
     lines = [f"#### {title}", "", header + "| OpenDP | OpenDP ÷ DP (≥ 10×) | RSS Polars | RSS DP | RSS ratio (≤ 1.5×) |",
              "|---|---|---|---|---|---|---|---|---|"]
     summary = []
-    for stat in STATS:
+    for stat in _measured(results):
         plain = _find(results, "polars", stat, None)
         baseline = plain if bound is None else _find(results, "polars", stat, None, bound)
         dp, opendp = _find(results, "dpwitness", stat, bound), _find(results, "opendp", stat, bound)
@@ -363,11 +368,11 @@ def spark_table(results: list[dict[str, Any]], sizes: list[int]) -> list[str]:
         last = found[-1]
         return f"error: {last['error'][:40]}" if last.get("error") else _fmt(last.get("median_s"))
 
-    bound = next((r["bound"] for r in results if r.get("rows") is not None and r.get("bound") is not None), None)
+    bound = next((r["bound"] for r in results if r.get("rows") is not None and r.get("bound") is not None), "k")
     header = "| statistic | " + " | ".join(
         f"{n / 1e6:g}M: plain | {n / 1e6:g}M: DP | {n / 1e6:g}M: DP, ≤ {bound} rows/user" for n in sizes) + " |"
     lines = ["#### Spark (local[2]), time as the table grows", "", header, "|---|" + "---|---|---|" * len(sizes)]
-    for stat in STATS:
+    for stat in _measured([r for r in results if r.get("rows") is not None]):
         cells = []
         for rows in sizes:
             cells += [cell("spark", stat, rows, False), cell("spark-dp", stat, rows, False), cell("spark-dp", stat, rows, True)]

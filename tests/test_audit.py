@@ -331,3 +331,110 @@ def test_the_benchmark_script_runs_at_a_tiny_size() -> None:
     alarms = bench.false_alarms(seeds=1, samples=2_000)
     assert alarms["runs"] == len(bench.correct_cases()) and alarms["flagged"] == 0
     assert sum(alarms["verdicts"].values()) == alarms["runs"]
+
+
+# --- blind spots: point masses, narrow windows, structured outputs, power, tight mode ----------
+
+
+def test_a_one_percent_point_mass_is_caught() -> None:
+    """Laplace that prints its exact input on 1% of runs: ε = ∞, invisible to thresholds."""
+
+    def debug_path(x: float, rng: np.random.Generator, size: int) -> Any:
+        return np.where(rng.random(size) < 0.01, x, x + rng.laplace(0.0, 1.0, size))
+
+    result = audit(debug_path, 0.0, 1.0, epsilon=1.0, seed=3)
+    assert result.violated and result.family == "point masses", result
+    assert result.epsilon_lower_bound > 2 and result.samples <= 100_000
+    # the same mechanism without the debug path is not flagged: the family itself raises no alarm
+    assert not audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=100_000, seed=3).violated
+
+
+def test_a_one_percent_leak_into_a_narrow_window_is_caught() -> None:
+    """1% of runs use the scale b/1000: real loss 3.4 on a window of half-width ≈ 10⁻³·b."""
+
+    def unit_slip(x: float, rng: np.random.Generator, size: int) -> Any:
+        scale = np.where(rng.random(size) < 0.01, 1e-3, 1.0)
+        return x + rng.laplace(0.0, 1.0, size) * scale
+
+    result = audit(unit_slip, 0.0, 1.0, epsilon=1.0, seed=4)
+    assert result.violated and result.family == "intervals", result
+    assert 1.0 < result.epsilon_lower_bound <= 3.41
+    assert result.event is not None and "<" in result.event  # a window a < X ≤ b, not a threshold
+
+
+def test_ok_states_its_power_and_more_samples_buy_more_power() -> None:
+    small = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=100_000, seed=5)
+    large = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=1_000_000, seed=5)
+    for result in (small, large):
+        families = dict(result.power)
+        assert {"threshold", "intervals", "point masses"} <= set(families)
+        assert all(0 < p <= 1 for p in families.values())
+    assert large.verdict == "ok" and "power" in large.power_statement() and "would have been caught" in large.reason
+    assert dict(large.power)["threshold"] < dict(small.power)["threshold"]
+    assert dict(large.power)["point masses"] < dict(small.power)["point masses"]
+    payload = json.loads(json.dumps(large.to_dict(), allow_nan=False))
+    assert {entry["family"] for entry in payload["power"]} >= {"threshold", "intervals"}
+
+
+def test_without_power_there_is_no_ok() -> None:
+    """Too few runs to catch a loss of 1.1ε at any probability: never "ok", even with nothing found."""
+    result = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=300, seed=6)
+    assert result.verdict == "inconclusive" and not result.violated
+    assert any(not math.isfinite(p) or p > 1 for _, p in result.power) or result.epsilon_lower_bound == 0
+
+
+def test_sparse_vector_in_its_natural_form_is_auditable() -> None:
+    """Answer queries until the first ⊤, then stop: lists of varying length."""
+
+    def sparse_vector(answers: list[float], rng: np.random.Generator, *, noisy_queries: bool) -> list[bool]:
+        threshold = rng.laplace(0.0, 4.0)  # ε₁ = ε/2 with ε = 0.5
+        out = []
+        for answer in answers:
+            noise = rng.laplace(0.0, 8.0) if noisy_queries else 0.0  # Alg. 1: 2c/ε₂
+            out.append(bool(answer + noise >= threshold))
+            if out[-1]:
+                break
+        return out
+
+    d, d_prime = [0.0] * 10, [-1.0] * 9 + [1.0]
+    correct = audit(lambda a, rng: sparse_vector(a, rng, noisy_queries=True), d, d_prime, epsilon=0.5, samples=60_000, seed=7)
+    assert not correct.violated and correct.samples == 60_000
+    broken = audit(lambda a, rng: sparse_vector(a, rng, noisy_queries=False), d, d_prime, epsilon=0.5, samples=60_000, seed=7)
+    assert broken.violated, broken  # without query noise the stopping point reveals the answers
+
+
+def test_nested_and_keyed_outputs_are_encoded_consistently() -> None:
+    def report(x: float, rng: np.random.Generator) -> Any:
+        noisy = x + rng.laplace(0.0, 1.0)
+        return {"value": noisy, "flags": [noisy > 0.5, None], "label": "high" if noisy > 2 else "low"}
+
+    result = audit(report, 0.0, 1.0, epsilon=0.9, samples=100_000, seed=8)
+    assert result.violated and result.epsilon_lower_bound <= 1.0  # ε = 1 mechanism claimed at 0.9
+
+
+def test_vector_events_find_the_sum() -> None:
+    """Ten coordinates each moved by 0.15 (Lap(1) noise): each alone shows 0.15, the whole vector 1.5."""
+
+    def ten(x: float, rng: np.random.Generator, size: int) -> Any:
+        return x + rng.laplace(0.0, 1.0, (size, 10))
+
+    result = audit(ten, 0.0, 0.15, epsilon=0.4, samples=200_000, seed=9)
+    assert result.violated and result.family in {"projection", "sums and differences"}, result
+    assert 0.4 < result.epsilon_lower_bound <= 1.5
+
+
+def test_tight_mode_reports_a_sharper_bound_beside_the_fast_verdict() -> None:
+    def noisy_max_value(answers: list[float], rng: np.random.Generator, size: int) -> Any:
+        return np.max(np.asarray(answers) + rng.laplace(0.0, 4.0, (size, 5)), axis=1)  # ε = 0.5 claimed; loss 1.25
+
+    fast = audit(noisy_max_value, [1.0] * 5, [0.0] * 5, epsilon=0.5, seed=10)
+    tight = audit(noisy_max_value, [1.0] * 5, [0.0] * 5, epsilon=0.5, seed=10, tight=True, max_seconds=12)
+    assert fast.violated and tight.violated and fast.tight_epsilon_lower_bound is None
+    assert tight.tight_epsilon_lower_bound is not None and tight.tight_samples > fast.samples
+    assert fast.epsilon_lower_bound < tight.tight_epsilon_lower_bound <= 1.25
+    assert tight.best_epsilon_lower_bound == tight.tight_epsilon_lower_bound
+    assert "tight ε_lb" in str(tight) and tight.seconds < 30  # 12 s asked; a shared machine may lag a little
+    correct = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, seed=11, tight=True, max_seconds=8)
+    assert not correct.violated and correct.tight_epsilon_lower_bound is not None
+    assert 0.95 <= correct.tight_epsilon_lower_bound <= 1.0
+    json.dumps(correct.to_dict(), allow_nan=False)

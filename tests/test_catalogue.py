@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
+import math
+import subprocess
+import sys
+
+import numpy as np
 import pytest
 
 from dpwitness import audit
 from dpwitness.attacks.tamper import MISTAKES
-from dpwitness.witness.catalogue import Case, buggy_cases, correct_cases
+from dpwitness.witness.catalogue import (
+    Case,
+    SniperCase,
+    buggy_cases,
+    correct_cases,
+    dp_sniper_cases,
+    snapping,
+    sparse_vector,
+    truncated_geometric,
+    truncated_geometric_loss,
+    unit_slip_loss,
+)
 
 #: Runs per input: enough for every known bug at a fixed seed, in about a second each.
 SAMPLES = 200_000
+#: Natural-form sparse vector is one Python call per run: fewer runs (still enough for its bugs).
+NATURAL_SAMPLES = 100_000
+
+
+def samples(case: Case) -> int:
+    return NATURAL_SAMPLES if "natural form" in case.name else SAMPLES
 
 
 @pytest.mark.parametrize("case", correct_cases(), ids=lambda c: c.name)
 def test_correct_mechanisms_are_never_flagged(case: Case) -> None:
-    result = audit(case.mechanism, case.d, case.d_prime, epsilon=case.epsilon, samples=SAMPLES, seed=2017)
+    result = audit(case.mechanism, case.d, case.d_prime, epsilon=case.epsilon, samples=samples(case), seed=2017)
     assert not result.violated, result
     assert result.verdict in {"ok", "inconclusive"}
     assert result.epsilon_lower_bound <= case.epsilon
@@ -22,7 +44,7 @@ def test_correct_mechanisms_are_never_flagged(case: Case) -> None:
 
 @pytest.mark.parametrize("case", buggy_cases(), ids=lambda c: c.name)
 def test_buggy_mechanisms_are_flagged(case: Case) -> None:
-    result = audit(case.mechanism, case.d, case.d_prime, epsilon=case.epsilon, samples=SAMPLES, seed=2017)
+    result = audit(case.mechanism, case.d, case.d_prime, epsilon=case.epsilon, samples=samples(case), seed=2017)
     assert result.violated, result
     assert result.epsilon_lower_bound > case.epsilon
     # a lower bound: never above the mechanism's true loss on this pair, where it is known
@@ -46,6 +68,14 @@ def test_the_catalogue_covers_the_literature_and_the_tamper_list() -> None:
         "SVT Alg. 5",
         "SVT Alg. 6",
         "histogram, inverted scale",
+        "SVT Alg. 1, natural form",
+        "SVT Alg. 2, natural form",
+        "SVT Alg. 3, natural form",
+        "SVT Alg. 6, natural form",
+        "leak: exact answer on 1% of runs",
+        "leak: scale b/1000 on 1% of runs",
+        "leak: list of the answers above a threshold",
+        "Gaussian σ = 2/ε claimed pure ε",
     ]:
         assert expected in names
     assert {f"tamper: {m}" for m in MISTAKES} <= names
@@ -61,3 +91,52 @@ def test_correct_mechanisms_are_tight_where_the_pair_is_worst_case() -> None:
             assert result.epsilon_lower_bound >= 0.9 * case.true_loss, (case.name, result)
             checked.append(case.name)
     assert checked == ["laplace", "geometric", "histogram"]  # the loop is not vacuous
+
+
+def test_natural_form_sparse_vector_stops_at_the_cutoff() -> None:
+    rng = np.random.default_rng(1)
+    lengths = {len(sparse_vector([5.0] * 10, rng, epsilon=0.5, variant=1, cutoff=2)) for _ in range(200)}
+    assert min(lengths) == 2 and max(lengths) <= 10 and len(lengths) > 1  # varying length, at least c answers
+    outputs = [sparse_vector([5.0] * 10, rng, epsilon=0.5, variant=1, cutoff=2) for _ in range(200)]
+    assert all(sum(out) <= 2 and (len(out) == 10 or sum(out) == 2) for out in outputs)
+    assert all(len(sparse_vector([0.0] * 10, rng, epsilon=0.5, variant=6)) == 10 for _ in range(20))  # no cutoff
+    third = [sparse_vector([50.0] * 3, rng, epsilon=0.5, variant=3) for _ in range(20)]
+    assert all(isinstance(out[-1], float) for out in third)  # Alg. 3 reports the noisy answer
+
+
+def test_the_dp_sniper_mechanisms_match_their_definitions() -> None:
+    # GeoSample (Balcer–Vadhan) at ε = 0.1: k = 3, exactly ln(1 + 1/8)-DP, and a proper distribution on {0..5}
+    assert truncated_geometric_loss(epsilon=0.1, n=5, first=2, second=1) == pytest.approx(math.log(1.125), rel=1e-12)
+    draws = truncated_geometric([2], np.random.default_rng(1), 200_000, epsilon=0.1)
+    assert draws.min() >= 0 and draws.max() <= 5 and abs(np.mean(draws == 2) - 1 / 3) < 0.2
+    # snapping: outputs on multiples of Λ = 16 (the power of two above (1 + B·2⁻⁴⁹)/ε = 10…), clamped to ±B
+    snapped = snapping([0.0], np.random.default_rng(2), 100_000, epsilon=0.1)
+    assert np.all(snapped % 16 == 0) or np.all(np.isin(snapped, [-100.0, 100.0]) | (snapped % 16 == 0))
+    assert snapped.min() >= -100 and snapped.max() <= 100
+    # the window leak's loss (the log density ratio at the answer) is the 3.4 of the issue
+    assert unit_slip_loss(1.0, 0.01) == pytest.approx(3.407, abs=0.01)
+    cases = {entry.case.name: entry for entry in dp_sniper_cases()}
+    assert len(cases) == 10
+    # the target is the smallest of DP-Sniper's bound, 0.98 × exact loss, 0.98 × ε for proven mechanisms
+    assert cases["DP-Sniper: Laplace"].target == pytest.approx(0.0976)
+    assert cases["DP-Sniper: truncated geometric"].target == pytest.approx(0.98 * math.log(1.125))
+    assert cases["DP-Sniper: noisy max value, exponential"].target == pytest.approx(0.3534)
+
+
+@pytest.mark.parametrize("entry", dp_sniper_cases(), ids=lambda e: e.case.name)
+def test_dp_sniper_mechanisms_get_the_right_fast_verdict(entry: SniperCase) -> None:
+    case = entry.case
+    result = audit(case.mechanism, case.d, case.d_prime, epsilon=case.epsilon, samples=SAMPLES, seed=2021)
+    if entry.proven:
+        assert not result.violated, result
+    elif case.true_loss > 2 * case.epsilon:  # a loss 0.118 vs 0.1 needs far more runs than this test affords
+        assert result.violated, result
+    if not math.isnan(case.true_loss):
+        assert result.epsilon_lower_bound <= case.true_loss * (1 + 1e-9)  # a lower bound never exceeds the truth
+
+
+def test_the_catalogue_does_not_import_the_attacks() -> None:
+    """The blue team's catalogue and the red team share dpwitness.cases; the witness never imports the attacks."""
+    code = "import sys, dpwitness.witness.catalogue; print(sorted(m for m in sys.modules if m.startswith('dpwitness.attacks')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"

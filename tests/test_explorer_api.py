@@ -42,7 +42,9 @@ def test_page_and_assets_are_served_from_the_package(client: TestClient) -> None
     page = client.get("/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     scripts = re.findall(r'(?:src|href)="(/static/[^"]+)"', page.text)
-    assert "/static/js/main.js" in scripts and "/static/explorer.css" in scripts
+    assert "/static/js/main.js" in scripts and "/static/explorer.css" not in scripts  # the stylesheet is inlined
+    assert (STATIC / "explorer.css").read_text(encoding="utf-8") in page.text
+    assert client.get("/static/explorer.css").status_code == 200
     for asset in scripts:
         assert client.get(asset).status_code == 200, asset
 

@@ -341,3 +341,18 @@ def test_a_release_witness_names_what_it_proved_and_the_search_behind_delta() ->
     bare = dpwitness.Laplace(sensitivity=1.0, epsilon=1.0).release(0.0, seed=1).witness()
     assert bare.sensitivity_search is None  # Δ declared by the caller: nothing checked it
     assert report.to_dict()["sensitivity_search"] == report.sensitivity_search
+
+
+def test_the_benchmark_finds_the_old_bug_at_a_tiny_size() -> None:
+    """bench/bench_sensitivity.py at one seed, so that the benchmark script cannot rot."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "bench_sensitivity.py"
+    spec = importlib.util.spec_from_file_location("bench_sensitivity", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.find_the_old_bug(1)
+    assert [r["found"] for r in rows] == [True, True]
+    assert all(r["fixed_delta"] == 20.0 and r["shift"] > bench.OLD_DELTA for r in rows)
+    assert "| Polars engine, library Query | 1 | 1/1 |" in bench.table(rows)

@@ -184,7 +184,7 @@ BAD_BODIES: list[tuple[Any, int]] = [
     ({"table": "adult", "statistic": "histogram", "column": "age", "epsilon": 0.1}, 422),
     ({"table": "adult", "statistic": "count", "by": ["age"], "epsilon": 0.1}, 422),
     ({"table": "adult", "statistic": "count", "by": ["native_country", "education"], "epsilon": 0.1}, 422),
-    ({"table": "adult", "statistic": "count", "epsilon": 0.1, "where": "age > 40"}, 422),
+    ({"table": "adult", "statistic": "count", "epsilon": 0.1, "where": "fnlwgt > 40"}, 422),  # an undeclared column
     ({"table": "nowhere", "statistic": "count", "epsilon": 0.1}, 404),
     ([1, 2, 3], 422),
     ("count", 422),

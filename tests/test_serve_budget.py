@@ -140,34 +140,48 @@ def preview_seconds(http: httpx.Client, server: ServerProcess, epsilon: float) -
     return elapsed
 
 
+def timing_round(server: ServerProcess, alice: httpx.Client, bob: httpx.Client, first: float) -> tuple[float, float]:
+    """(median of bob's warm/cold ratios, median of bob's ratios alice-used/nobody-used) over 8
+    pairs of ε values never used before: one alice previewed, one nobody did, timed back to back."""
+    values = [round(first + 0.0137 * i, 6) for i in range(16)]  # each a new calibration and new tables
+    pairs = list(zip(values[::2], values[1::2], strict=True))  # (alice used it, nobody used it)
+    for used, _ in pairs:
+        preview_seconds(alice, server, used)
+    ratios, cold = [], []
+    for index, (used, unused) in enumerate(pairs):
+        if index % 2:  # alternate which goes first, so that a trend in the load cancels
+            fresh, seen = preview_seconds(bob, server, unused), preview_seconds(bob, server, used)
+        else:
+            seen, fresh = preview_seconds(bob, server, used), preview_seconds(bob, server, unused)
+        ratios.append(seen / fresh)
+        cold.append(fresh)
+    warm = [preview_seconds(bob, server, epsilon) / cold[i // 2] for i, epsilon in enumerate(values)]
+    return statistics.median(warm), statistics.median(ratios)
+
+
 def test_what_one_analyst_previewed_does_not_change_anothers_timings(two_analysts: ServerProcess) -> None:
     """The issue's attack: bob times free previews at ε values alice may have used. With the
-    sampler's caches shared, alice's ε were warm for bob (9 ms against 225 ms here) and bob
-    guessed them all. Now bob's first preview of alice's ε costs what a new ε costs; only *his
-    own* repeats are fast (which shows the measurement does see a cache when there is one).
-    Timed in pairs (one ε alice used, one nobody used, back to back) so that load from other
-    processes on the machine affects both sides of each comparison alike."""
+    sampler's caches shared, alice's ε were warm for bob (9 ms against 225 ms here, a ratio of
+    about 0.1 in every round) and bob guessed them all. Now bob's first preview of alice's ε
+    costs what a new ε costs (a ratio near 1); only *his own* repeats are fast, which shows the
+    measurement does see a cache when there is one. Other processes share this machine's two
+    cores, so a round disturbed by them is repeated (at most 3, with new ε values); shared
+    caches fail every round."""
     server = two_analysts
-    values = [round(0.11 + 0.0137 * i, 6) for i in range(16)]  # each a new calibration and new tables
-    pairs = list(zip(values[::2], values[1::2], strict=True))  # (alice used it, nobody used it)
+    rounds = []
     with (
         httpx.Client(headers={"Authorization": f"Bearer {TOKENS['alice']}"}, timeout=60) as alice,
         httpx.Client(headers={"Authorization": f"Bearer {TOKENS['bob']}"}, timeout=60) as bob,
     ):
         bob.get(f"{server.url}/health")
-        for used, _ in pairs:
-            preview_seconds(alice, server, used)
-        ratios, cold = [], []
-        for index, (used, unused) in enumerate(pairs):
-            if index % 2:
-                fresh, seen = preview_seconds(bob, server, unused), preview_seconds(bob, server, used)
-            else:
-                seen, fresh = preview_seconds(bob, server, used), preview_seconds(bob, server, unused)
-            ratios.append(seen / fresh)
-            cold.append(fresh)
-        warm = [preview_seconds(bob, server, epsilon) / cold[i // 2] for i, epsilon in enumerate(values)]
-    assert statistics.median(warm) < 0.5, warm  # a warm cache is measurable (bob's own) ...
-    assert statistics.median(ratios) > 0.6, ratios  # ... and what alice asked never warms bob's
+        for first in (0.11, 0.33, 0.55):
+            warm, alice_over_nobody = timing_round(server, alice, bob, first)
+            rounds.append((round(warm, 3), round(alice_over_nobody, 3)))
+            if warm < 0.5 and alice_over_nobody > 0.6:
+                break
+    warm, alice_over_nobody = rounds[-1]
+    assert warm < 0.5, rounds  # a warm cache is measurable (bob's own) ...
+    assert alice_over_nobody > 0.6, rounds  # ... and what alice asked never warms bob's
 
 
 def test_cache_scopes_are_independent_but_share_memory() -> None:

@@ -123,6 +123,10 @@ def audit_command(
     ] = False,
     max_seconds: Annotated[float, typer.Option(help="Time budget of an adaptive audit.")] = 60.0,
     relation: Annotated[str, typer.Option(help="Neighbour search: answers, add-remove or replace-one.")] = "answers",
+    tight: Annotated[
+        bool,
+        typer.Option("--tight", help="After the verdict, keep sampling until --max-seconds to certify the largest ε_lb."),
+    ] = False,
     as_json: JsonOption = False,
     plot: PlotOption = None,
 ) -> None:
@@ -146,6 +150,7 @@ def audit_command(
             max_seconds=max_seconds,
             relation=relation,
             progress=None if not as_json else False,
+            tight=tight,
         )
         if plot is not None:
             from dpwitness.attacks.plots import plot_distributions
@@ -169,6 +174,8 @@ def audit_command(
         colour = {"ok": "green", "violated": "red", "inconclusive": "yellow"}[result.verdict]
         console.print(f"[{colour}]{escape(str(result))}[/]")  # the pair quotes the user's input: never markup
         console.print(f"[dim]model: {result.model}[/]")
+        if result.power:
+            console.print(f"[dim]{escape(result.power_statement())}[/]")
         for line in result.pairs_tried:
             console.print(f"  pair {escape(line)}")
     _plot_done(plot)

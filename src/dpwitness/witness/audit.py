@@ -712,17 +712,22 @@ def _stream(
     n: int,
     structured: bool,
     use: Callable[[FloatArray, FloatArray], None],
-) -> None:
-    """Draw n runs per input in chunks (fresh streams each) and hand each pair of chunks to ``use``."""
+    *,
+    until: float = math.inf,
+    width: int = 1,
+) -> int:
+    """Draw n runs per input in chunks (fresh streams each), hand each pair of chunks to ``use``;
+    stop early, at a chunk boundary, once the clock passes ``until``. Returns the runs drawn."""
     done = 0
-    while done < n:
-        size = min(TIGHT_CHUNK, n - done)
+    while done < n and time.perf_counter() < until:
+        size = min(TIGHT_CHUNK, max(1000, TIGHT_STORE // (2 * width)), n - done)
         first, second = seeds.spawn(2)
         ra = sampler.draw_full(d, np.random.default_rng(first), size, "d")
         rb = sampler.draw_full(d_prime, np.random.default_rng(second), size, "d_prime")
         (ra, rb), _, _ = sampler.view(ra, rb, structured=structured)
         use(ra, rb)
         done += size
+    return done
 
 
 def _tight(
@@ -753,7 +758,7 @@ def _tight(
     width = kept_a.shape[1]
     cap = max(10_000, TIGHT_STORE // max(width, 1))
     structured = sampler.encoder.structured
-    sampler.deadline = deadline + 0.25 * total  # a little slack; past it, no tight bound is claimed
+    sampler.deadline = deadline + 0.1 * total  # per-call mechanisms: a little slack; past it, no tight bound is claimed
     try:
         rows = min(cap, int(total * TIGHT_SEARCH_SHARE / (2 * draw_rate + search_rate)))
         full_a, full_b = kept_a[-cap:], kept_b[-cap:]
@@ -787,6 +792,7 @@ def _tight(
                 lambda ra, rb: kept.append(
                     (np.column_stack([f(ra) for f in summaries]), np.column_stack([f(rb) for f in summaries]))
                 ),
+                width=width,
             )
             fa, fb = np.vstack([k[0] for k in kept]), np.vstack([k[1] for k in kept])
             del kept
@@ -807,10 +813,12 @@ def _tight(
                 counts[i] += (candidate.event.contains(ra).sum(), candidate.event.contains(rb).sum())
 
         selecting = time.perf_counter()
-        _stream(sampler, d, d_prime, seeds[2], select_n, structured, tally)
+        select_n = _stream(sampler, d, d_prime, seeds[2], select_n, structured, tally, until=deadline, width=width)
         per_run = (time.perf_counter() - selecting) / select_n  # both inputs, every candidate judged
         per_run_one = 2 * draw_rate + (per_run - 2 * draw_rate) / len(candidates)
         final_n = int((deadline - time.perf_counter()) * 0.9 / max(per_run_one, 1e-9))
+        if sampler.sized:  # stopped by the clock at a chunk boundary (see below): plan generously
+            final_n *= 4
         if final_n < 1000:
             return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
         selector = Scorer(select_n, final_n, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK)
@@ -825,9 +833,15 @@ def _tight(
             hits[0] += ha if chosen.direction == 1 else hb
             hits[1] += hb if chosen.direction == 1 else ha
 
-        _stream(sampler, d, d_prime, seeds[3], final_n, structured, measure)
+        # A vectorised mechanism's time does not depend on the values it draws, so stopping the final
+        # sample at the deadline (chunk by chunk) leaves the counts binomial; a per-call mechanism's
+        # time may (an SVT that stops early is faster), so it must finish the planned size or claim nothing.
+        until = deadline if sampler.sized else math.inf
+        final_n = _stream(sampler, d, d_prime, seeds[3], final_n, structured, measure, until=until, width=width)
     except _OutOfTime:
         return replace(fast, tight_reason="the mechanism ran out of time during the tight measurement; no tight bound is claimed")
+    if final_n == 0:
+        return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
     lower = float(epsilon_lower_bound(hits[0], hits[1], final_n, delta=delta, alpha=alpha))
     return replace(
         fast,

@@ -121,13 +121,14 @@ class Feature:
             return rows[:, self.column] - rows[:, self.other]
         if self.kind == "weights":
             assert self.weights is not None
-            return np.asarray(np.nan_to_num(values) @ self.weights, dtype=np.float64)
+            return np.asarray((values if self.start == 0 else np.nan_to_num(values)) @ self.weights, dtype=np.float64)
+        plain = self.start == 0  # rows of one shape have no missing values
         if self.kind == "sum":
-            return np.asarray(np.nansum(values, axis=1), dtype=np.float64)
+            return np.asarray(values.sum(axis=1) if plain else np.nansum(values, axis=1), dtype=np.float64)
         if self.kind == "max":
-            return np.asarray(np.max(np.nan_to_num(values, nan=-np.inf), axis=1), dtype=np.float64)
+            return np.asarray(np.max(values if plain else np.nan_to_num(values, nan=-np.inf), axis=1), dtype=np.float64)
         if self.kind == "min":
-            return np.asarray(np.min(np.nan_to_num(values, nan=np.inf), axis=1), dtype=np.float64)
+            return np.asarray(np.min(values if plain else np.nan_to_num(values, nan=np.inf), axis=1), dtype=np.float64)
         assert self.weights is not None  # "above": how many coordinates exceed their pooled median
         return np.asarray((values > self.weights).sum(axis=1), dtype=np.float64)
 

@@ -10,6 +10,7 @@ import { changed, probe, state } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
 const POINTS = 241;
+const GAUSS_MAX_EPSILON = 5;
 let errorBox = null;
 let server = null; // the last answer drawn, for the setting in server.params
 let axes = null; // fixed axes: { centre, sensitivity }
@@ -249,6 +250,11 @@ async function fetchGaussian() {
   const key = gaussKey();
   if (gaussExact && gaussExact.key === key) return;
   const box = $("gauss-witness");
+  if (!(state.epsilon <= GAUSS_MAX_EPSILON)) { // the exact Gaussian is calibrated for ε ≤ 5 (noise.GAUSS_EPSILON_RANGE)
+    box.dataset.state = "range";
+    box.textContent = t("live.gauss_exact_range", { max: GAUSS_MAX_EPSILON });
+    return;
+  }
   box.dataset.state = "loading";
   box.textContent = t("live.gauss_exact_loading");
   try {
