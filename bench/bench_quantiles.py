@@ -1,4 +1,4 @@
-"""DP quantiles: dpwitness against OpenDP and diffprivlib, error and time side by side, in one run.
+"""DP quantiles: dpwitness against OpenDP, diffprivlib and python-dp, error and time side by side, in one run.
 
     python bench/bench_quantiles.py                           # Adult age in [0, 100], 300 releases each
     python bench/bench_quantiles.py --repeats 100 --json bench/results/quantiles.json
@@ -16,7 +16,8 @@ the noise starts to matter on 32,561 rows).
 - the anchors, through ``bench/anchors/quantile_anchors.py`` in the anchors venv (built by
   ``bash bench/anchors/setup.sh``; skipped with a message when absent): OpenDP's
   ``make_private_quantile`` over the 65 edges of the same bins (one release per q, ε split),
-  and diffprivlib's ``tools.quantile`` (ε split over q inside the call).
+  diffprivlib's ``tools.quantile`` (ε split over q inside the call) and python-dp's
+  ``QuantileTree`` (Google's hierarchical histogram, all q from one tree).
 
 Every library's releases are scored here by one function: the absolute error against NumPy's
 ``np.quantile`` of the column, its mean and 95th percentile, and the share within ±1 year.

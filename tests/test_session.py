@@ -235,7 +235,8 @@ def test_budget_exceeded_is_raised_before_any_data_is_read(monkeypatch: pytest.M
 
 def test_preview_spends_nothing_and_matches_the_release(tmp_path: Path) -> None:
     ledger = tmp_path / "p.db"
-    session = Session(pl.DataFrame({"x": np.arange(100.0)}), epsilon=1.0, ledger=ledger, seed=4, max_rows=100_000, delta_budget=1e-4)
+    frame = pl.DataFrame({"x": np.arange(100.0)})
+    session = Session(frame, epsilon=1.0, ledger=ledger, seed=4, max_rows=100_000, delta_budget=1e-4)
     preview = session.preview("sum", "x", bounds=(0, 200), epsilon=0.5)
     assert session.spent.epsilon == 0 and rows_in(ledger) == 0
     assert preview.scale == 400 and preview.interval == pytest.approx((-400 * math.log(20), 400 * math.log(20)))

@@ -18,6 +18,10 @@ caller computes the errors, so every library is scored by one piece of code.
 - diffprivlib 0.6.6: ``diffprivlib.tools.quantile(array, q, epsilon=ε, bounds=(L, U))``
   (the exponential mechanism over the intervals between sorted values; several q split ε
   evenly inside the call), on a NumPy array.
+- python-dp 1.1.5 (Google's C++ library): ``QuantileTree(L, U, 4, 16)`` (its default height and
+  branching), every value added with ``add_entry``, then ``compute_quantiles(ε, 0, 1, 1, q,
+  "laplace")``: a hierarchical histogram with Laplace noise, all q from one tree. The tree is
+  rebuilt for every release (its ingestion is part of the release, as the scan is for the others).
 
 A library that does not import is reported as ``{"name": ..., "skipped": reason}``.
 """
@@ -108,6 +112,31 @@ def bench_diffprivlib(data: list[float], args: argparse.Namespace) -> dict[str, 
     }
 
 
+def bench_pydp(data: list[float], args: argparse.Namespace) -> dict[str, Any]:
+    import pydp
+    from pydp.algorithms.quantile_tree import QuantileTree
+
+    low, high = args.bounds
+
+    def release() -> list[float]:
+        tree = QuantileTree(low, high, 4, 16)  # Google's defaults: height 4, branching 16
+        for value in data:
+            tree.add_entry(value)
+        return list(tree.compute_quantiles(args.epsilon, 0.0, 1, 1, list(args.quantiles), "laplace"))
+
+    values, times, cpu = _timed_releases(release, args.repeats)
+    return {
+        "name": "python-dp QuantileTree",
+        "library": "python-dp",
+        "version": pydp.__version__,
+        "method": "Laplace noise on a 16-ary tree of height 4 over [L, U], all q from one tree",
+        "setup_s": 0.0,
+        "values": values,
+        "times": times,
+        "cpu_times": cpu,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data")
@@ -120,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data = read_column(args.data, args.column)
     rows = []
-    for name, bench in (("opendp", bench_opendp), ("diffprivlib", bench_diffprivlib)):
+    for name, bench in (("opendp", bench_opendp), ("diffprivlib", bench_diffprivlib), ("python-dp", bench_pydp)):
         try:
             rows.append(bench(data, args))
         except ImportError as error:

@@ -27,6 +27,7 @@ from contextlib import closing
 from dataclasses import dataclass, replace
 from decimal import Decimal, localcontext
 
+from dpwitness.caching import scoped_cache
 from dpwitness.errors import BudgetExceeded, ParameterError, check_non_negative_finite, check_positive_finite
 
 #: Relative float slack on every budget comparison (sums of floats).
@@ -155,6 +156,13 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     epsilon = check_non_negative_finite("epsilon", epsilon)
     if rho == 0:
         return 0.0
+    low, high = _best_alpha(rho, epsilon)
+    best = min(_cks_bound(rho, epsilon, a) for a in {low, high, (low + high) / 2, 1.0 + 1e-6})
+    return min(best, 1.0)
+
+
+def _best_alpha(rho: float, epsilon: float) -> tuple[float, float]:
+    """A float bracket of the α minimising the CKS bound (the root of its exponent's derivative)."""
     low, high = 1.0 + 1e-9, (epsilon + 1) / (2 * rho) + 2
     for _ in range(200):
         alpha = (low + high) / 2
@@ -164,8 +172,7 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
             low = alpha
         else:
             high = alpha
-    best = min(_cks_bound(rho, epsilon, a) for a in {low, high, (low + high) / 2, 1.0 + 1e-6})
-    return min(best, 1.0)
+    return low, high
 
 
 def _cks_bound(rho: float, epsilon: float, alpha: float) -> float:
@@ -184,39 +191,58 @@ def _cks_bound(rho: float, epsilon: float, alpha: float) -> float:
     return math.nextafter(float(value), math.inf)
 
 
+def _approximate_delta(rho: float, epsilon: float) -> float:
+    """:func:`zcdp_delta` in plain floating point (for searches; never the final answer)."""
+    if rho == 0:
+        return 0.0
+    alpha = sum(_best_alpha(rho, epsilon)) / 2
+    exponent = (alpha - 1) * (alpha * rho - epsilon) + alpha * math.log1p(-1 / alpha) - math.log(alpha - 1)
+    return 1.0 if exponent > 0 else math.exp(exponent)
+
+
+@scoped_cache(256)  # per analyst in the service, like every query-dependent cache
 def zcdp_epsilon(rho: float, delta: float) -> float:
-    """The smallest ε (to 1e-12 relative, rounded up) with :func:`zcdp_delta`(ρ, ε) ≤ δ."""
+    """The smallest ε (to ≈ 1e-12 relative, rounded up) with :func:`zcdp_delta`(ρ, ε) ≤ δ.
+
+    Searched in floating point, then confirmed with the rigorous :func:`zcdp_delta` and
+    raised in tiny steps until it holds: the result is never an ε that does not hold."""
     rho = check_non_negative_finite("rho", rho)
     if not (math.isfinite(delta) and 0 < delta < 1):
         return math.inf if rho > 0 else 0.0
     if rho == 0:
         return 0.0
     low, high = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-12  # the classic bound is valid
-    while zcdp_delta(rho, high) > delta:
+    while _approximate_delta(rho, high) > delta:
         high *= 2
-    while high - low > 1e-12 * high:
+    while high - low > 1e-13 * high:
         middle = (low + high) / 2
-        if zcdp_delta(rho, middle) <= delta:
+        if _approximate_delta(rho, middle) <= delta:
             high = middle
         else:
             low = middle
+    while zcdp_delta(rho, high) > delta:
+        high = high * (1 + 1e-12) + 1e-300
     return high
 
 
+@scoped_cache(256)
 def zcdp_rho(epsilon: float, delta: float) -> float:
-    """The largest ρ (to 1e-12 relative, rounded down) with :func:`zcdp_delta`(ρ, ε) ≤ δ."""
+    """The largest ρ (to ≈ 1e-12 relative, rounded down) with :func:`zcdp_delta`(ρ, ε) ≤ δ
+    (searched in floating point, then confirmed rigorously and lowered until it holds)."""
     epsilon = check_non_negative_finite("epsilon", epsilon)
     if not (math.isfinite(delta) and 0 < delta < 1):
         return 0.0
     low, high = 0.0, epsilon * epsilon / 2 + epsilon + 1
-    while zcdp_delta(high, epsilon) <= delta:
+    while _approximate_delta(high, epsilon) <= delta:
         high *= 2
-    while high - low > 1e-12 * high:
+    while high - low > 1e-13 * high:
         middle = (low + high) / 2
-        if zcdp_delta(middle, epsilon) <= delta:
+        if _approximate_delta(middle, epsilon) <= delta:
             low = middle
         else:
             high = middle
+    while low > 0 and zcdp_delta(low, epsilon) > delta:
+        low *= 1 - 1e-12
     return low
 
 
@@ -460,7 +486,8 @@ class Ledger:
             ):
                 if name not in columns:  # a ledger written by the ε-only schema
                     connection.execute(f"ALTER TABLE spends ADD COLUMN {name} {declaration}")
-            connection.execute("UPDATE spends SET rho = epsilon * epsilon / 2 WHERE rho IS NULL")
+            if "rho" not in columns:  # the old rows were pure ε-DP releases: ρ = ε²/2
+                connection.execute("UPDATE spends SET rho = epsilon * epsilon / 2 WHERE rho IS NULL")
             connection.execute("CREATE INDEX IF NOT EXISTS spends_account ON spends(account)")
             connection.execute(
                 "CREATE TABLE IF NOT EXISTS accounts (account TEXT PRIMARY KEY, epsilon REAL, delta REAL NOT NULL, "

@@ -251,7 +251,8 @@ class _Sorted:
     def distinct(self) -> FloatArray:
         if len(self.pooled) == 0:
             return self.pooled
-        return self.pooled[np.concatenate([[True], self.pooled[1:] != self.pooled[:-1]])]
+        first = np.concatenate([[True], self.pooled[1:] != self.pooled[:-1]])
+        return np.asarray(self.pooled[first], dtype=np.float64)
 
     def counts(self, values: FloatArray) -> tuple[FloatArray, FloatArray]:
         """How often each of ``values`` occurs exactly on each input."""
@@ -353,8 +354,8 @@ def _column_values_candidate(data: _Sorted, scorer: Scorer, name: str, column: i
 
 
 def _key_candidate(
-    ka: npt.NDArray[np.int64],
-    kb: npt.NDArray[np.int64],
+    ka: npt.NDArray[np.generic],
+    kb: npt.NDArray[np.generic],
     scorer: Scorer,
     name: str,
     family: str,
@@ -421,10 +422,6 @@ def _describe_values(values: npt.NDArray[np.generic], transform: str, limit: int
         text = ", ".join(_show(float(v)) for v in floats)
     more = f", … ({len(values)} values)" if len(values) > limit else ""
     return "{" + text + more + "}"
-
-
-def _show(value: float) -> str:
-    return "missing" if np.isnan(value) else f"{value:g}"
 
 
 def _show(value: float) -> str:
