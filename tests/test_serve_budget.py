@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,16 @@ def test_cache_scopes_are_independent_but_share_memory() -> None:
     with cache_scope("alice"):
         assert table(5) is first and len(calls) == 4  # ... never alice's
     assert table(5) is first and len(calls) == 5 and table(5) is first and len(calls) == 5  # the default scope
+
+
+def test_serve_token_writes_the_budget_it_is_given() -> None:
+    from dpwitness.serve.config import parse_config
+
+    runner = CliRunner()
+    made = runner.invoke(cli, ["serve-token", "carol", "--epsilon", "2", "--delta", "1e-6"])
+    assert made.exit_code == 0, made.output
+    snippet = made.stdout[made.stdout.index("[analysts.carol]") :]
+    raw = {"tables": {"t": {"path": "t.csv", "columns": {"x": {"bounds": [0, 1]}}}}, **tomllib.loads(snippet)}
+    assert parse_config(raw, base=Path(".")).analysts["carol"].total.to_dict() == {"epsilon": 2.0, "delta": 1e-6, "rho": None}
+    bad = runner.invoke(cli, ["serve-token", "eve", "--delta", "2"])
+    assert bad.exit_code == 2 and "delta" in bad.output and "token_hash" not in bad.output

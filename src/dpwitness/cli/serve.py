@@ -52,13 +52,23 @@ def serve(
 def serve_token(
     analyst: Annotated[str, typer.Argument(help="the analyst's name (the [analysts.NAME] section)")],
     epsilon: Annotated[float, typer.Option(help="the analyst's total ε to put in the snippet")] = 1.0,
+    delta: Annotated[float, typer.Option(help="the analyst's total δ (0: pure ε-DP)")] = 0.0,
+    rho: Annotated[float | None, typer.Option(help="a ρ-zCDP total instead of ε")] = None,
 ) -> None:
     """Make a random token; print it once, and the config snippet that stores only its hash."""
+    from dpwitness.budget import check_total
     from dpwitness.serve.auth import hash_token, new_token
 
+    with user_errors():
+        if not 0 <= delta < 1:
+            raise ParameterError("delta", "the analyst's total δ, a number in [0, 1)", delta)
+        check_total(epsilon=None if rho is not None else epsilon, delta=delta, rho=rho)
     token = new_token()
     typer.echo(f"# give this token to {analyst} (it is not stored anywhere): {token}", err=True)
-    typer.echo(f'[analysts.{analyst}]\nepsilon = {epsilon!r}\ntoken_hash = "{hash_token(token)}"')
+    total = f"rho = {rho!r}" if rho is not None else f"epsilon = {epsilon!r}"
+    if delta:
+        total += f"\ndelta = {delta!r}"
+    typer.echo(f'[analysts.{analyst}]\n{total}\ntoken_hash = "{hash_token(token)}"')
 
 
 def register(app: typer.Typer) -> None:
