@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -438,3 +439,51 @@ def test_tight_mode_reports_a_sharper_bound_beside_the_fast_verdict() -> None:
     assert not correct.violated and correct.tight_epsilon_lower_bound is not None
     assert 0.95 <= correct.tight_epsilon_lower_bound <= 1.0
     json.dumps(correct.to_dict(), allow_nan=False)
+
+
+def test_cli_tight_mode_and_power_statement(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dpwitness.cli import app
+
+    module = tmp_path / "mechanisms.py"
+    module.write_text(
+        "import numpy as np\n\n"
+        "def stop_at_first(answers, rng):\n"
+        "    out = []\n"
+        "    for a in answers:\n"
+        "        out.append(bool(a + rng.laplace(0.0, 2.0) > 0.5))\n"
+        "        if out[-1]:\n"
+        "            break\n"
+        "    return out\n\n"
+        "def good(x, rng, size):\n"
+        "    return x + rng.laplace(0.0, 1.0, size)\n"
+    )
+    runner = CliRunner()
+    args = ["audit", f"{module}:good", "--d", "0", "--d-prime", "1", "--epsilon", "1", "--seed", "1"]
+    result = runner.invoke(app, [*args, "--tight", "--max-seconds", "6", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["verdict"] == "ok" and 0.9 < payload["tight_epsilon_lower_bound"] <= 1.0
+    assert payload["tight_samples"] > payload["samples"] and payload["power"]
+    shown = runner.invoke(app, [*args, "--samples", "200000"])
+    assert shown.exit_code == 0 and "power:" in shown.output
+    # varying-length outputs through the CLI: audited, not refused (ε = 0.25 per query here, far below 5)
+    svt = runner.invoke(
+        app,
+        [
+            "audit",
+            f"{module}:stop_at_first",
+            "--d",
+            "[0, 0, 0]",
+            "--d-prime",
+            "[0, 0, 1]",
+            "--epsilon",
+            "5",
+            "--samples",
+            "20000",
+            "--seed",
+            "1",
+        ],
+    )
+    assert svt.exit_code in (0, 3), svt.output

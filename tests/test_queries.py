@@ -132,7 +132,7 @@ def test_split_and_aggregates() -> None:
     replace_one = Query(statistic="mean", column="x", bounds=(0, 10), epsilon=1, neighbours="replace-one")
     assert [p.aggregate for p in replace_one.parts] == [Aggregate.COUNT, Aggregate.CENTRED_SUM]
     assert Query(statistic="sum", column="x", bounds=(0, 1), epsilon=1).aggregates == (Aggregate.COUNT, Aggregate.SUM)
-    assert query.to_dict()["parts"][1] == {"aggregate": "centred_sum", "epsilon": 1.5, "sensitivity": 5.0}
+    assert query.to_dict()["parts"][1] == {"aggregate": "centred_sum", "epsilon": 1.5, "sensitivity": 5.0, "l2_sensitivity": 5.0}
 
 
 @pytest.mark.parametrize(

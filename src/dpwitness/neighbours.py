@@ -1,4 +1,4 @@
-"""Neighbour relations and the exact L1 sensitivity Δ of each query under each.
+"""Neighbour relations and the exact L1 and L2 sensitivities Δ of each query under each.
 
 * add/remove one record (unbounded DP): D' = D ± one record; n is not fixed.
 * replace one record (bounded DP): D' = D with one record's values changed; n is fixed and public.
@@ -153,6 +153,46 @@ def unit_sensitivity(neighbours: Neighbours, low: float, high: float, bound: Con
     :func:`row_sensitivity`, so Δ = max_rows × that; no blanket factor beyond it.
     """
     return bound.max_rows * row_sensitivity(neighbours, low, high, grouped=grouped)
+
+
+def unit_l2_sensitivity(
+    neighbours: Neighbours, low: float, high: float, bound: ContributionBound, *, grouped: bool, cells: int | None = None
+) -> float:
+    """The L2 change one privacy unit can cause in the vector (Σ t per key), t in [low, high].
+
+    Ungrouped, the output is one number: L2 Δ = L1 Δ (:func:`unit_sensitivity`). Grouped, a
+    unit's kept rows hold ≤ k = ``bound.max_rows_per_group`` rows in any key and ≤ R =
+    ``bound.max_rows`` in all, so it fills at most f = ⌈R/k⌉ keys (f = g with ``max_groups``
+    g, 1 without), fewer if only ``cells`` keys are declared. With m = max(|low|, |high|):
+
+    * add/remove: the unit's vector appears or vanishes; each key moves ≤ k·m, so the L2 norm
+      is ≤ k·m·√f (‖c‖₂ over c_i ≤ k, Σc_i ≤ R is largest with f full keys);
+    * replace-one: the old rows leave and the new ones arrive. A key held by one side only
+      moves ≤ k·m; a key held by both moves ≤ k·(high − low) (the old rows at one end of the
+      range, the new at the other). The squared norm is convex in the rows per key, so its
+      maximum puts f full keys on each side, o of them shared: o·(k(high − low))² +
+      2(f − o)·(k·m)², largest at o = f or at the fewest shared keys the declared cells
+      allow: k·√f·max(high − low, √2·m) with enough keys. For counts (t ∈ [0, 1]) that is
+      √2·k·√f; for a sum over [L, U] ∪ {0} with L < 0 < U, k·√f·max(U − L, √2·max(|L|, |U|)).
+
+    Every way a row moves between counted and not counted (null, NaN, a filter, an undeclared
+    key, a null unit) is in [low, high] already (:func:`counted_range`); rows outside the
+    declared keys are dropped, which only shrinks the vector.
+    """
+    if not grouped:
+        return unit_sensitivity(neighbours, low, high, bound, grouped=False)
+    per = bound.max_rows_per_group
+    full = -(-bound.max_rows // per)
+    if cells is not None:
+        full = min(full, cells)
+    largest = max(abs(low), abs(high))
+    if neighbours is Neighbours.ADD_REMOVE:
+        return per * largest * math.sqrt(full)
+    fewest_shared = 0 if cells is None else max(0, 2 * full - cells)
+    squares = max(
+        shared * (high - low) ** 2 + 2 * (full - shared) * largest**2 for shared in {fewest_shared, full}
+    )
+    return per * math.sqrt(squares)
 
 
 def partition_threshold(*, scale: float, bound: ContributionBound, delta: float) -> tuple[float, float]:

@@ -51,6 +51,8 @@ MAX_LENGTH = 2000
 MAX_DEPTH = 32
 #: Integer literals beyond 2^53 are not exact as floats; larger numbers must be written as floats.
 _MAX_EXACT = 2**53
+#: Row positions at or beyond this are past the end of any table (and still fit in an int64).
+_MAX_POSITION = 2**62
 _KEYWORDS = {"and", "or", "not", "in", "between", "is", "null", "true", "false"}
 _OPERATORS = {"==": "==", "=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -492,7 +494,10 @@ def _split_window(text: str, tree: Node) -> tuple[tuple[float, float] | None, No
                 )
         rest.append(item)
     value_tree = None if not rest else rest[0] if len(rest) == 1 else And(tuple(rest))
-    return ((low, high) if positional else None), value_tree
+    # No table has 2^62 rows: beyond that a bound means "no end" (or an empty window), and the
+    # engines never see an integer that does not fit in 64 bits.
+    window = (min(low, _MAX_POSITION), math.inf if high >= _MAX_POSITION else max(high, 0))
+    return (window if positional else None), value_tree
 
 
 # --- compilation -------------------------------------------------------------------------------
@@ -573,13 +578,19 @@ _SPARK = _Backend(
 )
 
 
+def _balanced(parts: list[Any], combine: Callable[[Any, Any], Any]) -> Any:
+    """Combine with an associative ``and``/``or`` as a balanced tree, depth ⌈log2 n⌉: a left-deep
+    chain of the ~1,000 terms a 2,000-character predicate allows costs Polars a quadratic
+    planning time and overflows the stack of Spark's analyser."""
+    while len(parts) > 1:
+        parts = [combine(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+    return parts[0]
+
+
 def _compile(node: Node, read: Reader, backend: _Backend) -> Any:
     if isinstance(node, And | Or):
         parts = [_compile(item, read, backend) for item in node.items]
-        out = parts[0]
-        for part in parts[1:]:
-            out = (out & part) if isinstance(node, And) else (out | part)
-        return out
+        return _balanced(parts, (lambda a, b: a & b) if isinstance(node, And) else (lambda a, b: a | b))
     if isinstance(node, Not):
         return backend.negate(_compile(node.item, read, backend))
     if isinstance(node, IsNull):
@@ -601,9 +612,7 @@ def _compile(node: Node, read: Reader, backend: _Backend) -> Any:
     if isinstance(node, In):
         # x in [a, b] is x == a or x == b: unknown (not false) when x is missing, as SQL's IN;
         # spelled as equalities so that both engines resolve the literal types the same way.
-        inside = column == backend.literal(node.values[0])
-        for extra in node.values[1:]:
-            inside = inside | (column == backend.literal(extra))
+        inside = _balanced([column == backend.literal(v) for v in node.values], lambda a, b: a | b)
         return backend.negate(inside) if node.negated else inside
     inside = (column >= backend.literal(node.low)) & (column <= backend.literal(node.high))
     return backend.negate(inside) if node.negated else inside

@@ -30,6 +30,7 @@ from dpwitness.neighbours import (
     check_bounds,
     counted_range,
     effective_relation,
+    unit_l2_sensitivity,
     unit_sensitivity,
 )
 from dpwitness.predicates import Predicate, parse
@@ -123,7 +124,8 @@ class Schema:
 
 @dataclass(frozen=True)
 class Part:
-    """One noisy release inside a query: Laplace on ``aggregate`` with L1 ``sensitivity``.
+    """One noisy release inside a query: noise on ``aggregate`` with L1 ``sensitivity`` (Laplace)
+    and L2 ``l2_sensitivity`` (Gaussian), both derived in :mod:`dpwitness.neighbours`.
 
     ``changed_coordinates`` is the most keys one privacy unit can move (1 for an ungrouped
     part): the grid sampler charges one rounding step per changed coordinate.
@@ -133,6 +135,7 @@ class Part:
     share: float
     sensitivity: float
     changed_coordinates: int
+    l2_sensitivity: float = math.nan  # set by Query; NaN only for a Part built by hand
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -367,7 +370,13 @@ class Query:
             "bins": self.bins,
             "epsilon": self.epsilon,
             "parts": [
-                {"aggregate": p.aggregate.value, "epsilon": self.epsilon_of(p), "sensitivity": p.sensitivity} for p in self._parts
+                {
+                    "aggregate": p.aggregate.value,
+                    "epsilon": self.epsilon_of(p),
+                    "sensitivity": p.sensitivity,
+                    "l2_sensitivity": p.l2_sensitivity,
+                }
+                for p in self._parts
             ],
         }
 
@@ -425,7 +434,8 @@ class Query:
             moved = held * (2 if self.relation is Neighbours.REPLACE_ONE else 1)
             coordinates = moved if not self.declared else min(moved, len(self.cells))
         return tuple(
-            Part(name, share, self._sensitivity(name, bound), coordinates) for name, share in zip(aggregates, shares, strict=True)
+            Part(name, share, self._sensitivity(name, bound), coordinates, self._l2_sensitivity(name, bound))
+            for name, share in zip(aggregates, shares, strict=True)
         )
 
     def _noisy_aggregates(self) -> tuple[Aggregate, ...]:
@@ -472,6 +482,18 @@ class Query:
         """
         low, high = counted_range(*self.term_range(aggregate), always_counted=self.always_counted)
         return unit_sensitivity(self.relation, low, high, bound, grouped=self.grouped)
+
+    def _l2_sensitivity(self, aggregate: Aggregate, bound: ContributionBound) -> float:
+        """L2 Δ of one part (:func:`dpwitness.neighbours.unit_l2_sensitivity`): the same term
+        range, relation and unit as :meth:`_sensitivity`, over the keys a unit can fill (at most
+        the declared cells)."""
+        low, high = counted_range(*self.term_range(aggregate), always_counted=self.always_counted)
+        if self.statistic is Statistic.QUANTILE:
+            # The engines bound a quantile's rows per (key, raw value), not per bin: distinct
+            # values share a bin, so all of a unit's ≤ max_rows rows may fall in one cell.
+            bound = ContributionBound(bound.max_rows, bound.max_rows, bound.max_rows)
+        cells = len(self.cells) if self.grouped and self.declared else None
+        return unit_l2_sensitivity(self.relation, low, high, bound, grouped=self.grouped, cells=cells)
 
 
 def _parse(kind: type[Statistic], parameter: str, value: Any) -> Statistic:
@@ -533,7 +555,8 @@ def derivation_cases(*, epsilon: float = 1.0) -> Iterator[Query]:
     filters need a declared order, ``o``, and no unit). The bounds (2, 5) exclude 0, so a
     derivation that forgot "not counted" would show. Combinations a query refuses (a grouped
     variance, a grouped histogram) are skipped. The sensitivity search runs each through both
-    engines' exact aggregates against ``[p.sensitivity for p in q.parts]``.
+    engines' exact aggregates against ``[p.sensitivity for p in q.parts]`` (L1) and
+    ``[p.l2_sensitivity for p in q.parts]`` (L2).
     """
     for statistic, options in CASE_OPTIONS.items():
         for relation in Neighbours:

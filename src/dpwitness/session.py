@@ -197,7 +197,7 @@ class Session:
     ``privacy_unit``), never its real size, and refuse δ > 1/(10·max_rows).
     ``mechanism`` ("laplace", "gaussian" or "auto"; also per call of :meth:`run` and
     :meth:`preview`): Gaussian noise for a count, sum or histogram over declared keys, calibrated
-    to the query's ε and ``delta`` (its L2 Δ taken as its L1 Δ, an upper bound); "auto" takes the
+    to the query's ε and ``delta`` and its L2 Δ (``Part.l2_sensitivity``); "auto" takes the
     one with the smaller variance when the account has δ (or is a ρ total) and says so.
     ``seed`` makes releases reproducible (NOT for production): query i gets its own stream,
     spawned from the seed by its position in the account's history, so no two share noise.
@@ -537,9 +537,10 @@ class Session:
         if plan.gaussian:  # σ and the normal interval, not Laplace's b
             gaussians = [m for m in plan._all if isinstance(m, Gaussian)]
             parts = tuple(
-                {**part, "scale": m.sigma, "half_width": m.interval(alpha)} for part, m in zip(parts, gaussians, strict=True)
+                {**part, "mechanism": "gaussian", "sensitivity": m.sensitivity, "scale": m.sigma, "half_width": m.interval(alpha)}
+                for part, m in zip(parts, gaussians, strict=True)
             )
-            scale = gaussians[-1].sigma
+            scale, sensitivity = gaussians[-1].sigma, gaussians[-1].sensitivity
             interval = (-gaussians[-1].interval(alpha), gaussians[-1].interval(alpha))
         return Preview(
             query.label, plan.cost, sensitivity, scale, interval, alpha, parts, plan.threshold, plan.delta, tuple(notes)
@@ -622,10 +623,10 @@ class Session:
             if wanted == "gaussian":
                 raise ParameterError("delta_budget", "a total δ > 0 (delta_budget=…) or a ρ total for a Gaussian release", 0.0)
             return None, "mechanism: laplace (auto: the account has no δ for a Gaussian release)"
-        # L2 Δ ≤ L1 Δ: a sound (if not tight) L2 sensitivity for every query whose L1 Δ is derived
+        # L2 Δ per part, derived with its L1 Δ (Query.parts): k·√g for a unit in ≤ g keys, not g·k
         gaussians = tuple(
             Gaussian(
-                sensitivity=p.sensitivity,
+                sensitivity=p.l2_sensitivity,
                 epsilon=query.epsilon_of(p),
                 delta=query.delta,
                 changed_coordinates=p.changed_coordinates,
@@ -637,7 +638,11 @@ class Session:
             why = f"variance {laplace_variance:.4g} ≤ Gaussian {gaussian_variance:.4g} at δ = {query.delta:.3g}"
             return None, f"mechanism: laplace (auto: {why})"
         why = f" (auto: variance {gaussian_variance:.4g} < Laplace {laplace_variance:.4g})" if wanted == "auto" else ""
-        return gaussians, f"mechanism: gaussian at (ε, δ) = ({query.epsilon:g}, {query.delta:.3g}), L2 Δ ≤ L1 Δ{why}"
+        main = query.parts[-1]
+        return gaussians, (
+            f"mechanism: gaussian at (ε, δ) = ({query.epsilon:g}, {query.delta:.3g}), σ = {gaussians[-1].sigma:.4g}, "
+            f"L2 Δ = {main.l2_sensitivity:.4g} (L1 Δ = {main.sensitivity:g}){why}"
+        )
 
     def _check_selection_delta(self, query: Query) -> float | None:
         """A release over undeclared keys costs δ: it needs a declared ``max_rows``, a δ of at
@@ -826,9 +831,12 @@ def _notes(query: Query, plan: _Plan) -> tuple[str, ...]:
         notes.append(f"variance = noisy Σ(v−c)²/n − (noisy Σ(v−c)/n)², cut to [0, ((U−L)/2)²]; {shares}")
     if query.grouped:
         coordinates = query.parts[-1].changed_coordinates
-        notes.append(
-            f"one Laplace vector over the keys, L1 Δ = {query.parts[-1].sensitivity:g}; a unit moves ≤ {coordinates} key(s)"
+        vector = (
+            f"one Gaussian vector over the keys, L2 Δ = {query.parts[-1].l2_sensitivity:.4g}"
+            if plan.gaussian
+            else f"one Laplace vector over the keys, L1 Δ = {query.parts[-1].sensitivity:g}"
         )
+        notes.append(f"{vector}; a unit moves ≤ {coordinates} key(s)")
         if query.keys is not None:
             notes.append("keys are declared (public): every declared key is released, rows with other keys are dropped")
         elif not query.declared:

@@ -149,7 +149,7 @@ def query(
         bool, typer.Option("--clip-at-zero", help="Set negative noisy counts to 0 (post-processing).")
     ] = False,
 ) -> None:
-    """Release counts, sums, means, variances and histograms of FILE under ε (noise added once, exactly)."""
+    """Release counts, sums, means, variances, histograms and quantiles of FILE under ε (noise added once, exactly)."""
     from dpwitness.budget import Ledger
     from dpwitness.session import Session, _account_for
 
