@@ -461,10 +461,11 @@ def test_cli_tight_mode_and_power_statement(tmp_path: Path) -> None:
     )
     runner = CliRunner()
     args = ["audit", f"{module}:good", "--d", "0", "--d-prime", "1", "--epsilon", "1", "--seed", "1"]
-    result = runner.invoke(app, [*args, "--tight", "--max-seconds", "6", "--json"])
-    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, [*args, "--tight", "--max-seconds", "8", "--json"])
     payload = json.loads(result.stdout)
-    assert payload["verdict"] == "ok" and 0.9 < payload["tight_epsilon_lower_bound"] <= 1.0
+    # the fast verdict gets half of the 8 s (ok, or inconclusive on a busy machine); never violated
+    assert result.exit_code == {"ok": 0, "inconclusive": 3}[payload["verdict"]], result.output
+    assert 0.9 < payload["tight_epsilon_lower_bound"] <= 1.0
     assert payload["tight_samples"] > payload["samples"] and payload["power"]
     shown = runner.invoke(app, [*args, "--samples", "200000"])
     assert shown.exit_code == 0 and "power:" in shown.output

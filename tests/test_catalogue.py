@@ -144,3 +144,18 @@ def test_the_catalogue_does_not_import_the_attacks() -> None:
     code = "import sys, dpwitness.witness.catalogue; print(sorted(m for m in sys.modules if m.startswith('dpwitness.attacks')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_no_false_alarm_across_seeds_on_the_correct_mechanisms() -> None:
+    """A CI-sized version of the benchmark's target (bench/bench_audit.py runs 200 audits of 2·10⁵ runs)."""
+    names = {"laplace", "geometric", "noisy max index, Laplace", "noisy max index, exponential"}
+    names |= {"SVT Alg. 1, natural form", "SVT Alg. 2, natural form"}
+    audited = flagged = 0
+    for case in correct_cases():
+        if case.name not in names:
+            continue
+        for seed in range(5):
+            result = audit(case.mechanism, case.d, case.d_prime, epsilon=case.epsilon, samples=20_000, seed=500 + seed)
+            flagged += result.violated
+            audited += 1
+    assert audited == 30 and flagged == 0

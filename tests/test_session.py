@@ -280,12 +280,19 @@ def test_seeded_sessions_never_share_noise_between_different_queries() -> None:
 
 def test_an_aggregate_too_large_for_the_grid_is_clipped_never_quoted() -> None:
     """At a large ε the grid is fine and holds only 2^61 steps: a sum past it used to raise,
-    after the spend, a ParameterError quoting the exact sum. Clipping to a fixed range keeps Δ."""
-    frame = pl.DataFrame({"x": [1.0] * 200_000, "g": ["a"] * 200_000})
-    session = Session(frame, epsilon=1e6)
-    released = session.sum("x", (0, 1), epsilon=1e5)
-    grouped = session.sum("x", (0, 1), epsilon=1e5, by="g", keys=["a", "b"])
-    assert 0 < released.value < 200_000 and 0 < grouped.value["a"] < 200_000  # type: ignore[operator,index]
+    after the spend, a ParameterError quoting the exact sum. Clipping to a fixed range keeps Δ.
+
+    At the largest accepted ε (10^3) and Δ = 1 the grid ends near 4·10^6, so a sum of 2^23 ones
+    (a lazy frame: nothing materialised) is past it."""
+    rows = 1 << 23
+    frame = pl.LazyFrame().select(pl.repeat(1.0, rows).alias("x"), pl.repeat("a", rows).alias("g"))
+    session = Session(frame, epsilon=1e4)
+    released = session.sum("x", (0, 1), epsilon=1e3)
+    grouped = session.sum("x", (0, 1), epsilon=1e3, by="g", keys=["a", "b"])
+    limit = math.ldexp(1.0, 60 + released.mechanism.noise.granularity_log2)  # type: ignore[union-attr]
+    assert limit < rows / 1.5  # the exact sum is past the grid ...
+    for value in (released.value, grouped.value["a"]):  # type: ignore[index]
+        assert abs(value - limit) < 1.0  # ... and each release is the clipped value plus noise, never the sum
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 0.7, 1.0, 3.0])

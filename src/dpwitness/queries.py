@@ -168,6 +168,9 @@ class Query:
     #: A quantile's q values and its bins of [L, U] (:mod:`dpwitness.quantiles`); None otherwise.
     quantiles: tuple[float, ...] | None = None
     bins: int | None = None
+    #: True when the caller gave ``delta`` for this query (not a session's default): a Laplace
+    #: release over declared keys then refuses it, since it spends no δ.
+    explicit_delta: bool = field(default=False, repr=False, compare=False)
     _predicate: Predicate | None = field(init=False, repr=False, compare=False)
     _parts: tuple[Part, ...] = field(init=False, repr=False, compare=False)
 

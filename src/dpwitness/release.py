@@ -152,6 +152,7 @@ class Release:
             "seed": self.seed,
             "notice": self.notice,
             "notes": list(self.notes),
+            "sensitivity_search": self.sensitivity_search,
         }
 
     @classmethod

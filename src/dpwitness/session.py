@@ -490,6 +490,7 @@ class Session:
             max_groups=self.max_groups,
             split=None if split is None else tuple(split),
             delta=self.delta if delta is None else delta,
+            explicit_delta=delta is not None,
             quantiles=check_quantiles(quantiles) if quantiles is not None else None,
             bins=bins,
             where=where,
@@ -591,6 +592,13 @@ class Session:
         gaussians, choice = self._gaussian_for(query, mechanisms, wanted)
         if gaussians is not None:
             return _Plan(query, cast(tuple[Laplace, ...], gaussians), None, query.delta, None, choice)
+        if wanted == "laplace" and query.explicit_delta and not (query.grouped and not query.declared):
+            raise ParameterError(
+                "delta",
+                "no δ for a Laplace release over declared keys (pure ε-DP, it spends no δ; δ is for undeclared "
+                "keys or mechanism='gaussian')",
+                query.delta,
+            )
         threshold, delta = None, 0.0
         if query.grouped and not query.declared:
             # The count's sampler is calibrated a little wider than Δ/ε (grid, tables), and a

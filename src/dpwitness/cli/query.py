@@ -132,7 +132,19 @@ def query(
     ] = None,
     account: Annotated[str | None, typer.Option(help="Ledger account (default: the file's resolved path).")] = None,
     delta: Annotated[
-        float | None, typer.Option(help="δ for each undeclared-key release (default and maximum 1/(10·--max-rows)).")
+        float | None,
+        typer.Option(
+            help="δ for each undeclared-key release (default and maximum 1/(10·--max-rows)) and for each Gaussian release."
+        ),
+    ] = None,
+    mechanism: Annotated[
+        str,
+        typer.Option(
+            help="laplace (pure ε), gaussian (ε, --delta; needs --delta-budget or --rho) or auto (the smaller error).",
+        ),
+    ] = "laplace",
+    rho: Annotated[
+        float | None, typer.Option(help="A zCDP total ρ for the account instead of a total ε (stored like --budget).")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Reproducible noise (NOT for production).")] = None,
     preview: Annotated[
@@ -161,10 +173,11 @@ def query(
             if store is None:
                 raise ParameterError("raise-budget", "used with --ledger (it raises a stored account's total)", raise_budget)
             store.raise_budget(name, epsilon=raise_budget, delta=raise_delta_budget, label="dpwitness query --raise-budget")
-        continuing = store is not None and budget is None and store.has_account(name)  # the ledger owns the total
+        continuing = store is not None and budget is None and rho is None and store.has_account(name)  # the ledger owns it
         session = Session(
             str(file),
-            epsilon=None if continuing else (budget if budget is not None else epsilon),
+            epsilon=None if continuing or (rho is not None and budget is None) else (budget if budget is not None else epsilon),
+            rho=None if continuing else rho,
             delta_budget=delta_budget,
             max_rows=max_rows,
             neighbours=neighbours,
@@ -178,6 +191,7 @@ def query(
             delta=delta,
             dtypes=_declared_types(dtype),
             order_by=order_by,
+            mechanism=mechanism,
         )
         asked: list[tuple[str, str | None, dict[str, Any]]] = []
         groups = _groups_by_position(ctx.meta.get(_ARGV, []))
@@ -218,6 +232,9 @@ def query(
             )
         share = epsilon / len(asked)
         queries = [session.query(statistic, column, epsilon=share, where=where, **opts) for statistic, column, opts in asked]
+        if delta is not None and mechanism == "laplace" and not any(q.grouped and not q.declared for q in queries):
+            expected = "no --delta for Laplace releases over declared keys (pure ε: no δ is spent); or --mechanism gaussian"
+            raise ParameterError("delta", expected, delta)
         for q in queries:
             session.cost(q)  # every check, before anything is spent or read
         if preview:
@@ -283,7 +300,10 @@ def _show_previews(session: Any, queries: list[Query], as_json: bool) -> None:
             interval = f"rank ± {float(p.parts[0]['rank_error']):.4g} rows, bins of {float(p.parts[0]['bin_width']):.4g}"
         if p.threshold is not None:
             interval += f"; keys need noisy count ≥ {p.threshold:.4g}"
-        parts = "; ".join(f"{part['aggregate']}: b = {float(part['scale']):.4g}" for part in p.parts)
+        parts = "; ".join(
+            f"{part['aggregate']}: {'σ' if part.get('mechanism') == 'gaussian' else 'b'} = {float(part['scale']):.4g}"
+            for part in p.parts
+        )
         table.add_row(escape(p.query), f"{p.epsilon:g}", f"{p.sensitivity:.4g}", f"{p.scale:.4g}", interval, parts)
     console.print(table)
     console.print(_budget_line(session))
@@ -308,6 +328,8 @@ def _show_releases(releases: list[Release], session: Any) -> None:
     table = Table("statistic", "value", "95% interval", "ε", "Δ", title="Private statistics", caption=caption)
     for r in releases:
         delta = "" if r.delta == 0 else f" (δ = {r.delta:.2g})"
+        if r.distribution == "gaussian":
+            delta += f", Gaussian σ = {r.scale:.4g}"
         sensitivity = escape(sensitivity_text(r))
         if isinstance(r.value, dict):
             table.add_row(escape(r.query), f"{len(r.value)} keys", "", f"{r.epsilon:g}{delta}", sensitivity)

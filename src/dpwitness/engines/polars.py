@@ -32,6 +32,7 @@ _PARQUET = {".parquet", ".pq"}
 _U64 = pl.UInt64
 _BIN = "__dpw_bin"
 _ROW = "_dpw_row"
+_POSITION = "_dpw_position"
 _DECLARED = {ColumnKind.INTEGER: pl.Int64, ColumnKind.FLOAT: pl.Float64, ColumnKind.STRING: pl.String}
 
 
@@ -152,6 +153,10 @@ class PolarsEngine:
         if groups or unit is not None:
             present = [pl.col(c).is_not_null() for c in used] + [pl.col(c).is_not_nan() for c in used if schema[c].is_float()]
             frame = frame.filter(pl.all_horizontal(present))
+        floats = [c for c in groups if schema[c].is_float()]
+        if floats:  # ±0.0 are one key, shown with the sign of the first row met: make it +0.0, as Spark does
+            zero = [pl.when(pl.col(c) == 0).then(pl.lit(0.0, dtype=schema[c])).otherwise(pl.col(c)).alias(c) for c in floats]
+            frame = frame.with_columns(zero)
         if query.keys is not None:
             frame = _keep_keys(frame, list(query.declared_columns), query.keys, schema)
         if unit is not None and not groups and query.aggregates == (Aggregate.COUNT,):
@@ -260,9 +265,11 @@ def _keyed_random(identity: pl.Expr, key: SelectionKey) -> pl.Expr:
 def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key: SelectionKey) -> pl.LazyFrame:
     """Keep a uniformly random ≤ k rows per unit (or ≤ g keys per unit and ≤ k rows per (unit, key)).
 
-    Rows are ranked within their unit by a keyed hash of their position: with a secret key
-    these behave as independent uniform values, so each unit keeps a uniformly random subset
-    whatever the other units are (the bounded table moves by one unit's ≤ k rows, as Δ assumes).
+    Rows are ranked within their unit by a keyed hash of (unit[, key], the row's rank among
+    that unit's rows in the order of their values), as in the Spark engine: which rows a unit
+    keeps depends only on the selection key and that unit's own rows, never on other units or on
+    the file order, so for *every* key the bounded table moves by one unit's ≤ k rows, as Δ
+    assumes (identical rows are interchangeable). With a secret key the subset is uniformly random.
     """
     bound = query.contribution
     if groups and query.max_groups is not None:
@@ -273,7 +280,12 @@ def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key:
         per, limit = [unit, *groups], bound.max_rows_per_group
     else:
         per, limit = [unit], bound.max_rows
-    row = _keyed_random(pl.int_range(pl.len(), dtype=_U64), key)
+    schema = frame.collect_schema()
+    # A Categorical's physical order depends on which strings the whole table held first: sort it as text.
+    order = [pl.col(c).cast(pl.String) if schema[c] == pl.Categorical else pl.col(c) for c in schema.names()]
+    frame = frame.sort([*(pl.col(c) for c in per), *(o for c, o in zip(schema.names(), order, strict=True) if c not in per)])
+    frame = frame.with_columns(pl.int_range(pl.len(), dtype=_U64).over(per).alias(_POSITION))
+    row = _keyed_random(pl.struct([*per, _POSITION]), key)
     return frame.with_columns(row.alias("_dpw_random")).filter(pl.col("_dpw_random").rank("ordinal").over(per) <= limit)
 
 

@@ -52,7 +52,11 @@ from dpwitness.session import Session
 log = logging.getLogger("dpwitness.serve")
 
 #: ParameterError parameters that come from the request itself (safe to echo).
-_REQUEST_PARAMETERS = {"epsilon", "bounds", "column", "by", "keys", "alpha", "statistic", "categories", "split", "delta", "where"}
+#: ``delta_budget``: the analyst's own total has no δ (or ρ) for a Gaussian release (their configuration, not data).
+_REQUEST_PARAMETERS = {
+    *("epsilon", "bounds", "column", "by", "keys", "alpha", "statistic", "categories", "split", "delta", "where"),
+    *("mechanism", "delta_budget"),
+}
 
 
 class TableList(BaseModel):
@@ -345,7 +349,13 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         session = service.session(analyst, compiled.table)
         try:
             with cache_scope(analyst.name):  # what others previewed never makes this one faster
-                result = session.preview(compiled.statistic, compiled.column, alpha=compiled.alpha, **compiled.session_options())
+                result = session.preview(
+                    compiled.statistic,
+                    compiled.column,
+                    alpha=compiled.alpha,
+                    mechanism=compiled.mechanism,
+                    **compiled.session_options(),
+                )
         except ParameterError as error:
             raise _parameter_refusal(error) from None
         return PreviewAnswer(table=compiled.table.name, preview=_json_safe(result.to_dict()))
@@ -401,7 +411,7 @@ def scale_rate_limits(config: ServiceConfig, workers: int) -> ServiceConfig:
 def _run(session: Session, compiled: CompiledQuery) -> Release:
     try:
         query = session.query(compiled.statistic, compiled.column, **compiled.session_options())
-        release = session.run(query, alpha=compiled.alpha)
+        release = session.run(query, alpha=compiled.alpha, mechanism=compiled.mechanism)
         session.releases.clear()  # the service keeps no releases in memory
         return release
     except BudgetExceeded as error:

@@ -63,6 +63,14 @@ class QueryRequest(BaseModel):
         max_length=2000,
         description="a row filter over declared columns, e.g. \"age < 20 and sex == 'Female'\" (see docs/statistics.md)",
     )
+    mechanism: Literal["laplace", "gaussian", "auto"] = Field(
+        default="laplace",
+        description="laplace (pure ε); gaussian ((ε, δ), L2 Δ; needs a δ or ρ budget): count, sum, histogram; "
+        "auto: the one with the smaller error",
+    )
+    delta: float | None = Field(
+        default=None, gt=0, lt=1, description="the δ of a Gaussian release (default 1e-6); refused for a Laplace release"
+    )
 
 
 class QueryError(Exception):
@@ -89,6 +97,8 @@ class CompiledQuery:
     where: str | None = None
     quantiles: tuple[float, ...] | None = None
     bins: int | None = None
+    mechanism: str = "laplace"
+    delta: float | None = None
 
     def session_options(self) -> dict[str, Any]:
         """Keyword arguments for ``Session.query``/``Session.preview``."""
@@ -105,6 +115,8 @@ class CompiledQuery:
             options["quantiles"] = self.quantiles
         if self.bins is not None:
             options["bins"] = self.bins
+        if self.delta is not None:
+            options["delta"] = self.delta
         return options
 
 
@@ -164,7 +176,11 @@ def compile_query(
     where = _where(request.where, columns)
     if statistic == "count" and not by and where is None and table.config.neighbours is Neighbours.REPLACE_ONE:
         raise QueryError(422, "under replace-one the row count cannot change (Δ = 0): this service releases only noisy values")
-    return CompiledQuery(table, statistic, epsilon, column, bounds, by, keys, chosen_alpha, where, quantiles, request.bins)
+    delta = None if request.delta is None else _finite_positive("delta", request.delta)
+    return CompiledQuery(
+        table, statistic, epsilon, column, bounds, by, keys, chosen_alpha, where, quantiles, request.bins,
+        mechanism=request.mechanism, delta=delta,
+    )
 
 
 def _quantiles(statistic: str, q: float | list[float] | None, bins: int | None) -> tuple[float, ...] | None:
