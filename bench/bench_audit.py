@@ -185,9 +185,9 @@ def tightness() -> list[dict[str, Any]]:
     return rows
 
 
-def _save(results: dict[str, Any]) -> None:
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(results, indent=2, default=str))
+def _save(results: dict[str, Any], out: Path = OUT) -> None:
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, default=str))
 
 
 def _tables(results: dict[str, Any]) -> None:
@@ -246,12 +246,13 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", default=None, help="sections: sniper leaks detection alarms tightness")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per correct mechanism (default 200; --quick 5)")
     parser.add_argument("--natural-seeds", type=int, default=None, help="seeds for the natural-form SVT (default: --seeds)")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the results (default {OUT})")
     args = parser.parse_args()
     sections = set(args.only or ["sniper", "leaks", "detection", "alarms", "tightness"])
     seeds = args.seeds or (5 if args.quick else 200)
     results: dict[str, Any] = {"machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}"}
-    if OUT.exists():
-        results = {**json.loads(OUT.read_text()), **results}  # keep the sections not re-run
+    if args.out.exists():
+        results = {**json.loads(args.out.read_text()), **results}  # keep the sections not re-run
     steps = [
         ("sniper", "DP-Sniper's table, tight mode", lambda: sniper(60.0 if args.quick else 110.0)),
         ("leaks", "leaks of 1%", leaks),
@@ -267,9 +268,9 @@ def main() -> None:
         if key in sections:
             print(title, flush=True)
             results["false_alarms" if key == "alarms" else key] = run()
-            _save(results)
+            _save(results, args.out)
     _tables(results)
-    print(f"results written to {OUT}")
+    print(f"results written to {args.out}")
 
 
 if __name__ == "__main__":

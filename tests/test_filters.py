@@ -16,6 +16,7 @@ import json
 import math
 import random
 import sqlite3
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,7 @@ CASES = list(derivation_cases())
 
 @pytest.mark.parametrize("query", CASES, ids=[f"{q.neighbours.value}:{q.label}" for q in CASES])
 def test_every_derivation_holds_on_random_neighbours(query: Query) -> None:
-    worst = _worst_shifts(query, trials=25, seed=hash(query.label) % 1000)
+    worst = _worst_shifts(query, trials=25, seed=zlib.crc32(query.label.encode()) % 1000)  # hash() is salted per process
     for part in query.parts:
         assert worst[part.aggregate.value] <= part.sensitivity + 1e-9, (part, worst)
 

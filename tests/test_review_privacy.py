@@ -124,3 +124,29 @@ def test_a_unit_keeps_the_same_rows_whatever_other_units_are_added(key: tuple[in
         assert abs(after - before) <= 10.0  # Δ = k·max(|L|, |U|) = 10
     assert _bounded_sum(list(reversed(units)), key=key) == before  # the file order of rows does not matter
     assert 0 < before < 2000  # a real selection: some units keep 0, others 10
+
+
+@pytest.mark.parametrize("statistic", ["mean", "variance"])
+@pytest.mark.parametrize(
+    "bounds",
+    [(1e15, math.nextafter(1e15, math.inf)), (1e9, 1e9 + 1e-6), (-(2.0**50), math.nextafter(-(2.0**50), 0.0)), (0.0, 100.0)],
+)
+def test_centred_terms_stay_within_their_derived_range(statistic: str, bounds: tuple[float, float]) -> None:
+    """The engines compute v − c with c = fl((L + U)/2), which is not the midpoint when L + U is
+    not representable: with L = 1e15 and U the next double, one row moved the centred sum by
+    0.125 against a derived Δ of h = 0.0625 (2×), and the centred squares by 4× their Δ. An
+    analyst picks the bounds, so this was a chosen privacy loss above ε. Δ now comes from the
+    float centre the engines really subtract."""
+    from dpwitness.engines import engine_for
+    from dpwitness.queries import Query
+
+    query = Query(statistic=statistic, column="x", bounds=bounds, epsilon=1.0)
+    engine = engine_for("polars")
+    empty = engine.aggregate(pl.DataFrame({"x": []}, schema={"x": pl.Float64}).lazy(), query, selection_key=(0, 0, 0, 0))
+    for x in (*bounds, bounds[0] - 1e6, bounds[1] + 1e6, 0.5 * (bounds[0] + bounds[1])):
+        one = engine.aggregate(pl.DataFrame({"x": [x]}).lazy(), query, selection_key=(0, 0, 0, 0))
+        for part in query.parts:
+            name = part.aggregate.value
+            assert abs(float(one[name]) - float(empty[name])) <= part.sensitivity, (x, name)  # type: ignore[arg-type]
+    if bounds == (0.0, 100.0):  # an exact midpoint: the textbook Δ, unchanged
+        assert [p.sensitivity for p in query.parts][1] == 50.0

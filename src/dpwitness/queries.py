@@ -467,13 +467,19 @@ class Query:
 
     def term_range(self, aggregate: Aggregate) -> tuple[float, float]:
         """[a, b]: the range of one *counted* row's term in ``aggregate`` (before the ∪ {0} of
-        :func:`dpwitness.neighbours.counted_range` for rows that may not be counted)."""
-        h = self.half_range
+        :func:`dpwitness.neighbours.counted_range` for rows that may not be counted).
+
+        A centred term is fl(v − c) with the float centre c the engines subtract, which is not
+        the midpoint when L + U is not representable: its range is [fl(L − c), fl(U − c)]
+        (rounding is monotone), not ±h. Equal to ±h whenever the midpoint is exact.
+        """
+        low, high = self.bounds or (0.0, 0.0)
+        below, above = low - self.centre, high - self.centre
         return {
             Aggregate.COUNT: (1.0, 1.0),
-            Aggregate.SUM: self.bounds or (0.0, 0.0),
-            Aggregate.CENTRED_SUM: (-h, h),
-            Aggregate.CENTRED_SQUARES: (0.0, h * h),
+            Aggregate.SUM: (low, high),
+            Aggregate.CENTRED_SUM: (below, above),
+            Aggregate.CENTRED_SQUARES: (0.0, max(below * below, above * above)),
         }[aggregate]
 
     def _sensitivity(self, aggregate: Aggregate, bound: ContributionBound) -> float:

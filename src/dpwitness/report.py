@@ -35,7 +35,7 @@ def sensitivity_text(release: Release) -> str:
     """Δ as every output shows it: one number, or ``part Δ`` for each part of a derived statistic."""
     parts: Sequence[Release] = getattr(release, "parts", ())
     if not parts:
-        return f"{release.sensitivity:g}"
+        return f"{release.sensitivity:g}" + (" (L2)" if release.distribution == "gaussian" else "")
     return ", ".join(f"{p.query.split(' part of ', 1)[0]} {p.sensitivity:g}" for p in parts)
 
 

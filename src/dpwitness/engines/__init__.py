@@ -35,8 +35,10 @@ The contract (every engine implements it the same way; the session does all the 
        keys, chosen uniformly at random, then ≤ k rows in each (unit, key); otherwise keep
        ≤ ``b.max_rows`` rows per unit, chosen uniformly at random. "At random" means ordered
        by a per-row pseudo-random value keyed by ``selection_key`` (four 64-bit words from
-       :func:`dpwitness.noise.bit_source`: secure unless the session is seeded); never by
-       file order or by the values;
+       :func:`dpwitness.noise.bit_source`: secure unless the session is seeded) of the row's
+       unit (and key) and its rank among that unit's rows sorted by the query's columns; never
+       by file order, and never depending on another unit's rows (so that, for every key, the
+       bounded table moves by one unit's rows);
     5. ``v = clamp(query.column, L, U)`` as float64 (``query.bounds``);
     6. ``count`` = rows, ``sum`` = Σ v, ``centred_sum`` = Σ (v − query.centre),
        ``centred_squares`` = Σ (v − query.centre)², per key when grouped. A quantile

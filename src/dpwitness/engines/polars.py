@@ -281,9 +281,10 @@ def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key:
     else:
         per, limit = [unit], bound.max_rows
     schema = frame.collect_schema()
+    content = [c for c in schema.names() if c not in per]
     # A Categorical's physical order depends on which strings the whole table held first: sort it as text.
-    order = [pl.col(c).cast(pl.String) if schema[c] == pl.Categorical else pl.col(c) for c in schema.names()]
-    frame = frame.sort([*(pl.col(c) for c in per), *(o for c, o in zip(schema.names(), order, strict=True) if c not in per)])
+    by_value = [pl.col(c).cast(pl.String) if schema[c] == pl.Categorical else pl.col(c) for c in content]
+    frame = frame.sort([*(pl.col(c) for c in per), *by_value])
     frame = frame.with_columns(pl.int_range(pl.len(), dtype=_U64).over(per).alias(_POSITION))
     row = _keyed_random(pl.struct([*per, _POSITION]), key)
     return frame.with_columns(row.alias("_dpw_random")).filter(pl.col("_dpw_random").rank("ordinal").over(per) <= limit)
