@@ -26,6 +26,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -91,18 +92,20 @@ def sweep(*, spark: bool) -> dict[str, Any]:
     if not spark:
         command += ["-m", "not spark"]
     started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     cpu: dict[int, float] = {}
-    reader = psutil.Process(child.pid)
-    while child.poll() is None:
-        try:
-            for process in [reader, *reader.children(recursive=True)]:
-                times = process.cpu_times()
-                cpu[process.pid] = times.user + times.system + times.children_user + times.children_system
-        except psutil.Error:
-            pass
-        time.sleep(0.5)
-    output = child.stdout.read() if child.stdout is not None else ""
+    with tempfile.TemporaryFile(mode="w+") as log:  # not a pipe: Spark's log lines would fill it and block pytest
+        child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        reader = psutil.Process(child.pid)
+        while child.poll() is None:
+            try:
+                for process in [reader, *reader.children(recursive=True)]:
+                    times = process.cpu_times()
+                    cpu[process.pid] = times.user + times.system + times.children_user + times.children_system
+            except psutil.Error:
+                pass
+            time.sleep(0.5)
+        log.seek(0)
+        output = log.read()
     seconds = time.perf_counter() - started
     phases: dict[str, float] = {}
     for line in output.splitlines():

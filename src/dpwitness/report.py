@@ -235,7 +235,7 @@ def _parameters(release: Release) -> str:
 
 
 def preview_text(preview: Any) -> str:
-    """A :class:`~dpwitness.session.Preview` in one line: cost and accuracy, nothing spent."""
+    """A :class:`~dpwitness.planning.Preview` in one line: cost and accuracy, nothing spent."""
     level = f"{100 * (1 - preview.alpha):g}%"
     if preview.interval is None:
         accuracy = "width depends on the data (see .parts)"

@@ -4,181 +4,40 @@ Order of work for every query, so that a bad parameter or an exhausted budget co
 and reads nothing:
 
 1. build and validate the :class:`~dpwitness.queries.Query` (pure parameters);
-2. check it against the table's schema (column names and kinds: metadata only; whether the
+2. plan it (:mod:`dpwitness.planning`): check it against the table's schema (column names and kinds: metadata only; whether the
    table or a filter's result is empty is not public, see docs/statistics.md), compile the
    engine's plan (nothing read), and calibrate the noise;
 3. spend ε, atomically and durably when there is a ledger (:class:`BudgetExceeded` here);
 4. only then let the engine compute the exact aggregates;
-5. add Laplace noise once, with :class:`dpwitness.Laplace`, and compose the release.
+5. add noise once, with the plan's mechanisms, and compose the release (:mod:`dpwitness.composing`).
+
+The pieces live by concept: planning and previews in :mod:`dpwitness.planning`, composing a
+release in :mod:`dpwitness.composing`, composite (mean, variance) releases in
+:mod:`dpwitness.composite`, seeded streams in :mod:`dpwitness.streams`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-
 from dpwitness.budget import Accountant, Budget, Ledger, Spend, check_total
-from dpwitness.engines import Engine, SelectionKey, engine_for
+from dpwitness.composing import compose, release_notes
+from dpwitness.composite import CompositeRelease
+from dpwitness.engines import Engine, engine_for
 from dpwitness.errors import ParameterError, check_alpha
 from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.neighbours import ContributionBound, Neighbours, partition_threshold
-from dpwitness.noise import SECURE_BITS, SeededBits, bit_source
-from dpwitness.quantiles import accuracy_note, check_quantiles, quantile_notes, quantile_release, rank_error
-from dpwitness.queries import Aggregate, Aggregates, Key, Query, Schema, Statistic, parse_dtypes
+from dpwitness.noise import bit_source
+from dpwitness.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
+from dpwitness.quantiles import accuracy_note, check_quantiles, rank_error
+from dpwitness.queries import Key, Query, Schema, Statistic, parse_dtypes
 from dpwitness.release import Release
-from dpwitness.witness.analytic import WitnessReport
-from dpwitness.witness.analytic import compose as compose_witnesses
-from dpwitness.witness.sensitivity import library_backing
-
-DEFAULT_DELTA = 1e-6
-
-
-def max_delta(max_rows: int) -> float:
-    """The largest δ a release over undeclared keys may cost: 1/(10·max_rows), so that at most
-    0.1 unique keys are expected to be exposed (each unit's own keys leak with probability ≤ δ)."""
-    return 1.0 / (10.0 * max_rows)
-
-#: τ is computed for δ·(1 − 2^-20): room for the sampler's discrete tail and table deviations.
-_PARTITION_DELTA_MARGIN = 1.0 - 2.0**-20
-
-
-@dataclass(frozen=True, repr=False)
-class CompositeRelease(Release):
-    """A statistic derived from several noisy parts (a mean from a noisy sum and a noisy count,
-    a variance from noisy moments). ``scale`` is NaN: the error is not Laplace. ``interval``
-    is a conservative 1 − α interval: each part's Laplace interval at α/parts (Bonferroni),
-    propagated by interval arithmetic and cut to the feasible range.
-    """
-
-    parts: tuple[Release, ...] = ()
-    bounds: tuple[float, float] = (0.0, 0.0)
-
-    @property
-    def interval(self) -> Any:
-        level = self.alpha / len(self.parts)
-        widths = [p.scale * math.log(1.0 / level) for p in self.parts]
-        if isinstance(self.value, dict):
-            return {key: self._interval_at([_at(p.value, key) for p in self.parts], widths) for key in self.value}
-        return self._interval_at([float(p.value) for p in self.parts], widths)  # type: ignore[arg-type]
-
-    def _interval_at(self, values: list[float], widths: list[float]) -> tuple[float, float]:
-        low, high = self.bounds
-        h, centre = (high - low) / 2, (low + high) / 2
-        n_low, n_high = values[0] - widths[0], values[0] + widths[0]
-        moments = list(zip(values[1:], widths[1:], strict=True))
-        if n_high < 1:
-            return (0.0, h * h) if len(moments) == 2 else (low, high)
-        n_low = max(n_low, 1.0)
-        first = _divide(moments[0][0] - moments[0][1], moments[0][0] + moments[0][1], n_low, n_high)
-        if len(moments) == 1:
-            return (max(low, centre + first[0]), min(high, centre + first[1]))
-        second = _divide(max(moments[1][0] - moments[1][1], 0.0), max(moments[1][0] + moments[1][1], 0.0), n_low, n_high)
-        squares = (0.0 if first[0] <= 0 <= first[1] else min(first[0] ** 2, first[1] ** 2), max(first[0] ** 2, first[1] ** 2))
-        return (max(0.0, second[0] - squares[1]), min(h * h, second[1] - squares[0]))
-
-    @property
-    def half_width(self) -> float:
-        return math.nan
-
-    def witness(self) -> WitnessReport:
-        """Every part witnessed; their losses add up (basic composition)."""
-        return replace(compose_witnesses([part.witness() for part in self.parts]), sensitivity_search=self.sensitivity_search)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = super().to_dict()
-        data.update(scale=None, variance=None, parts=[p.to_dict() for p in self.parts], bounds=list(self.bounds))
-        return data
-
-
-@dataclass(frozen=True, repr=False)
-class Preview:
-    """What a query would cost and how accurate it would be; nothing spent, nothing released.
-
-    ``interval`` is (−w, +w) around the true value for a Laplace release, or None when the
-    width depends on the data (a mean or variance whose n is private: see ``parts``).
-    """
-
-    query: str
-    epsilon: float
-    sensitivity: float
-    scale: float
-    interval: tuple[float, float] | None
-    alpha: float
-    parts: tuple[dict[str, float | str], ...]
-    threshold: float | None = None
-    delta: float = 0.0
-    notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "sensitivity": self.sensitivity,
-            "scale": self.scale,
-            "alpha": self.alpha,
-            "interval": None if self.interval is None else list(self.interval),
-            "threshold": self.threshold,
-            "parts": list(self.parts),
-            "notes": list(self.notes),
-        }
-
-    def __str__(self) -> str:
-        from dpwitness.report import preview_text
-
-        return preview_text(self)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        from dpwitness.report import preview_html
-
-        return preview_html(self)
-
-
-@dataclass
-class _Plan:
-    """A validated query with its calibrated mechanisms (one per noisy part), ready to spend."""
-
-    query: Query
-    #: one per noisy part; Gaussian ones (typed as the Laplace contract they share) when ``gaussian``
-    mechanisms: tuple[Laplace, ...]
-    threshold: float | None
-    delta: float
-    exposure: float | None = None  # max_rows·δ: expected unique keys exposed, at most
-    choice: str = ""  # which mechanism and why (auto), for the release's notes
-    cost: float = field(init=False)
-    rho: float = field(init=False)
-    selection_delta: float = field(init=False)
-
-    def __post_init__(self) -> None:
-        pairs = zip(self.query.parts, self.mechanisms, strict=True)
-        charged: list[tuple[float, Laplace | Gaussian]] = [(self.query.epsilon_of(p), m) for p, m in pairs if p.sensitivity > 0]
-        self.cost = math.fsum(e for e, _ in charged)
-        # a Laplace part is ε_i-DP, so ε_i²/2-zCDP; a Gaussian part has the ρ of the noise it samples
-        self.rho = math.fsum(m.rho_spent if isinstance(m, Gaussian) else e * e / 2 for e, m in charged)
-        self.selection_delta = 0.0 if self.gaussian else self.delta  # δ of key selection is not zCDP
-
-    @property
-    def gaussian(self) -> bool:
-        return any(isinstance(m, Gaussian) for m in self._all)
-
-    @property
-    def _all(self) -> tuple[Laplace | Gaussian, ...]:
-        return self.mechanisms
-
-    def spend(self, label: str) -> Spend:
-        """What the ledger records for this query: its ε and δ, its ρ, and δ from selection."""
-        if self.cost == 0:
-            return Spend(label, 0.0, 0.0, 0.0, 0.0)
-        return Spend(label, self.cost, self.delta, self.rho, self.selection_delta)
+from dpwitness.streams import query_streams, selection_key
 
 
 class Session:
@@ -238,7 +97,7 @@ class Session:
             raise ParameterError("delta", "a number strictly between 0 and 1", delta)
         if seed is not None:
             bit_source(seed)  # validates
-        self.mechanism = _check_mechanism(mechanism)
+        self.mechanism = check_mechanism(mechanism)
         self.privacy_unit = privacy_unit
         self.max_contributions = max_contributions
         self.max_groups = max_groups
@@ -524,7 +383,7 @@ class Session:
         main = query.parts[-1]
         scale = main.sensitivity / query.epsilon_of(main)
         sensitivity = main.sensitivity
-        notes = list(_notes(query, plan))
+        notes = list(release_notes(query, plan))
         interval: tuple[float, float] | None = (-z * scale, z * scale)
         if query.statistic in (Statistic.MEAN, Statistic.VARIANCE):
             interval = None
@@ -562,9 +421,9 @@ class Session:
         cost = plan.spend(query.label)
         self._accountant.spend(cost.epsilon, cost.label, delta=cost.delta, rho=cost.rho, selection_delta=cost.selection_delta)
         # (BudgetExceeded there, before any data is read)
-        seeds = self._streams(query, len(query.parts) + 1)
+        seeds = query_streams(self.seed, len(self._accountant.history) - 1, query, len(query.parts) + 1)
         try:
-            exact = self.engine.aggregate(self._opened(), query, selection_key=_selection_key(seeds[0]))
+            exact = self.engine.aggregate(self._opened(), query, selection_key=selection_key(seeds[0]))
         except Exception as error:
             # Nothing after the spend may depend on the data; if an engine fails anyway, its
             # message may quote a value from the data: withhold it (the type says what kind).
@@ -572,15 +431,15 @@ class Session:
                 f"the {self.engine.name} engine failed after ε was spent ({type(error).__name__}); "
                 "its message is withheld because it may quote the data — please report this"
             ) from None
-        release = _compose(query, plan, exact, seeds[1:], seed=self.seed).with_alpha(alpha)
+        release = compose(query, plan, exact, seeds[1:], seed=self.seed).with_alpha(alpha)
         self.releases.append(release)
         return release
 
     # --- internals ------------------------------------------------------------------------
-    def _plan(self, query: Query, mechanism: str | None = None) -> _Plan:
+    def _plan(self, query: Query, mechanism: str | None = None) -> Plan:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.queries.Query", query)
-        wanted = self.mechanism if mechanism is None else _check_mechanism(mechanism)
+        wanted = self.mechanism if mechanism is None else check_mechanism(mechanism)
         query.check_schema(self._table_schema())
         self.engine.check(self._opened(), query)  # the plan compiles: nothing after the spend fails for the query
         exposure = self._check_selection_delta(query)
@@ -591,7 +450,7 @@ class Session:
         )
         gaussians, choice = self._gaussian_for(query, mechanisms, wanted)
         if gaussians is not None:
-            return _Plan(query, cast(tuple[Laplace, ...], gaussians), None, query.delta, None, choice)
+            return Plan(query, cast(tuple[Laplace, ...], gaussians), None, query.delta, None, choice)
         if wanted == "laplace" and query.explicit_delta and not (query.grouped and not query.declared):
             raise ParameterError(
                 "delta",
@@ -607,10 +466,10 @@ class Session:
             count, sampler = query.parts[0], mechanisms[0].noise
             scale = sampler.scale if sampler is not None else count.sensitivity / query.epsilon_of(count)
             threshold, _ = partition_threshold(
-                scale=scale, bound=query.contribution, delta=query.delta * _PARTITION_DELTA_MARGIN
+                scale=scale, bound=query.contribution, delta=query.delta * PARTITION_DELTA_MARGIN
             )
             delta = query.delta
-        return _Plan(query, mechanisms, threshold, delta, exposure, choice)
+        return Plan(query, mechanisms, threshold, delta, exposure, choice)
 
     def _gaussian_for(self, query: Query, laplace: tuple[Laplace, ...], wanted: str) -> tuple[tuple[Gaussian, ...] | None, str]:
         """Gaussian mechanisms for ``query`` if ``wanted`` (or if "auto" finds them better), and the note."""
@@ -683,198 +542,6 @@ class Session:
         if self._schema is None:
             self._schema = self.engine.schema(self._opened())
         return self._schema
-
-    def _streams(self, query: Query, count: int) -> list[np.random.SeedSequence | None]:
-        """Seeded mode: the query's own streams, keyed by its position in the account's history
-        and by a digest of the whole query. The position alone is not enough: two sessions with
-        one seed (or two concurrent spends on one ledger) see the same position, and two
-        different queries must never share noise, or the difference of their releases is exact.
-        """
-        if self.seed is None:
-            return [None] * count
-        index = len(self._accountant.history) - 1
-        digest = hashlib.sha256(repr(query).encode()).digest()
-        words = tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
-        return list(np.random.SeedSequence(self.seed, spawn_key=(index, *words)).spawn(count))
-
-
-# --- composing a release from exact aggregates --------------------------------------------------
-
-
-def _compose(
-    query: Query, plan: _Plan, exact: Aggregates, streams: Sequence[np.random.SeedSequence | None], *, seed: int | None
-) -> Release:
-    keys = _release_keys(query, exact)
-    released: list[Release] = []
-    for part, mechanism, stream in zip(query.parts, plan.mechanisms, streams, strict=True):
-        value = exact.get(part.aggregate.value, 0.0)
-        generator = None if stream is None else np.random.Generator(np.random.PCG64(stream))
-        if keys is None:
-            release = mechanism.release(_representable(mechanism, float(value)), seed=generator)  # type: ignore[arg-type]
-        else:
-            assert isinstance(value, dict)
-            vector = _representable(mechanism, np.array([value.get(k, 0.0) for k in keys], dtype=np.float64))
-            noisy = replace(mechanism, dimension=max(len(keys), 1)).release(vector if keys else np.zeros(1), seed=generator)
-            noisy_values = np.atleast_1d(np.asarray(noisy.value, dtype=np.float64)).tolist()
-            release = replace(noisy, value=dict(zip(keys, noisy_values, strict=False)))
-            if part.aggregate is Aggregate.COUNT and plan.threshold is not None:
-                assert isinstance(release.value, dict)
-                keys = [k for k, v in release.value.items() if v >= plan.threshold]
-                release = replace(release, value={k: release.value[k] for k in keys})
-        label = f"{part.aggregate.value} part of {query.label}"
-        released.append(replace(release, seed=seed, query=label, sensitivity_search=library_backing(query)))
-    if keys is not None:
-        released = [replace(r, value={k: _at(r.value, k) for k in keys}) for r in released]
-    common: dict[str, Any] = {
-        "query": query.label,
-        "neighbours": query.neighbours.description,
-        "epsilon": plan.cost,
-        "delta": plan.delta,
-        "notes": _notes(query, plan),
-        "seed": seed,
-        "sensitivity_search": library_backing(query),
-    }
-    if query.statistic in (Statistic.COUNT, Statistic.HISTOGRAM, Statistic.SUM):
-        return replace(released[-1], **common)
-    assert query.bounds is not None
-    if query.statistic is Statistic.QUANTILE:
-        assert query.quantiles is not None and query.bins is not None
-        common["notes"] = (*common["notes"], *quantile_notes(query.quantiles, query.bins, query.bounds))
-        return quantile_release(
-            released[0], quantiles=query.quantiles, bounds=query.bounds, bins=query.bins, keys=query.keys, common=common
-        )
-    value = _derive(query, released)
-    main = released[-1]
-    return CompositeRelease(
-        value=value,
-        sensitivity=main.sensitivity,
-        scale=math.nan,
-        randomness=main.randomness,
-        seeded=main.seeded,
-        parts=tuple(released),
-        bounds=query.bounds,
-        **common,
-    )
-
-
-def _check_mechanism(mechanism: Any) -> str:
-    if mechanism not in ("laplace", "gaussian", "auto"):
-        raise ParameterError("mechanism", "laplace, gaussian or auto", mechanism)
-    return str(mechanism)
-
-
-def _representable(mechanism: Laplace | Gaussian, value: Any) -> Any:
-    """Clip an exact value into the range the grid sampler accepts (2^60 grid steps).
-
-    The sampler refuses larger values with an error that quotes the value; raised here, after
-    the spend, that error would disclose the exact aggregate (and the refusal alone whether it
-    is large). Clipping each coordinate to a fixed range is 1-Lipschitz, so Δ still holds.
-    """
-    if mechanism.noise is None:
-        return value
-    limit = math.ldexp(1.0, 60 + mechanism.noise.granularity_log2)
-    return np.clip(value, -limit, limit) if isinstance(value, np.ndarray) else min(max(value, -limit), limit)
-
-
-def _derive(query: Query, parts: list[Release]) -> float | dict[Key, float]:
-    assert query.bounds is not None
-    low, high = query.bounds
-    centre, h = query.centre, query.half_range
-
-    def one(values: list[float]) -> float:
-        n = values.pop(0)
-        if n < 1:  # nothing (or noise only): the centre, the least wrong guess
-            return centre if query.statistic is Statistic.MEAN else 0.0
-        if query.statistic is Statistic.MEAN:
-            return min(high, max(low, centre + values[0] / n))
-        return min(h * h, max(0.0, values[1] / n - (values[0] / n) ** 2))
-
-    if isinstance(parts[-1].value, dict):
-        return {k: one([_at(p.value, k) for p in parts]) for k in parts[-1].value}
-    return one([float(p.value) for p in parts])  # type: ignore[arg-type]
-
-
-def _release_keys(query: Query, exact: Aggregates) -> list[Key] | None:
-    if not query.grouped:
-        return None
-    if query.declared:
-        return list(query.cells)
-    counts = exact.get(Aggregate.COUNT.value, {})
-    assert isinstance(counts, dict)
-    try:
-        return sorted(counts)
-    except TypeError:
-        return sorted(counts, key=repr)
-
-
-def _notes(query: Query, plan: _Plan) -> tuple[str, ...]:
-    notes: list[str] = [plan.choice] if plan.choice else []
-    if query.filtered == "value":
-        notes.append(f"only rows where {query.where} are kept (a record may leave or enter the filter: Δ counts 0 or its value)")
-    elif query.filtered == "position":
-        notes.append(
-            f"only rows where {query.where} are kept, positions in the order of {', '.join(query.order_by)}: "
-            "adding a record shifts positions (one in, one out), so Δ is that of replace-one under either relation"
-        )
-    used = [c for c in (query.column, *query.by) if c is not None]
-    if used:
-        notes.append(f"rows with a null or NaN {' or '.join(used)} are dropped; counts are of the remaining rows")
-    if query.bounds is not None:
-        notes.append(
-            f"values of {query.column} are clamped to [{query.bounds[0]:g}, {query.bounds[1]:g}] "
-            "(the interval covers the noise, not the clamping bias)"
-        )
-    if query.privacy_unit is not None:
-        bound = query.contribution
-        how = (
-            f"at most {bound.max_groups} key(s) and {bound.max_rows_per_group} row(s) per key"
-            if query.grouped and query.max_groups is not None
-            else f"at most {bound.max_rows} row(s)"
-        )
-        notes.append(f"each {query.privacy_unit} keeps {how}, chosen at random; Δ counts {bound.max_rows} row(s) per unit")
-    shares = ", ".join(f"{p.aggregate.value} ε = {query.epsilon_of(p):g} (Δ = {p.sensitivity:g})" for p in query.parts)
-    if query.statistic is Statistic.MEAN:
-        notes.append(f"mean = (L+U)/2 + noisy centred sum / noisy count (n counts non-null values: not public); {shares}")
-    elif query.statistic is Statistic.VARIANCE:
-        notes.append(f"variance = noisy Σ(v−c)²/n − (noisy Σ(v−c)/n)², cut to [0, ((U−L)/2)²]; {shares}")
-    if query.grouped:
-        coordinates = query.parts[-1].changed_coordinates
-        vector = (
-            f"one Gaussian vector over the keys, L2 Δ = {query.parts[-1].l2_sensitivity:.4g}"
-            if plan.gaussian
-            else f"one Laplace vector over the keys, L1 Δ = {query.parts[-1].sensitivity:g}"
-        )
-        notes.append(f"{vector}; a unit moves ≤ {coordinates} key(s)")
-        if query.keys is not None:
-            notes.append("keys are declared (public): every declared key is released, rows with other keys are dropped")
-        elif not query.declared:
-            notes.append(
-                f"keys come from the data: only keys whose noisy count ≥ {plan.threshold:.4g} are released "
-                f"(partition selection, costs δ = {plan.delta:.3g})"
-            )
-            if plan.exposure is not None:
-                notes.append(
-                    f"at most {plan.exposure:.3g} unique keys (max_rows·δ) are expected to be exposed, "
-                    "for the declared max_rows"
-                )
-    return tuple(notes)
-
-
-def _divide(low: float, high: float, n_low: float, n_high: float) -> tuple[float, float]:
-    """[low, high] / [n_low, n_high] with 0 < n_low ≤ n_high."""
-    candidates = (low / n_low, low / n_high, high / n_low, high / n_high)
-    return min(candidates), max(candidates)
-
-
-def _at(value: Any, key: Key) -> float:
-    assert isinstance(value, dict)
-    return float(value[key])
-
-
-def _selection_key(stream: np.random.SeedSequence | None) -> SelectionKey:
-    bits = SECURE_BITS if stream is None else SeededBits(stream)
-    words = [int(w) for w in bits.words(4)]
-    return (words[0], words[1], words[2], words[3])
 
 
 def _plain_budget(value: Any) -> Any:
