@@ -109,7 +109,7 @@ def sweep(*, spark: bool) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     phases: dict[str, float] = {}
     for line in output.splitlines():
-        match = re.match(r"\s*([0-9.]+)s (call|setup|teardown)\s+\S+::(test_[a-z_]+)", line)
+        match = re.match(r"\s*([0-9.]+)s (call|setup|teardown)\s+\S+::(test_[a-z0-9_]+)", line)
         if match:
             phases[match.group(3)] = phases.get(match.group(3), 0.0) + float(match.group(1))
     summary = next((line for line in reversed(output.splitlines()) if " passed" in line or " failed" in line), output[-200:])

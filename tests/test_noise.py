@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -14,7 +15,11 @@ from dpwitness.noise import (
     GridLaplace,
     SeededBits,
     _alias_from_weights,
+    add_noise_on_grid,
     bit_source,
+    exact_add_noise_on_grid,
+    grid_steps,
+    grid_to_float,
     round_to_grid,
 )
 
@@ -121,6 +126,53 @@ def test_rounding_is_half_up_and_exact() -> None:
     values = np.array([0.5, 1.5, -0.5, -1.5, 2.4999999999999996, 1e6 + 0.25])
     assert round_to_grid(values, 0).tolist() == [1, 2, 0, -1, 2, 1_000_000]
     assert round_to_grid(np.array([0.75]), -1).tolist() == [2]
+
+
+def test_exact_path_rounds_half_up_like_the_int64_path() -> None:
+    values = np.array([0.5, 1.5, -0.5, -1.5, 2.4999999999999996, 1e6 + 0.25, 0.75, -0.75, 5e-324, -3.0])
+    for k in (0, -1, 3, -40):
+        assert [grid_steps(float(v), k) for v in values] == round_to_grid(values, k).tolist()
+    assert grid_steps(1e30, -10) == int(1e30) * 2**10  # an integer-valued float: exact, no rounding
+    half = float((2**52 + 1) * 2**27)  # (2^51 + 0.5)·2^28: a tie at the float's last bit
+    assert grid_steps(half, 28) == 2**51 + 1 and grid_steps(-half, 28) == -(2**51)  # half up, both signs
+
+
+@pytest.mark.parametrize("k", [-38, -27, 0, 5])
+def test_exact_path_is_the_same_function_as_the_int64_path(k: int) -> None:
+    """Forced onto the big-integer path, small values give bit-for-bit the int64 path's output:
+    one function of the noisy integer, whichever path computes it."""
+    rng = np.random.default_rng(k & 0xFFFF)
+    values = np.ldexp(rng.normal(size=40) * 2.0 ** rng.integers(0, 58, size=40), k)
+    draws = rng.integers(-(2**45), 2**45, size=(6, 40), dtype=np.int64)
+    fast = add_noise_on_grid(values, draws, k)
+    assert np.array_equal(fast, exact_add_noise_on_grid(values, draws, k))
+    assert np.array_equal(fast, np.ldexp((round_to_grid(values, k) + draws).astype(np.float64), k))
+
+
+def test_values_past_2_to_the_61_steps_have_the_same_support() -> None:
+    """A value at 2^61+ steps and a small one: every output is (N + X)·γ rounded to a double, so a
+    multiple of γ; and the big one's outputs are exactly the nearest doubles of the exact sums."""
+    noise = GridLaplace.calibrate(sensitivity=1.0, epsilon=1.0)
+    k = noise.granularity_log2
+    draws = noise.sample(2000, SeededBits(1)).reshape(2000, 1)
+    for value in (0.3, math.ldexp(1.0, 61 + k) + 3.5 * 2.0**k, math.ldexp(1.0, 70 + k) + 1.0, 1e300):
+        out = add_noise_on_grid(np.array([value]), draws, k)
+        assert np.all(np.isfinite(out))
+        assert all((Fraction(v) / Fraction(2) ** k).denominator == 1 for v in out.ravel().tolist())  # on γ·ℤ
+        centre = grid_steps(value, k)
+        expected = [grid_to_float(centre + int(x), k) for x in draws.ravel().tolist()]
+        assert out.ravel().tolist() == expected
+    # the noise is visible where the float spacing allows it: 2^61 steps + X has spacing 2^9 steps
+    big = add_noise_on_grid(np.array([math.ldexp(1.0, 61 + k)]), draws, k)
+    assert len(set(big.ravel().tolist())) > 1000
+
+
+def test_grid_to_float_rounds_once_and_saturates() -> None:
+    assert grid_to_float(2**53 + 1, 0) == 2.0**53  # tie to even
+    assert grid_to_float(2**53 + 3, 0) == 2.0**53 + 4
+    assert grid_to_float((2**53 + 1) * 2**40, -40) == 2.0**53
+    assert grid_to_float(3, -2) == 0.75
+    assert grid_to_float(2**1100, 0) == math.inf and grid_to_float(-(2**1100), -3) == -math.inf
 
 
 def test_rounded_shift_never_exceeds_the_charged_steps() -> None:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import polars as pl
 import pytest
 
 from dpwitness import ParameterError
+from dpwitness.engines import engine_for
 from dpwitness.predicates import parse, to_polars
+from dpwitness.queries import Query
 from dpwitness.session import Session
 
 
@@ -150,3 +153,75 @@ def test_centred_terms_stay_within_their_derived_range(statistic: str, bounds: t
             assert abs(float(one[name]) - float(empty[name])) <= part.sensitivity, (x, name)  # type: ignore[arg-type]
     if bounds == (0.0, 100.0):  # an exact midpoint: the textbook Δ, unchanged
         assert [p.sensitivity for p in query.parts][1] == 50.0
+
+
+# --- one CSV record is one line, whatever quotes it holds (Polars) ------------------------------
+
+_UNCLOSED = '41,"target'
+
+
+def _csv_with(tmp_path: Path, record: str | None, where: str) -> Path:
+    """1,000 rows of (age, name), plus ``record`` at the top, the middle or the end."""
+    rows = [f"{20 + i % 50},n{i}" for i in range(1000)]
+    if record is not None:
+        rows.insert({"top": 0, "middle": 500, "end": 1000}[where], record)
+    path = tmp_path / f"{where}-{record is not None}.csv"
+    path.write_text("age,name\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def _exact(path: Path, query: Query) -> dict[str, float]:
+    engine = engine_for("polars")
+    result = engine.aggregate(engine.open(path), query, selection_key=(1, 2, 3, 4))
+    assert isinstance(result, dict)
+    return {name: float(value) for name, value in result.items() if isinstance(value, float)}
+
+
+@pytest.mark.parametrize("where", ["top", "middle", "end"])
+def test_an_unclosed_quote_is_one_record_not_the_rest_of_the_file(tmp_path: Path, where: str) -> None:
+    """Adding ``41,"target`` moves a count by exactly 1 and a sum by its clamped value, never more."""
+    without, with_ = _csv_with(tmp_path, None, where), _csv_with(tmp_path, _UNCLOSED, where)
+    count = Query(statistic="count", epsilon=1.0)
+    assert _exact(without, count)["count"] == 1000
+    assert _exact(with_, count)["count"] == 1001  # was 0 (top) or 500 (middle): the quote swallowed the rest
+    total = Query(statistic="sum", column="age", bounds=(0, 100), epsilon=1.0)
+    assert _exact(with_, total)["sum"] - _exact(without, total)["sum"] == 41.0
+    filtered = Query(statistic="count", epsilon=1.0, where="age >= 60")
+    assert _exact(with_, filtered)["count"] == _exact(without, filtered)["count"]  # 41 is not ≥ 60
+
+
+@pytest.mark.parametrize("where", ["top", "middle", "end"])
+def test_an_unclosed_quote_never_fails_a_query_after_the_spend(tmp_path: Path, where: str) -> None:
+    path = _csv_with(tmp_path, _UNCLOSED, where)
+    session = Session(path, epsilon=10.0, seed=7)
+    session.count(epsilon=1.0)
+    session.sum("age", (0, 100), epsilon=1.0)
+    session.mean("age", (0, 100), epsilon=1.0)
+    session.count(epsilon=1.0, where="age >= 30 and name != 'n3'")
+    session.histogram("name", ["n1", "n2", '"target', "target"], epsilon=1.0)
+    assert session.spent.epsilon == pytest.approx(5.0)
+
+
+def test_well_formed_quoted_cells_are_unquoted(tmp_path: Path) -> None:
+    """A cell quoted as a whole loses its quotes (``""`` is a quote); ``""`` alone is null."""
+    path = tmp_path / "quoted.csv"
+    path.write_text('"age","name"\n"41","he said ""hi"""\n42,plain\n43,""\n44,a"b\n')
+    engine = engine_for("polars")
+    table = engine.open(path)
+    assert set(engine.schema(table).columns) == {"age", "name"}
+    rows = table.frame.collect().rows()
+    assert rows == [("41", 'he said "hi"'), ("42", "plain"), ("43", None), ("44", 'a"b')]
+    total = Query(statistic="sum", column="age", bounds=(0, 100), epsilon=1.0)
+    assert _exact(path, total)["sum"] == 41 + 42 + 43 + 44
+
+
+def test_a_quoted_separator_changes_only_its_own_record(tmp_path: Path) -> None:
+    """The documented limit: ``"a,b"`` is split at its comma, which shifts that record's later
+    cells (and only that record's); every other record, and the count, are as before."""
+    path = tmp_path / "comma.csv"
+    path.write_text('age,name,hours\n30,plain,40\n31,"Doe, Jane",50\n32,other,60\n')
+    engine = engine_for("polars")
+    rows = engine.open(path).frame.collect().rows()
+    assert rows[0] == ("30", "plain", "40") and rows[2] == ("32", "other", "60")
+    assert rows[1][0] == "31" and rows[1][2] != "50"
+    assert _exact(path, Query(statistic="count", epsilon=1.0))["count"] == 3

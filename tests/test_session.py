@@ -278,21 +278,31 @@ def test_seeded_sessions_never_share_noise_between_different_queries() -> None:
     assert again.value == non_null.value  # still reproducible
 
 
-def test_an_aggregate_too_large_for_the_grid_is_clipped_never_quoted() -> None:
-    """At a large ε the grid is fine and holds only 2^61 steps: a sum past it used to raise,
-    after the spend, a ParameterError quoting the exact sum. Clipping to a fixed range keeps Δ.
-
-    At the largest accepted ε (10^3) and Δ = 1 the grid ends near 4·10^6, so a sum of 2^23 ones
-    (a lazy frame: nothing materialised) is past it."""
-    rows = 1 << 23
+@pytest.mark.parametrize(
+    ("rows", "epsilon", "steps_log2"),
+    [(5_000_000, 1e3, 60), ((1 << 25) + (1 << 22), 1e2, 60), (10_000_000, 1e3, 61)],
+)
+def test_a_large_aggregate_is_released_near_the_truth_never_clipped(rows: int, epsilon: float, steps_log2: int) -> None:
+    """At a large ε the grid is fine: 2^60 steps is ≈ 4.2M rows at ε = 10^3, ≈ 33.6M at 10^2.
+    Counts and sums past it used to be clipped there (5M rows came out as 4,194,304 ± 0.003);
+    now nothing is clipped, and past 2^61 steps the sampler adds the noise in Python integers
+    (noise.exact_add_noise_on_grid), so they come out right, with the interval b·ln 20 of the
+    noise. Lazy frames: nothing is materialised."""
     frame = pl.LazyFrame().select(pl.repeat(1.0, rows).alias("x"), pl.repeat("a", rows).alias("g"))
-    session = Session(frame, epsilon=1e4)
-    released = session.sum("x", (0, 1), epsilon=1e3)
-    grouped = session.sum("x", (0, 1), epsilon=1e3, by="g", keys=["a", "b"])
-    limit = math.ldexp(1.0, 60 + released.mechanism.noise.granularity_log2)  # type: ignore[union-attr]
-    assert limit < rows / 1.5  # the exact sum is past the grid ...
-    for value in (released.value, grouped.value["a"]):  # type: ignore[index]
-        assert abs(value - limit) < 1.0  # ... and each release is the clipped value plus noise, never the sum
+    session = Session(frame, epsilon=1e4, seed=11)
+    count = session.count(epsilon=epsilon)
+    total = session.sum("x", (0, 1), epsilon=epsilon)
+    grouped = session.sum("x", (0, 1), epsilon=epsilon, by="g", keys=["a", "b"])
+    noise = count.mechanism.noise  # type: ignore[union-attr]
+    assert rows >= math.ldexp(1.0, steps_log2 + noise.granularity_log2)  # past the old clip (60), the int64 path (61)
+    scale = 1.0 / epsilon
+    for released in (count, total, grouped):
+        value = released.value["a"] if isinstance(released.value, dict) else released.value  # type: ignore[index]
+        assert abs(value - rows) < 12 * scale  # P(|Laplace| > 12b) = e^-12: a clipped value is off by > 10^5
+        low, high = released.interval["a"] if isinstance(released.interval, dict) else released.interval  # type: ignore[index,misc]
+        assert (high - low) / 2 == pytest.approx(scale * math.log(20), rel=1e-6)
+        assert low < value < high
+    assert grouped.value["b"] == pytest.approx(0.0, abs=12 * scale)  # type: ignore[index]
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 0.7, 1.0, 3.0])

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from dpwitness import Laplace, witness
+from dpwitness import Gaussian, Laplace, witness
 from dpwitness.attacks.tamper import inverted_laplace
-from dpwitness.noise import GridLaplace
+from dpwitness.noise import GridGaussian, GridLaplace
 
 
 @pytest.mark.parametrize(("sensitivity", "epsilon"), [(1, 1), (0.1, 1), (100, 0.5), (2, 0.01), (1, 30)])
@@ -68,3 +69,25 @@ def test_loss_is_within_epsilon_at_the_ends_of_the_accepted_range(sensitivity: f
     assert report.worst_log_ratio <= epsilon
     assert report.observed_log_ratio <= report.worst_log_ratio
     assert report.variance == pytest.approx(2 * (sensitivity / epsilon) ** 2, rel=1e-5)
+
+
+class _NarrowTables(GridGaussian):
+    """A tampered sampler: its tables are those of 0.9·s, but it reports the honest η of s, so the
+    rigorous δ bound (computed from s and η) still passes; only the sum over the PMF can see it."""
+
+    def magnitude_weights(self) -> tuple[np.ndarray, float, float]:  # type: ignore[override]
+        return GridGaussian(self.granularity_log2, 0.9 * self.s).magnitude_weights()
+
+
+def test_gaussian_verdict_needs_both_the_bound_and_the_exact_sum() -> None:
+    honest = Gaussian(sensitivity=1.0, epsilon=1.0, delta=1e-6)
+    assert honest.noise is not None
+    report = witness(honest)
+    assert report.ok and report.observed_delta is not None and report.observed_delta <= report.delta <= 1e-6
+    assert "bound ≤ claim" in report.verdict and "exact sum over the sampled PMF" in report.verdict
+    tampered = _NarrowTables(honest.noise.granularity_log2, honest.noise.s)
+    object.__setattr__(tampered, "_eta", honest.noise.tv_distance())  # misreports η
+    bad = witness(Gaussian(sensitivity=1.0, epsilon=1.0, delta=1e-6, noise=tampered))
+    assert bad.delta <= 1e-6  # the formula check alone would pass ...
+    assert bad.observed_delta is not None and bad.observed_delta > 1e-6  # ... the sum over the real PMF does not
+    assert not bad.ok and "VIOLATED" in bad.verdict and "bound ≤ claim" in bad.verdict and "> claim" in bad.verdict

@@ -6,12 +6,16 @@ Every spend records four numbers (:class:`Spend`):
   (Σε, Σδ); ``epsilon`` is ∞ for a release that only has a zCDP guarantee;
 * ``rho``: its ρ-zCDP guarantee (a pure ε-DP release is ε²/2-zCDP, Bun–Steinke 2016, Prop. 1.4);
 * ``selection_delta``: δ that is *not* zCDP (data-dependent key selection); it adds to the
-  δ converted from Σρ (approximate zCDP, Bun–Steinke 2016, §1.2.6).
+  δ converted from Σρ (approximate zCDP, Bun–Steinke 2016, §1.2.6);
+* ``tv_distance``: for a Gaussian release, the total-variation distance η·c between the noise
+  really sampled (integer tables) and the ideal discrete Gaussian whose ρ is recorded; the
+  converted δ at ε is charged (1 + e^ε)·Σ tv_distance (a hybrid argument: each release's
+  outputs are within that distance of an exactly ρ-zCDP mechanism, on both neighbours).
 
 A total is either (ε, δ) or ρ (with an optional δ for selection). Against an (ε, δ) total a
 spend is admitted when the account, spend included, fits by basic composition
 (Σε ≤ ε and Σδ ≤ δ) *or* by zCDP composition converted with the tight bound of
-Canonne–Kamath–Steinke 2020 (:func:`zcdp_delta`(Σρ, ε) + Σ selection δ ≤ δ): the better of
+Canonne–Kamath–Steinke 2020 (:func:`zcdp_delta`(Σρ, ε) + Σ selection δ + (1 + e^ε)·Σ tv ≤ δ): the better of
 the two. Against a ρ total, Σρ ≤ ρ and Σ selection δ ≤ δ. See docs/budget.md for why taking
 the better route per spend is sound and when.
 """
@@ -75,6 +79,7 @@ class Spend:
     delta: float = 0.0
     rho: float = math.nan  # NaN: not given, take ε²/2 (pure ε-DP)
     selection_delta: float = math.nan  # NaN: not given, take δ
+    tv_distance: float = 0.0  # a Gaussian's table error η·c: charged (1 + e^ε)·η·c on the zCDP route
 
     def __post_init__(self) -> None:
         if math.isnan(self.rho):
@@ -92,6 +97,7 @@ class Usage:
     rho: float = 0.0
     selection_delta: float = 0.0
     records: int = 0
+    tv_distance: float = 0.0
 
     @classmethod
     def of(cls, spends: Iterable[Spend]) -> Usage:
@@ -102,6 +108,7 @@ class Usage:
             math.fsum(s.rho for s in items),
             math.fsum(s.selection_delta for s in items),
             len(items),
+            math.fsum(s.tv_distance for s in items),
         )
 
     def plus(self, spend: Spend) -> Usage:
@@ -111,6 +118,7 @@ class Usage:
             math.fsum((self.rho, spend.rho)),
             math.fsum((self.selection_delta, spend.selection_delta)),
             self.records + 1,
+            math.fsum((self.tv_distance, spend.tv_distance)),
         )
 
 
@@ -132,7 +140,7 @@ def check_spend(spend: Spend) -> Spend:
     """Every number of a spend in range (ε may be ∞ for a zCDP-only release)."""
     if not (spend.epsilon == math.inf or (math.isfinite(spend.epsilon) and spend.epsilon >= 0)):
         raise ParameterError("epsilon", "a finite number ≥ 0", spend.epsilon)
-    for name in ("delta", "selection_delta"):
+    for name in ("delta", "selection_delta", "tv_distance"):
         value = getattr(spend, name)
         if not (math.isfinite(value) and 0 <= value < 1):
             raise ParameterError(name, "a number in [0, 1)", value)
@@ -249,15 +257,25 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
 # --- composition against a total ---------------------------------------------------------------
 
 
+def tv_charge(tv_distance: float, epsilon: float) -> float:
+    """(1 + e^ε)·Σ tv: what outputs within TV Σ tv of an (ε, δ)-DP mechanism's add to δ at ε."""
+    if tv_distance == 0:
+        return 0.0
+    return math.inf if epsilon > 700 else (1.0 + math.exp(epsilon)) * tv_distance
+
+
+def _non_zcdp_delta(usage: Usage, epsilon: float) -> float:
+    """The δ on the zCDP route that is not converted from Σρ: selection δ and the tables' TV charge."""
+    return usage.selection_delta + tv_charge(usage.tv_distance, epsilon)
+
+
 def admits(total: Budget, usage: Usage) -> bool:
     """Whether ``usage`` (every spend of the account, the new one included) fits ``total``."""
     if total.is_zcdp:
         return usage.rho <= total.rho * (1 + _SLACK) and usage.selection_delta <= total.delta * (1 + _SLACK)
     basic = usage.epsilon <= total.epsilon * (1 + _SLACK) and usage.delta <= total.delta * (1 + _SLACK)
-    return basic or (
-        usage.selection_delta < total.delta
-        and zcdp_delta(usage.rho, total.epsilon) + usage.selection_delta <= total.delta * (1 + _SLACK)
-    )
+    other = _non_zcdp_delta(usage, total.epsilon)
+    return basic or (other < total.delta and zcdp_delta(usage.rho, total.epsilon) + other <= total.delta * (1 + _SLACK))
 
 
 def guarantee(total: Budget, usage: Usage) -> Budget:
@@ -267,10 +285,27 @@ def guarantee(total: Budget, usage: Usage) -> Budget:
     room = total.delta - usage.selection_delta
     if usage.rho == 0 or room <= 0:
         return basic
-    converted = Budget(zcdp_epsilon(usage.rho, room), total.delta, usage.rho)
+    converted = Budget(_converted_epsilon(usage.rho, usage.tv_distance, room), total.delta, usage.rho)
     if total.is_zcdp or converted.epsilon < basic.epsilon or basic.delta > total.delta:
         return converted
     return basic
+
+
+def _converted_epsilon(rho: float, tv_distance: float, room: float) -> float:
+    """The smallest ε (rounded up) with zcdp_delta(ρ, ε) + (1 + e^ε)·tv ≤ room (∞ if none is found).
+
+    ε grows as the room left for zcdp_delta shrinks by the charge at the last ε; the charge is
+    ≈ 10^-14 per release, so this settles in a step or two. Each candidate is confirmed exactly."""
+    target = room
+    for _ in range(60):
+        if target <= 0:
+            return math.inf
+        epsilon = zcdp_epsilon(rho, target)
+        charge = tv_charge(tv_distance, epsilon)
+        if zcdp_delta(rho, epsilon) + charge <= room:
+            return epsilon
+        target = room - charge * (1 + 1e-6)
+    return math.inf
 
 
 def remaining(total: Budget, usage: Usage) -> Budget:
@@ -283,7 +318,8 @@ def remaining(total: Budget, usage: Usage) -> Budget:
         return Budget(math.inf, max(total.delta - usage.delta, 0.0), math.inf)
     basic_ok = usage.epsilon <= total.epsilon * (1 + _SLACK) and usage.delta <= total.delta * (1 + _SLACK)
     epsilon_basic = max(total.epsilon - usage.epsilon, 0.0) if basic_ok else 0.0
-    rho_left = max(zcdp_rho(total.epsilon, total.delta - usage.selection_delta) - usage.rho, 0.0) if total.delta > 0 else 0.0
+    room = total.delta - _non_zcdp_delta(usage, total.epsilon)
+    rho_left = max(zcdp_rho(total.epsilon, room) - usage.rho, 0.0) if room > 0 else 0.0
     epsilon_left = max(epsilon_basic, math.sqrt(2 * rho_left))
     delta_left = max(total.delta - max(usage.delta if basic_ok else 0.0, usage.selection_delta), 0.0)
     return Budget(epsilon_left, delta_left, rho_left)
@@ -392,16 +428,23 @@ class Accountant:
         delta: float = 0.0,
         rho: float | None = None,
         selection_delta: float | None = None,
+        tv_distance: float = 0.0,
     ) -> Spend:
         """Record a release's cost (ε = 0 allowed: a Δ = 0 release costs nothing).
 
         ``rho`` defaults to ε²/2 (pure ε-DP) and ``selection_delta`` to ``delta`` (δ from key
-        selection); a Gaussian release passes its own ρ and ``selection_delta=0``.
+        selection); a Gaussian release passes its own ρ, ``selection_delta=0`` and its tables'
+        ``tv_distance`` (:attr:`dpwitness.Gaussian.tv_spent`).
         """
         amount = 0.0 if epsilon == 0 else (math.inf if epsilon == math.inf else check_positive_finite("epsilon", epsilon))
         entry = check_spend(
             Spend(
-                label, amount, delta, math.nan if rho is None else rho, math.nan if selection_delta is None else selection_delta
+                label,
+                amount,
+                delta,
+                math.nan if rho is None else rho,
+                math.nan if selection_delta is None else selection_delta,
+                tv_distance,
             )
         )
         if self.ledger is not None:
@@ -476,13 +519,14 @@ class Ledger:
             connection.execute(
                 "CREATE TABLE IF NOT EXISTS spends (id INTEGER PRIMARY KEY AUTOINCREMENT, account TEXT NOT NULL, "
                 "label TEXT NOT NULL, epsilon REAL NOT NULL, at REAL NOT NULL, delta REAL NOT NULL DEFAULT 0, "
-                "rho REAL, selection_delta REAL NOT NULL DEFAULT 0)"
+                "rho REAL, selection_delta REAL NOT NULL DEFAULT 0, tv_distance REAL NOT NULL DEFAULT 0)"
             )
             columns = {row[1] for row in connection.execute("PRAGMA table_info(spends)")}
             for name, declaration in (
                 ("delta", "REAL NOT NULL DEFAULT 0"),
                 ("rho", "REAL"),
                 ("selection_delta", "REAL NOT NULL DEFAULT 0"),
+                ("tv_distance", "REAL NOT NULL DEFAULT 0"),  # added with the Gaussian's table charge
             ):
                 if name not in columns:  # a ledger written by the ε-only schema
                     connection.execute(f"ALTER TABLE spends ADD COLUMN {name} {declaration}")
@@ -619,25 +663,28 @@ class Ledger:
     def history(self, account: str) -> list[Spend]:
         with closing(self._connect()) as connection:
             rows = connection.execute(
-                "SELECT label, epsilon, delta, rho, selection_delta FROM spends WHERE account = ? ORDER BY id", (account,)
+                "SELECT label, epsilon, delta, rho, selection_delta, tv_distance FROM spends WHERE account = ? ORDER BY id",
+                (account,),
             ).fetchall()
-        return [Spend(label, float(e), float(d), float(r), float(s)) for label, e, d, r, s in rows]
+        return [Spend(label, float(e), float(d), float(r), float(s), float(t)) for label, e, d, r, s, t in rows]
 
 
-_INSERT = "INSERT INTO spends (account, label, epsilon, delta, rho, selection_delta, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT = (
+    "INSERT INTO spends (account, label, epsilon, delta, rho, selection_delta, tv_distance, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
-def _row(account: str, spend: Spend, at: float) -> tuple[str, str, float, float, float, float, float]:
-    return (account, spend.label, spend.epsilon, spend.delta, spend.rho, spend.selection_delta, at)
+def _row(account: str, spend: Spend, at: float) -> tuple[str, str, float, float, float, float, float, float]:
+    return (account, spend.label, spend.epsilon, spend.delta, spend.rho, spend.selection_delta, spend.tv_distance, at)
 
 
 def _usage(connection: sqlite3.Connection, account: str, after_id: int = 0) -> Usage:
     row = connection.execute(
         "SELECT COALESCE(SUM(epsilon), 0), COALESCE(SUM(delta), 0), COALESCE(SUM(rho), 0), "
-        "COALESCE(SUM(selection_delta), 0), COUNT(*) FROM spends WHERE account = ? AND id > ?",
+        "COALESCE(SUM(selection_delta), 0), COUNT(*), COALESCE(SUM(tv_distance), 0) FROM spends WHERE account = ? AND id > ?",
         (account, after_id),
     ).fetchone()
-    return Usage(float(row[0]), float(row[1]), float(row[2]), float(row[3]), int(row[4]))
+    return Usage(float(row[0]), float(row[1]), float(row[2]), float(row[3]), int(row[4]), float(row[5]))
 
 
 def _budget(epsilon: float | None, delta: float, rho: float | None) -> Budget:

@@ -29,11 +29,13 @@ def compose(
     for part, mechanism, stream in zip(query.parts, plan.mechanisms, streams, strict=True):
         value = exact.get(part.aggregate.value, 0.0)
         generator = None if stream is None else np.random.Generator(np.random.PCG64(stream))
+        # Every finite aggregate is released as it is: past 2^61 grid steps the sampler adds the
+        # noise in Python integers (noise.add_noise_on_grid), so nothing is clipped or refused.
         if keys is None:
-            release = mechanism.release(_representable(mechanism, float(value)), seed=generator)  # type: ignore[arg-type]
+            release = mechanism.release(float(value), seed=generator)  # type: ignore[arg-type]
         else:
             assert isinstance(value, dict)
-            vector = _representable(mechanism, np.array([value.get(k, 0.0) for k in keys], dtype=np.float64))
+            vector = np.array([value.get(k, 0.0) for k in keys], dtype=np.float64)
             noisy = replace(mechanism, dimension=max(len(keys), 1)).release(vector if keys else np.zeros(1), seed=generator)
             noisy_values = np.atleast_1d(np.asarray(noisy.value, dtype=np.float64)).tolist()
             release = replace(noisy, value=dict(zip(keys, noisy_values, strict=False)))
@@ -75,19 +77,6 @@ def compose(
         bounds=query.bounds,
         **common,
     )
-
-
-def _representable(mechanism: Laplace | Gaussian, value: Any) -> Any:
-    """Clip an exact value into the range the grid sampler accepts (2^60 grid steps).
-
-    The sampler refuses larger values with an error that quotes the value; raised here, after
-    the spend, that error would disclose the exact aggregate (and the refusal alone whether it
-    is large). Clipping each coordinate to a fixed range is 1-Lipschitz, so Δ still holds.
-    """
-    if mechanism.noise is None:
-        return value
-    limit = math.ldexp(1.0, 60 + mechanism.noise.granularity_log2)
-    return np.clip(value, -limit, limit) if isinstance(value, np.ndarray) else min(max(value, -limit), limit)
 
 
 def _derive(query: Query, parts: list[Release]) -> float | dict[Key, float]:

@@ -30,11 +30,11 @@ from dpwitness.noise import (
     BitSource,
     GridGaussian,
     GridLaplace,
+    add_noise_on_grid,
     analytic_gaussian_sigma,
     bit_source,
     gaussian_for_delta,
     gaussian_for_rho,
-    round_to_grid,
 )
 from dpwitness.release import Release
 
@@ -190,7 +190,6 @@ class Laplace:
         )
 
 
-
 GridNoise = GridLaplace | GridGaussian
 
 
@@ -198,24 +197,22 @@ def _noisy_release(
     noise: GridNoise | None, dimension: int, value: ArrayLike, size: int | None, seed: int | np.random.Generator | None
 ) -> tuple[float | npt.NDArray[np.float64], BitSource]:
     """value + noise on the grid (the one release path of every mechanism), and the bit source used."""
-    values = _validated_value(value, dimension, noise)
+    values = _validated_value(value, dimension)
     count = _validated_size(size)
     bits = bit_source(seed)
     if noise is None:
         noisy = np.broadcast_to(values, (count or 1, *values.shape)).copy()
     else:
-        centre = round_to_grid(values, noise.granularity_log2)
         steps = noise.sample((count or 1) * values.size, bits).reshape((count or 1, *values.shape))
         # Exact integer sum, then one conversion: the output is a function of the noisy
         # integer alone (post-processing), so every input has the same support γ·ℤ.
-        steps += centre
-        noisy = np.multiply(steps, noise.granularity, dtype=np.float64)  # × 2^k: exact
+        noisy = add_noise_on_grid(values, steps, noise.granularity_log2)
     result: float | npt.NDArray[np.float64]
     result = noisy if count is not None else (float(noisy[0]) if values.ndim == 0 else noisy[0])
     return result, bits
 
 
-def _validated_value(value: ArrayLike, dimension: int, noise: GridNoise | None) -> npt.NDArray[np.float64]:
+def _validated_value(value: ArrayLike, dimension: int) -> npt.NDArray[np.float64]:
     try:
         values = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -232,11 +229,7 @@ def _validated_value(value: ArrayLike, dimension: int, noise: GridNoise | None) 
         )
     if not np.all(np.isfinite(values)):
         raise ParameterError("value", "finite (no NaN or ∞)", value)
-    if noise is not None and values.size:
-        limit = math.ldexp(1.0, 61 + noise.granularity_log2)
-        if np.max(np.abs(values)) >= limit:
-            raise ParameterError("value", f"smaller than 2^61 grid steps (|value| < {limit:.3g} at this scale)", value)
-    return values
+    return values  # any finite size: values past 2^61 grid steps take the exact big-integer path
 
 
 def _validated_size(size: int | None) -> int | None:

@@ -35,7 +35,7 @@ class Neighbours(StrEnum):
 
 #: Largest accepted |L| and |U| of clamping bounds: 2^50 (≈ 1.1e15). With it every Δ, scale
 #: and aggregate stays far inside float64: a centred square is ≤ 2^100, and a sum of 2^63
-#: clamped values ≤ 2^163 (the sampler's grid clips anything beyond 2^60 steps anyway).
+#: clamped values ≤ 2^163, which the sampler releases exactly (big-integer path past 2^61 steps).
 MAX_BOUND = 2.0**50
 
 

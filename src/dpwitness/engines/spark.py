@@ -192,7 +192,7 @@ class SparkEngine:
         aggregates = _expressions(query)
         if query.bins is not None:  # a quantile: counts per (key, bin of the column)
             frame, groups = frame.withColumn(_BIN, _bin(query)), [*query.by, _BIN]
-        return frame.groupBy(*groups).agg(*aggregates) if groups else frame.agg(*aggregates)
+        return frame.groupBy(*(_col(g) for g in groups)).agg(*aggregates) if groups else frame.agg(*aggregates)
 
     def bounded(self, handle: SparkTable | DataFrame, query: Query, *, selection_key: SelectionKey) -> DataFrame:
         """Steps 0–4 of the contract: the rows the aggregates are computed over.
@@ -209,14 +209,14 @@ class SparkEngine:
         table = _table(handle)
         schema = self.schema(table).columns
         read = list(query.columns_read)
-        frame = table.frame.select(*(F.col(f"`{c}`") for c in read)) if read else table.frame.select(F.lit(1).alias("__dpw_row"))
+        frame = table.frame.select(*(_col(c) for c in read)) if read else table.frame.select(F.lit(1).alias("__dpw_row"))
         frame = _filtered(frame, query, schema, read)
         if query.bounds is not None and query.column is not None and schema[query.column] is ColumnKind.UNTYPED:
             frame = frame.withColumn(query.column, _as_number(query.column))  # the query says: numbers
         if used and len(used) < len(read):
-            frame = frame.select(*used)
+            frame = frame.select(*(_col(c) for c in used))
         kinds = {field.name: field.dataType.typeName() for field in frame.schema.fields}
-        present = [F.col(c).isNotNull() for c in used] + [~F.isnan(F.col(c)) for c in used if kinds[c] in ("double", "float")]
+        present = [_col(c).isNotNull() for c in used] + [~F.isnan(_col(c)) for c in used if kinds[c] in ("double", "float")]
         if present:
             frame = frame.filter(reduce(lambda a, b: a & b, present))
         if query.keys is not None:
@@ -225,7 +225,7 @@ class SparkEngine:
             return frame
         bound = query.contribution
         if not groups and query.aggregates == (Aggregate.COUNT,):
-            per_unit = frame.groupBy(unit).agg(F.count(F.lit(1)).alias("rows"))
+            per_unit = frame.groupBy(_col(unit)).agg(F.count(F.lit(1)).alias("rows"))
             return per_unit.agg(F.sum(F.least(F.col("rows"), F.lit(bound.max_rows))).cast("double").alias(Aggregate.COUNT.value))
         return _bound(frame, query, unit, groups, used, selection_key)
 
@@ -234,11 +234,18 @@ def _table(handle: SparkTable | DataFrame) -> SparkTable:
     return handle if isinstance(handle, SparkTable) else SparkTable(handle)
 
 
+def _col(name: str) -> Column:
+    """The column called exactly ``name`` (backticks quote it: a dot or space in a name is no path)."""
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def _as_number(column: str) -> Column:
     """Text read as a double: surrounding spaces ignored, anything unparsable → null (never an error)."""
     from pyspark.sql import functions as F
 
-    return F.trim(F.col(f"`{column}`")).try_cast("double")
+    return F.trim(_col(column)).try_cast("double")
 
 
 def _declare(frame: DataFrame, column: str, kind: ColumnKind) -> Column:
@@ -246,7 +253,7 @@ def _declare(frame: DataFrame, column: str, kind: ColumnKind) -> Column:
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    value = F.col(f"`{column}`")
+    value = _col(column)
     text = isinstance(frame.schema[column].dataType, T.StringType)
     if kind is ColumnKind.BOOLEAN:
         if not text:
@@ -273,8 +280,8 @@ def _filtered(frame: DataFrame, query: Query, kinds: Mapping[str, ColumnKind], r
         for name in query.order_by:
             if kinds[name] is ColumnKind.UNTYPED:
                 order.append(_as_number(name).asc_nulls_last())
-            order.append(F.col(f"`{name}`").asc_nulls_last())
-        order.extend(F.col(f"`{c}`").asc_nulls_last() for c in read if c not in query.order_by)
+            order.append(_col(name).asc_nulls_last())
+        order.extend(_col(c).asc_nulls_last() for c in read if c not in query.order_by)
         frame = frame.withColumn(_ROW, F.row_number().over(Window.orderBy(*order)))
         keep = F.col(_ROW) >= F.lit(int(low))
         if high != float("inf"):
@@ -313,9 +320,9 @@ def _declared(frame: DataFrame, groups: list[str], keys: Sequence[Any]) -> Colum
         return F.lit(value).try_cast(types[group])
 
     if len(groups) == 1:
-        return F.col(groups[0]).isin([literal(groups[0], k) for k in keys])
+        return _col(groups[0]).isin([literal(groups[0], k) for k in keys])
     matches = [
-        reduce(lambda a, b: a & b, [F.col(g) == literal(g, v) for g, v in zip(groups, key, strict=True)]) for key in keys
+        reduce(lambda a, b: a & b, [_col(g) == literal(g, v) for g, v in zip(groups, key, strict=True)]) for key in keys
     ]
     return reduce(lambda a, b: a | b, matches)
 
@@ -342,19 +349,18 @@ def _bound(frame: DataFrame, query: Query, unit: str, groups: list[str], used: l
 
     bound = query.contribution
     if groups and query.max_groups is not None:
-        pair = _keyed([F.col(unit), *(F.col(g) for g in groups)], key)
-        keys_of_unit = Window.partitionBy(unit).orderBy(pair, *groups)
+        pair = _keyed([_col(unit), *(_col(g) for g in groups)], key)
+        keys_of_unit = Window.partitionBy(_col(unit)).orderBy(pair, *(_col(g) for g in groups))
         frame = frame.withColumn(_SELECTED, F.dense_rank().over(keys_of_unit)).filter(F.col(_SELECTED) <= bound.max_groups)
         per, limit = [unit, *groups], bound.max_rows_per_group
     else:
         per, limit = [unit], bound.max_rows
     content = [c for c in used if c not in per]
-    position = F.row_number().over(Window.partitionBy(*per).orderBy(*content)) if content else F.row_number().over(
-        Window.partitionBy(*per).orderBy(F.lit(0))
-    )
+    order = [_col(c) for c in content] or [F.lit(0)]
+    position = F.row_number().over(Window.partitionBy(*(_col(c) for c in per)).orderBy(*order))
     frame = frame.withColumn(_SELECTED, position)
-    draw = _keyed([*(F.col(c) for c in per), F.col(_SELECTED)], key)
-    chosen = Window.partitionBy(*per).orderBy(draw, F.col(_SELECTED))
+    draw = _keyed([*(_col(c) for c in per), F.col(_SELECTED)], key)
+    chosen = Window.partitionBy(*(_col(c) for c in per)).orderBy(draw, F.col(_SELECTED))
     return frame.withColumn(_SELECTED, F.row_number().over(chosen)).filter(F.col(_SELECTED) <= limit).drop(_SELECTED)
 
 
@@ -365,7 +371,7 @@ def _bin(query: Query) -> Column:
     assert query.column is not None and query.bounds is not None and query.bins is not None
     low, high = query.bounds
     scale = bin_scale(query.bounds, query.bins)
-    value = F.least(F.greatest(F.col(query.column).cast("double"), F.lit(float(low))), F.lit(float(high)))
+    value = F.least(F.greatest(_col(query.column).cast("double"), F.lit(float(low))), F.lit(float(high)))
     return F.least(F.floor((value - F.lit(float(low))) * F.lit(scale)), F.lit(query.bins - 1)).cast("long")
 
 
@@ -375,7 +381,7 @@ def _expressions(query: Query) -> list[Column]:
     value = F.lit(0.0)
     if query.bounds is not None and query.column is not None:
         low, high = query.bounds
-        value = F.least(F.greatest(F.col(query.column).cast("double"), F.lit(float(low))), F.lit(float(high)))
+        value = F.least(F.greatest(_col(query.column).cast("double"), F.lit(float(low))), F.lit(float(high)))
     centred = value - F.lit(float(query.centre))
     build = {
         Aggregate.COUNT: F.count(F.lit(1)).cast("double"),

@@ -17,7 +17,7 @@ import queue
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from os import PathLike
 
 from dpwitness.budget import (
@@ -72,7 +72,7 @@ class GroupCommitLedger(Ledger):
         entry = check_spend(spend)
         if self._closed:
             raise RuntimeError("the ledger is closed")
-        labelled = Spend(LABEL_PREFIX.get() + entry.label, entry.epsilon, entry.delta, entry.rho, entry.selection_delta)
+        labelled = replace(entry, label=LABEL_PREFIX.get() + entry.label)
         pending = _Pending(account, labelled, create_with)
         self._queue.put(pending)
         while not pending.done.wait(1.0):
@@ -102,13 +102,14 @@ class GroupCommitLedger(Ledger):
             rows = (
                 self._reader()
                 .execute(
-                    "SELECT id, label, epsilon, delta, rho, selection_delta FROM spends WHERE account = ? AND id > ? ORDER BY id",
+                    "SELECT id, label, epsilon, delta, rho, selection_delta, tv_distance FROM spends "
+                    "WHERE account = ? AND id > ? ORDER BY id",
                     (account, last_id),
                 )
                 .fetchall()
             )
             if rows:
-                added = [Spend(label, float(e), float(d), float(r), float(s)) for _, label, e, d, r, s in rows]
+                added = [Spend(label, float(e), float(d), float(r), float(s), float(t)) for _, label, e, d, r, s, t in rows]
                 entries = entries + added
                 for item in added:
                     usage = usage.plus(item)
@@ -172,6 +173,7 @@ class GroupCommitLedger(Ledger):
                 usage.rho + added.rho,
                 usage.selection_delta + added.selection_delta,
                 usage.records + added.records,
+                usage.tv_distance + added.tv_distance,
             )
             self._usages[account] = (int(newest), usage)
         return usage

@@ -194,8 +194,8 @@ def witness_gaussian(mechanism: Gaussian) -> GaussianWitnessReport:
     From the sampler's tables: the rounded shift k (grid steps) that Δ can cause, the tables'
     total-variation distance η from N_ℤ(0, s²), the rigorous δ(ε) bound (CKS 2020 Thm 7 with
     integral tail bounds, or the zCDP conversion for several coordinates, plus (1 + e^ε)·η),
-    cross-checked for one coordinate by summing max(0, P(x) − e^ε·P(x − k)) over the exact PMF;
-    ρ = k²/2s²; and the variance of the sampled PMF against the claimed σ².
+    and, for one coordinate, the sum of max(0, P(x) − e^ε·P(x − k)) over the exact PMF: both must
+    be ≤ the claimed δ; ρ = k²/2s²; and the variance of the sampled PMF against the claimed σ².
     """
     claimed_eps, claimed_delta, claimed_rho = mechanism.epsilon, mechanism.delta, mechanism.rho
     expected_variance = mechanism.analytic_sigma**2
@@ -229,9 +229,16 @@ def witness_gaussian(mechanism: Gaussian) -> GaussianWitnessReport:
         found = f"ρ = k²/2s² = {rho:.6g} (tables within TV {eta:.1e} of N_ℤ(0, s²))"
     else:
         assert claimed_delta is not None and claimed_eps is not None
-        privacy_ok = delta <= claimed_delta
+        # Both must hold: the rigorous bound (the same formula calibration used) and the
+        # hockey-stick sum over the sampler's own PMF (independent of that formula: it catches
+        # tables that do not match s, or a misreported η).
+        bound_ok = delta <= claimed_delta
+        sum_ok = observed is None or observed <= claimed_delta
+        privacy_ok = bound_ok and sum_ok
         claim = f"δ({claimed_eps:g}) ≤ {claimed_delta:g}"
-        found = f"δ({claimed_eps:g}) ≤ {delta:.6g}" + ("" if observed is None else f" (exact sum {observed:.6g})")
+        found = f"δ({claimed_eps:g}) ≤ {delta:.6g} (bound {'≤' if bound_ok else '>'} claim)"
+        if observed is not None:
+            found += f", exact sum over the sampled PMF {observed:.6g} ({'≤' if sum_ok else '>'} claim)"
     # The rounding charge raises σ by ≲ (√c + 1)·γ/Δ; the integral tail bounds by ≲ 10^-4.
     slack = 2.0 * ((math.sqrt(changed) + 1.0) * noise.granularity / mechanism.sensitivity + 1e-3)
     variance_ok = abs(variance / expected_variance - 1.0) <= slack if changed == 1 or claimed_rho is not None else (

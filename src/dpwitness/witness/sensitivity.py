@@ -22,10 +22,12 @@ The neighbour relations (the same as :mod:`dpwitness.neighbours`):
   hold several rows.
 
 A table is a multiset: the record that changes is written *after* every other row in both
-tables. This matters to functions that pick rows by position with a keyed hash (the engines'
-contribution bounding): the other units then keep the same rows in D and D′ for every key,
-which is the coupling the DP argument uses (it holds in distribution over the secret key; for
-one fixed key, inserting a unit *between* other rows can change which rows they keep).
+tables, so every other row keeps its position. A function that picks rows by a keyed hash of
+their position in the table would otherwise see other units' picks move when a unit is
+inserted between them (for one fixed key; over a secret key the picks stay uniform). The
+engines' contribution bounding hashes each row's rank among its own unit's rows instead, so
+for them the order does not matter; for a function of row order beyond that, only the order
+written here is checked.
 
 Tolerance: a pair violates the claim when its shift exceeds ``claimed × (1 + 1e-9)``
 (:data:`RELATIVE_TOLERANCE`). The slack is for float64 rounding in ``fn``'s sums over these
