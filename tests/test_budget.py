@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from statistics import NormalDist
 
 import pytest
 
-from dpwitness import Accountant, BudgetExceeded, Laplace, ParameterError
-from dpwitness.budget import Budget, Spend, Usage, admits, guarantee, remaining, zcdp_delta, zcdp_epsilon, zcdp_rho
+from dpwitness import Accountant, BudgetExceeded, Gaussian, Laplace, ParameterError
+from dpwitness.budget import Budget, Ledger, Spend, Usage, admits, guarantee, remaining, zcdp_delta, zcdp_epsilon, zcdp_rho
 
 
 def test_k_releases_cost_k_epsilon() -> None:
@@ -144,6 +145,39 @@ def test_selection_delta_is_not_zcdp_and_adds_to_the_converted_delta() -> None:
     gaussian = Spend("gaussian", 1.0, 1e-6, rho=0.0281, selection_delta=0.0)
     assert admits(total, Usage.of([gaussian]))  # basic: (1, 1e-6)
     assert not admits(total, Usage.of([gaussian, Spend("one more", 0.01)]))
+
+
+def test_the_gaussian_tables_tv_distance_adds_one_plus_e_to_the_epsilon_to_the_converted_delta() -> None:
+    """A Gaussian's ρ is that of the ideal N_ℤ(0, s²); its tables are within TV η·c of it, which
+    costs (1 + e^ε)·η·c of δ on the zCDP route (and nothing on the basic route, whose δ already has it)."""
+    total = Budget(1.0, 1e-6, math.inf)
+    laplace = [Spend(f"q{i}", 0.01) for i in range(300)]  # ρ = 0.015: fits by zCDP alone
+    room = 1e-6 - zcdp_delta(0.015, 1.0)
+    factor = 1.0 + math.e
+    fits = Spend("gaussian", math.inf, 0.0, rho=0.0, selection_delta=0.0, tv_distance=room * 0.99 / factor)
+    too_much = Spend("gaussian", math.inf, 0.0, rho=0.0, selection_delta=0.0, tv_distance=room * 1.01 / factor)
+    assert admits(total, Usage.of([*laplace, fits]))
+    assert not admits(total, Usage.of([*laplace, too_much]))  # 1.01·room/(1+e): refused only through the e^ε factor
+    assert Usage.of([*laplace, fits]).tv_distance == fits.tv_distance
+    # the reported guarantee converts Σρ with the charge: a larger ε than without it
+    plain = guarantee(total, Usage.of(laplace))
+    charged = guarantee(total, Usage.of([*laplace, Spend("t", math.inf, 0.0, 0.0, 0.0, tv_distance=room / 10)]))
+    assert charged.epsilon > plain.epsilon and charged.delta == plain.delta == 1e-6
+    assert remaining(total, Usage.of([*laplace, fits])).rho < remaining(total, Usage.of(laplace)).rho
+    with pytest.raises(ParameterError) as bad:
+        Accountant(1.0, delta=1e-6).spend(0.1, tv_distance=-1e-15)
+    assert bad.value.parameter == "tv_distance"
+
+
+def test_a_gaussian_release_records_its_tables_tv_distance(tmp_path: Path) -> None:
+    gaussian = Gaussian(sensitivity=1.0, epsilon=1.0, delta=1e-6, dimension=5, changed_coordinates=2)
+    assert gaussian.noise is not None
+    assert gaussian.tv_spent == 2 * gaussian.noise.tv_distance() and 0 < gaussian.tv_spent < 1e-13
+    ledger = Ledger(tmp_path / "l.db")
+    accountant = Accountant(10.0, delta=1e-5, ledger=ledger, account="a")
+    accountant.spend(math.inf, "g", delta=0.0, rho=gaussian.rho_spent, selection_delta=0.0, tv_distance=gaussian.tv_spent)
+    assert [s.tv_distance for s in ledger.history("a")] == [gaussian.tv_spent]
+    assert ledger.usage("a").tv_distance == gaussian.tv_spent
 
 
 def test_a_rho_total_charges_laplace_epsilon_squared_over_two() -> None:

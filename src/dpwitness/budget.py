@@ -301,6 +301,8 @@ def _converted_epsilon(rho: float, tv_distance: float, room: float) -> float:
         if target <= 0:
             return math.inf
         epsilon = zcdp_epsilon(rho, target)
+        if math.isinf(epsilon) or tv_distance == 0:  # no finite ε, or zcdp_epsilon's own answer holds
+            return epsilon
         charge = tv_charge(tv_distance, epsilon)
         if zcdp_delta(rho, epsilon) + charge <= room:
             return epsilon

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from dpwitness.composite import CompositeRelease, _at
-from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.planning import Plan
 from dpwitness.quantiles import quantile_notes, quantile_release
 from dpwitness.queries import Aggregate, Aggregates, Key, Query, Statistic
@@ -157,7 +156,6 @@ def release_notes(query: Query, plan: Plan) -> tuple[str, ...]:
             )
             if plan.exposure is not None:
                 notes.append(
-                    f"at most {plan.exposure:.3g} unique keys (max_rows·δ) are expected to be exposed, "
-                    "for the declared max_rows"
+                    f"at most {plan.exposure:.3g} unique keys (max_rows·δ) are expected to be exposed, for the declared max_rows"
                 )
     return tuple(notes)

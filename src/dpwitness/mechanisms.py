@@ -345,6 +345,13 @@ class Gaussian:
             return 0.0
         return self.noise.rho_for_steps(self.noise.steps_for_shift(self.sensitivity, self.charged_coordinates))
 
+    @property
+    def tv_spent(self) -> float:
+        """c·η: the total-variation distance, over the c coordinates one record can change, between
+        the noise really sampled and the ideal N_ℤ(0, s²) whose ρ is :attr:`rho_spent`. The zCDP
+        route of the accounting adds (1 + e^ε)·c·η to the converted δ for it (dpwitness.budget)."""
+        return 0.0 if self.noise is None else self.charged_coordinates * self.noise.tv_distance()
+
     def privacy_profile(self, epsilon: float) -> float:
         """δ(ε) of the noise really sampled, for shifts of L2 length ≤ Δ: an upper bound, never below it."""
         eps = check_non_negative_finite("epsilon", epsilon)

@@ -371,12 +371,11 @@ def add_noise_on_grid(
     runs depends only on whether |x| ≥ 2^61·γ, which the output itself shows (the noise is
     ≲ 2^40 steps), or on a draw ≥ 2^61 steps (never in practice).
     """
-    with np.errstate(over="ignore"):
-        scaled = np.abs(np.ldexp(values, -granularity_log2))
+    limit = math.ldexp(float(FAST_PATH_STEPS), granularity_log2)  # 2^61 steps in real units (a normal float)
     small = values.size == 0 or (
-        float(np.max(scaled)) < FAST_PATH_STEPS
-        and int(np.max(noise_steps)) < FAST_PATH_STEPS
-        and int(np.min(noise_steps)) > -FAST_PATH_STEPS
+        float(np.max(np.abs(values))) < limit
+        and int(noise_steps.max()) < FAST_PATH_STEPS
+        and int(noise_steps.min()) > -FAST_PATH_STEPS
     )
     if not small:
         return exact_add_noise_on_grid(values, noise_steps, granularity_log2)

@@ -86,6 +86,7 @@ class Plan:
     cost: float = field(init=False)
     rho: float = field(init=False)
     selection_delta: float = field(init=False)
+    tv_distance: float = field(init=False)
 
     def __post_init__(self) -> None:
         pairs = zip(self.query.parts, self.mechanisms, strict=True)
@@ -94,6 +95,8 @@ class Plan:
         # a Laplace part is ε_i-DP, so ε_i²/2-zCDP; a Gaussian part has the ρ of the noise it samples
         self.rho = math.fsum(m.rho_spent if isinstance(m, Gaussian) else e * e / 2 for e, m in charged)
         self.selection_delta = 0.0 if self.gaussian else self.delta  # δ of key selection is not zCDP
+        # the Gaussian tables' distance from the ideal noise whose ρ is recorded: charged on the zCDP route
+        self.tv_distance = math.fsum(m.tv_spent for _, m in charged if isinstance(m, Gaussian))
 
     @property
     def gaussian(self) -> bool:
@@ -107,7 +110,7 @@ class Plan:
         """What the ledger records for this query: its ε and δ, its ρ, and δ from selection."""
         if self.cost == 0:
             return Spend(label, 0.0, 0.0, 0.0, 0.0)
-        return Spend(label, self.cost, self.delta, self.rho, self.selection_delta)
+        return Spend(label, self.cost, self.delta, self.rho, self.selection_delta, self.tv_distance)
 
 
 def check_mechanism(mechanism: Any) -> str:

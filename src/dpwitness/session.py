@@ -419,7 +419,14 @@ class Session:
         alpha = check_alpha(alpha)
         plan = self._plan(query, mechanism)
         cost = plan.spend(query.label)
-        self._accountant.spend(cost.epsilon, cost.label, delta=cost.delta, rho=cost.rho, selection_delta=cost.selection_delta)
+        self._accountant.spend(
+            cost.epsilon,
+            cost.label,
+            delta=cost.delta,
+            rho=cost.rho,
+            selection_delta=cost.selection_delta,
+            tv_distance=cost.tv_distance,
+        )
         # (BudgetExceeded there, before any data is read)
         seeds = query_streams(self.seed, len(self._accountant.history) - 1, query, len(query.parts) + 1)
         try:

@@ -153,7 +153,12 @@ def release(
             if isinstance(mechanism, Gaussian):
                 spend_epsilon = math.inf if mechanism.epsilon is None else mechanism.epsilon
                 accountant.spend(
-                    spend_epsilon, f"release {i + 1}", delta=mechanism.delta or 0.0, rho=mechanism.rho_spent, selection_delta=0.0
+                    spend_epsilon,
+                    f"release {i + 1}",
+                    delta=mechanism.delta or 0.0,
+                    rho=mechanism.rho_spent,
+                    selection_delta=0.0,
+                    tv_distance=mechanism.tv_spent,
                 )
             else:
                 accountant.spend(mechanism.privacy_loss(mechanism.sensitivity), f"release {i + 1}")

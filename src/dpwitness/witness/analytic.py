@@ -241,8 +241,10 @@ def witness_gaussian(mechanism: Gaussian) -> GaussianWitnessReport:
             found += f", exact sum over the sampled PMF {observed:.6g} ({'≤' if sum_ok else '>'} claim)"
     # The rounding charge raises σ by ≲ (√c + 1)·γ/Δ; the integral tail bounds by ≲ 10^-4.
     slack = 2.0 * ((math.sqrt(changed) + 1.0) * noise.granularity / mechanism.sensitivity + 1e-3)
-    variance_ok = abs(variance / expected_variance - 1.0) <= slack if changed == 1 or claimed_rho is not None else (
-        variance >= expected_variance * (1 - slack)
+    variance_ok = (
+        abs(variance / expected_variance - 1.0) <= slack
+        if changed == 1 or claimed_rho is not None
+        else (variance >= expected_variance * (1 - slack))
     )
     if privacy_ok and variance_ok:
         verdict = f"✔ claim holds: {found} for {claim}; variance {variance:.6g} ≈ σ² = {expected_variance:.6g}"
