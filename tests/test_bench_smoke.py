@@ -66,3 +66,18 @@ def test_missing_anchors_venv_is_skipped_with_a_message(
     rows, skipped = bench_noise.measure_anchors(10, 1)
     assert rows == []
     assert skipped is not None and "setup.sh" in skipped
+
+
+def test_csv_scan_benchmark_runs_and_only_the_line_scan_is_sound(tmp_path: Path) -> None:
+    """bench/bench_csv_scan.py at a tiny size: every scan answers every query, and one
+    unclosed-quote record added to 1,000 is one record only for dpwitness's line scan."""
+    path = BENCH.parent / "bench_csv_scan.py"
+    spec = importlib.util.spec_from_file_location("bench_csv_scan", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.measure(module.generate(3000, tmp_path / "scan.csv"), repeats=1)
+    assert len(rows) == len(module.SCANS) * len(module.QUERIES) and all(row["best_s"] > 0 for row in rows)
+    counts = module.unclosed_quote_counts(tmp_path)
+    assert counts["lines"] == 1001
+    assert counts["quoted"] < 1001 and counts["arrow"] < 1001  # the two rejected scans swallow lines
