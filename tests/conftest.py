@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,3 +19,17 @@ def adult() -> Path:
     if path is None:
         pytest.skip("the Adult extract is absent (set DPWITNESS_ADULT or put it at ../shared/data/adult.csv)")
     return path
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The one local Spark session of the run (``local[2]``, bound to 127.0.0.1, no UI), started
+    on first use (~10 s) and shared by every Spark test; skipped, saying why, without Java or pyspark."""
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs a Java runtime (17+): `java` is not on PATH")
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'dpwitness[spark]')")
+    from dpwitness.engines import spark as spark_engine
+
+    session = spark_engine.local_session(cores=2, shuffle_partitions=2)
+    yield session
+    session.stop()

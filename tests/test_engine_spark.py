@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +38,6 @@ from dpwitness.engines import spark as spark_engine  # noqa: E402  (after the sk
 
 KEY = (0x0123456789ABCDEF, 0xFEDCBA9876543210, 0x0F0F0F0F0F0F0F0F, 0xF0F0F0F0F0F0F0F0)
 OTHER_KEY = (1, 2, 3, 4)
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    session = spark_engine.local_session(cores=2, shuffle_partitions=2)
-    yield session
-    session.stop()
 
 
 _OPENED: dict[tuple[str, str], Any] = {}

@@ -10,7 +10,6 @@ without pyspark or Java.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +27,7 @@ if shutil.which("java") is None:
     pytest.skip("Spark needs a Java runtime (17+): `java` is not on PATH", allow_module_level=True)
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'dpwitness[spark]')")
 
-from dpwitness.engines import spark as spark_engine  # noqa: E402  (after the skips)
-
 KEY = (1, 2, 3, 4)
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    session = spark_engine.local_session(cores=2, shuffle_partitions=2)
-    yield session
 
 
 _OPENED: dict[tuple[str, str], Any] = {}

@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shutil
 from collections.abc import Iterator
-from functools import reduce
 from typing import Any
 
 import polars as pl
@@ -225,45 +223,6 @@ def test_the_sweep_finds_the_old_replace_one_derivation() -> None:
 # --- Spark: the worst pairs, replayed through its exact aggregates -----------------------------------
 
 
-def _spark_frame(spark: Any, frame: pl.DataFrame) -> Any:
-    from pyspark.sql import types as T
-
-    kinds = {pl.Float64: T.DoubleType(), pl.Int64: T.LongType(), pl.String: T.StringType(), pl.Boolean: T.BooleanType()}
-    fields = [T.StructField(name, next(t for d, t in kinds.items() if dtype == d), True) for name, dtype in frame.schema.items()]
-    return spark.createDataFrame(frame.rows(), schema=T.StructType(fields))
-
-
-def _spark_batch(spark: Any, query: Query, frames: list[pl.DataFrame]) -> list[dict[str, Any]]:
-    """The Spark engine's exact aggregates of ``query`` on each frame, in one Spark job.
-
-    Each frame's plan is ``engine.plan`` (what ``engine.aggregate`` collects), tagged with the
-    frame's index and unioned; rows are read back as ``aggregate`` reads them (checked against
-    ``aggregate`` itself in :func:`test_spark_batches_equal_the_engines_aggregate`).
-    """
-    from pyspark.sql import functions as F
-
-    engine = engine_for("spark")
-    plans = [
-        engine.plan(engine.open(_spark_frame(spark, frame)), query, selection_key=KEY).withColumn("__frame", F.lit(i))  # type: ignore[attr-defined]
-        for i, frame in enumerate(frames)
-    ]
-    rows = reduce(lambda a, b: a.unionByName(b), plans).collect()
-    names = [a.value for a in query.aggregates]
-    groups = len(query.group_columns)
-    out: list[dict[str, Any]] = [{name: ({} if query.grouped else 0.0) for name in names} for _ in frames]
-    for row in rows:
-        values = list(row)[:-1]
-        target = out[row["__frame"]]
-        if not query.grouped:
-            for name in names:
-                target[name] = float(row[name] or 0.0)
-            continue
-        key = values[0] if groups == 1 else tuple(values[:groups])
-        for name, value in zip(names, values[groups:], strict=True):
-            target[name][key] = float(value or 0.0)
-    return out
-
-
 def _worst_pair(results: dict[str, SensitivityResult]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The pair that came closest to (or beyond) its part's Δ."""
 
@@ -274,6 +233,14 @@ def _worst_pair(results: dict[str, SensitivityResult]) -> tuple[pl.DataFrame, pl
     return worst.d, worst.d_prime
 
 
+def _replayed_pairs(index: int) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+    """The pairs Spark replays for a case: the L1 worst pair and, grouped, the L2 worst pair."""
+    pairs = [_worst_pair(_polars_search(index))]
+    if CASES[index].grouped:
+        pairs.append(_worst_pair(_polars_l2_search(index)))
+    return pairs
+
+
 def _bounding_cannot_matter(query: Query, frame: pl.DataFrame) -> bool:
     if query.privacy_unit is None:
         return True
@@ -281,46 +248,93 @@ def _bounding_cannot_matter(query: Query, frame: pl.DataFrame) -> bool:
     return rows.height == 0 or int(rows["len"].max()) <= min(query.max_contributions, query.max_groups or query.max_contributions)  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    if shutil.which("java") is None:
-        pytest.skip("Spark needs a Java runtime (17+): `java` is not on PATH")
-    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install 'dpwitness[spark]')")
-    from dpwitness.engines import spark as spark_engine
+Replay = tuple[int, pl.DataFrame]  # (case index, table)
 
-    session = spark_engine.local_session(cores=2, shuffle_partitions=2)  # the active session if the Spark tests started it
-    # Tables of a few rows: one shuffle partition, no adaptive re-planning and no whole-stage code
-    # generation (compiling Java for each plan costs more than running it) cut each job's time.
+
+def _spark_batch(jobs: list[Replay]) -> list[dict[str, Any]]:
+    """The Spark engine's exact aggregates of ``CASES[i]`` on each table, in a few Spark jobs.
+
+    Each table goes through the engine's own path: ``open`` (the Polars frame, by its dtypes),
+    ``plan`` (what ``aggregate`` collects) and ``read`` (how ``aggregate`` reads the rows back).
+    The plans are tagged with their job number and unioned, one union per output schema, so
+    one ``collect`` runs hundreds of plans: a Spark job costs ~1 s here whatever its size.
+    Equal tables of one case are planned once.
+    """
+    from pyspark.sql import functions as F
+
+    engine = engine_for("spark")
+    unique: dict[tuple[int, bytes], int] = {}
+    for number, (index, frame) in enumerate(jobs):
+        unique.setdefault((index, frame.serialize()), number)
+    handles = {number: engine.open(jobs[number][1]) for number in unique.values()}  # type: ignore[attr-defined]
+    by_schema: dict[str, list[Any]] = {}
+    for number, handle in handles.items():
+        plan = engine.plan(handle, CASES[jobs[number][0]], selection_key=KEY)  # type: ignore[attr-defined]
+        tagged = plan.withColumn("__job", F.lit(number))
+        by_schema.setdefault(tagged.schema.simpleString(), []).append(tagged)
+    rows: dict[int, list[Any]] = {number: [] for number in handles}
+    for plans in by_schema.values():
+        while len(plans) > 1:  # a balanced union: each union is analysed once, over its own inputs
+            plans = [a.union(b) for a, b in zip(plans[::2], plans[1::2], strict=False)] + plans[len(plans) - len(plans) % 2 :]
+        for row in plans[0].collect():
+            rows[row["__job"]].append(tuple(row)[:-1])
+    read = {n: engine.read(CASES[jobs[n][0]], rows[n], untyped=handles[n].untyped) for n in handles}  # type: ignore[attr-defined]
+    return [read[unique[index, frame.serialize()]] for index, frame in jobs]
+
+
+@pytest.fixture(scope="module")
+def spark_tuned(spark: Any) -> Iterator[Any]:
+    """The shared session, tuned for tables of a few rows while this module runs: one shuffle
+    partition, no adaptive re-planning and no whole-stage code generation (compiling Java for
+    each plan costs more than running it)."""
     tuned = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"}
-    saved = {name: session.conf.get(name) for name in tuned}
+    saved = {name: spark.conf.get(name) for name in tuned}
     for name, value in tuned.items():
-        session.conf.set(name, value)
-    yield session
+        spark.conf.set(name, value)
+    yield spark
     for name, value in saved.items():
-        session.conf.set(name, value)
+        spark.conf.set(name, value)
+
+
+@pytest.fixture(scope="module")
+def spark_replays(spark_tuned: Any, request: pytest.FixtureRequest) -> dict[int, list[dict[str, Any]]]:
+    """Every selected case's replayed tables through Spark, all in one batch: case → aggregates
+    of the frames of :func:`_replayed_pairs` (D, D′, then the L2 pair's)."""
+    selected = [
+        item.callspec.params["index"]
+        for item in request.session.items
+        if isinstance(item, pytest.Function) and item.originalname == "test_spark_aggregates_move_by_at_most_the_derived_delta"
+    ]
+    jobs = [(index, frame) for index in selected for pair in _replayed_pairs(index) for frame in pair]
+    values = iter(_spark_batch(jobs))
+    return {index: [next(values) for _ in range(2 * len(_replayed_pairs(index)))] for index in selected}
 
 
 @pytest.mark.spark
-def test_spark_batches_equal_the_engines_aggregate(spark: Any) -> None:
+def test_spark_batches_equal_the_engines_aggregate(spark_tuned: Any) -> None:
+    """The batch gives what ``aggregate`` gives, table by table (ungrouped with a row-position
+    filter; grouped with bounding; a quantile's bins), and planning equal tables once changes nothing."""
     engine = engine_for("spark")
-    for index in (len(CASES) - 1,):  # a grouped case with a privacy unit and bounding
-        query = CASES[index]
-        frames = list(_worst_pair(_polars_search(index)))
-        batched = _spark_batch(spark, query, frames)
-        for frame, values in zip(frames, batched, strict=True):
-            assert engine.aggregate(engine.open(_spark_frame(spark, frame)), query, selection_key=KEY) == values
+    chosen = [
+        next(i for i, q in enumerate(CASES) if not q.grouped and q.filtered == "position"),
+        next(i for i, q in enumerate(CASES) if q.statistic is Statistic.QUANTILE and q.privacy_unit),
+        len(CASES) - 1,  # grouped, with a privacy unit and bounding
+    ]
+    pairs = {index: _worst_pair(_polars_search(index)) for index in chosen}
+    jobs = [(index, frame) for index in chosen for frame in (*pairs[index], pairs[index][0].clone())]  # D twice
+    batched = _spark_batch(jobs)
+    for (index, frame), values in zip(jobs, batched, strict=True):
+        assert engine.aggregate(engine.open(frame), CASES[index], selection_key=KEY) == values, CASES[index].label
 
 
 @pytest.mark.spark
 @pytest.mark.parametrize("index", range(len(CASES)), ids=IDS)
-def test_spark_aggregates_move_by_at_most_the_derived_delta(spark: Any, index: int) -> None:
-    """The L1 worst pair (and, grouped, the L2 worst pair) in one Spark job, held to both Δs."""
+def test_spark_aggregates_move_by_at_most_the_derived_delta(spark_replays: dict[int, list[dict[str, Any]]], index: int) -> None:
+    """The L1 worst pair (and, grouped, the L2 worst pair), replayed through Spark, held to both Δs."""
     query = CASES[index]
-    pairs = [_worst_pair(_polars_search(index))]
-    if query.grouped:
-        pairs.append(_worst_pair(_polars_l2_search(index)))
+    pairs = _replayed_pairs(index)
     frames = [frame for pair in pairs for frame in pair]
-    values = _spark_batch(spark, query, frames)
+    values = spark_replays[index]
     by_frame = {id(frame): value for frame, value in zip(frames, values, strict=True)}
     claims = _claims(query)
     for norm in ("l1", "l2") if query.grouped else ("l1",):

@@ -363,7 +363,7 @@ def add_noise_on_grid(
 ) -> npt.NDArray[np.float64]:
     """float((round(x/γ) + X)·γ) for every finite x, rounded to the nearest double once.
 
-    ``noise_steps`` has shape (n, *values.shape). The result is a function of the exact noisy
+    ``noise_steps`` has shape (n, *values.shape) and is consumed (overwritten). The result is a function of the exact noisy
     integer N + X alone (post-processing), so every input has the same support. When every
     centre and every draw is below 2^61 steps (all the usual cases) the sum is exact in int64 and
     numpy's int64 → float64 conversion (correctly rounded) times 2^k (exact) is used; otherwise
@@ -379,8 +379,8 @@ def add_noise_on_grid(
     )
     if not small:
         return exact_add_noise_on_grid(values, noise_steps, granularity_log2)
-    steps = noise_steps + round_to_grid(values, granularity_log2)
-    result: npt.NDArray[np.float64] = np.multiply(steps, math.ldexp(1.0, granularity_log2), dtype=np.float64)
+    noise_steps += round_to_grid(values, granularity_log2)  # in place: the caller's fresh draws become N + X
+    result: npt.NDArray[np.float64] = np.multiply(noise_steps, math.ldexp(1.0, granularity_log2), dtype=np.float64)
     return result
 
 

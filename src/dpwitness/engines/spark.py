@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -143,10 +143,11 @@ class SparkEngine:
             raise ParameterError("source", "a file ending in .csv, .tsv, .parquet or .pq, or a Parquet folder", str(source))
         module = type(source).__module__.split(".")[0]
         if module == "pandas" and type(source).__name__ == "DataFrame":
-            return SparkTable(local_session().createDataFrame(source))
+            import polars as pl
+
+            return SparkTable(_from_polars(pl.from_pandas(source)))  # the Polars engine's conversion
         if module == "polars" and type(source).__name__ in ("DataFrame", "LazyFrame"):
-            frame = source.collect() if type(source).__name__ == "LazyFrame" else source
-            return SparkTable(local_session().createDataFrame(frame.to_pandas()))
+            return SparkTable(_from_polars(source.collect() if type(source).__name__ == "LazyFrame" else source))
         raise ParameterError("source", "a Spark DataFrame, a CSV/Parquet path or a pandas/Polars frame", type(source).__name__)
 
     def schema(self, handle: SparkTable | DataFrame) -> Schema:
@@ -171,17 +172,22 @@ class SparkEngine:
 
     def aggregate(self, handle: SparkTable | DataFrame, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         rows = self.plan(handle, query, selection_key=selection_key).collect()
+        return self.read(query, rows, untyped=_table(handle).untyped)
+
+    def read(self, query: Query, rows: Sequence[Sequence[Any]], *, untyped: Collection[str] = frozenset()) -> Aggregates:
+        """The aggregates in the rows of :meth:`plan` (each in the plan's column order), as
+        :meth:`aggregate` returns them: for a caller that collects many plans in one job."""
         names = [a.value for a in query.aggregates]
         if not query.grouped:
-            first = rows[0].asDict() if rows else {}
-            return {name: float(first.get(name) or 0.0) for name in names}
+            first = rows[0] if rows else [None] * len(names)
+            return {name: float(value or 0.0) for name, value in zip(names, first, strict=True)}
         groups = len(query.group_columns)
         out: dict[str, dict[Any, float]] = {name: {} for name in names}
         for row in rows:
             key = row[0] if groups == 1 else tuple(row[:groups])
             for name, value in zip(names, row[groups:], strict=True):
                 out[name][key] = float(value or 0.0)
-        return declared_keys(query, _table(handle).untyped, dict(out))
+        return declared_keys(query, untyped, dict(out))
 
     def plan(self, handle: SparkTable | DataFrame, query: Query, *, selection_key: SelectionKey) -> DataFrame:
         """The Spark plan: drop nulls, keep declared keys, bound contributions, clamp, aggregate."""
@@ -228,6 +234,62 @@ class SparkEngine:
             per_unit = frame.groupBy(_col(unit)).agg(F.count(F.lit(1)).alias("rows"))
             return per_unit.agg(F.sum(F.least(F.col("rows"), F.lit(bound.max_rows))).cast("double").alias(Aggregate.COUNT.value))
         return _bound(frame, query, unit, groups, used, selection_key)
+
+
+def _from_polars(frame: Any) -> DataFrame:
+    """A Spark frame whose schema comes from ``frame``'s dtypes, never from its values.
+
+    Spark's inference reads the rows: it refuses an empty frame and turns a nullable integer
+    into a double, so whether (and how) a table opens would depend on the data, e.g. an exact
+    emptiness oracle before the spend. Each column is cast first to the Polars type whose Arrow
+    form is exactly its Spark field's (a cast that cannot fail on any value), then sent as Arrow.
+    """
+    from pyspark.sql import types as T
+
+    fields, casts = [], []
+    for name, dtype in frame.schema.items():
+        spark_type, target = _spark_type(name, dtype)
+        fields.append(T.StructField(name, spark_type, True))
+        if target != dtype:
+            casts.append(frame[name].cast(target))
+    table = (frame.with_columns(casts) if casts else frame).to_arrow()
+    return local_session().createDataFrame(table, schema=T.StructType(fields))
+
+
+def _spark_type(column: str, dtype: Any) -> tuple[Any, Any]:
+    """The Spark type of a Polars dtype and the Polars dtype to cast to first (nested types too)."""
+    import polars as pl
+    from pyspark.sql import types as T
+
+    simple = {
+        pl.Int8: T.ByteType(), pl.Int16: T.ShortType(), pl.Int32: T.IntegerType(), pl.Int64: T.LongType(),
+        pl.UInt8: T.ShortType(), pl.UInt16: T.IntegerType(), pl.UInt32: T.LongType(),
+        pl.Float32: T.FloatType(), pl.Float64: T.DoubleType(), pl.Boolean: T.BooleanType(),
+        pl.String: T.StringType(), pl.Binary: T.BinaryType(), pl.Date: T.DateType(), pl.Null: T.NullType(),
+    }  # fmt: skip
+    wider = {pl.UInt8: pl.Int16, pl.UInt16: pl.Int32, pl.UInt32: pl.Int64}  # Spark has no unsigned integers
+    base = dtype.base_type()
+    if base in simple:
+        return simple[base], wider.get(base, dtype)
+    if base in (pl.Categorical, pl.Enum):
+        return T.StringType(), pl.String
+    if base is pl.UInt64:
+        return T.DecimalType(20, 0), pl.Decimal(20, 0)
+    if base is pl.Decimal and (dtype.precision or 38) <= 38:
+        return T.DecimalType(dtype.precision or 38, dtype.scale), dtype
+    if base is pl.Datetime:  # Spark keeps microseconds; a time zone makes it an instant
+        return (T.TimestampNTZType() if dtype.time_zone is None else T.TimestampType()), pl.Datetime("us", dtype.time_zone)
+    if base is pl.Duration:
+        return T.DayTimeIntervalType(), pl.Duration("us")
+    if base in (pl.List, pl.Array):
+        inner, target = _spark_type(column, dtype.inner)
+        return T.ArrayType(inner, True), pl.List(target)
+    if base is pl.Struct:
+        parts = [(field.name, *_spark_type(column, field.dtype)) for field in dtype.fields]
+        spark = T.StructType([T.StructField(name, kind, True) for name, kind, _ in parts])
+        return spark, pl.Struct({name: target for name, _, target in parts})
+    expected = "columns of types Spark holds (numbers, text, booleans, dates, times, lists, structs)"
+    raise ParameterError("source", expected, f"{column}: {dtype}")
 
 
 def _table(handle: SparkTable | DataFrame) -> SparkTable:
