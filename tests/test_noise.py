@@ -144,7 +144,7 @@ def test_exact_path_is_the_same_function_as_the_int64_path(k: int) -> None:
     rng = np.random.default_rng(k & 0xFFFF)
     values = np.ldexp(rng.normal(size=40) * 2.0 ** rng.integers(0, 58, size=40), k)
     draws = rng.integers(-(2**45), 2**45, size=(6, 40), dtype=np.int64)
-    fast = add_noise_on_grid(values, draws, k)
+    fast = add_noise_on_grid(values, draws.copy(), k)  # consumes its draws
     assert np.array_equal(fast, exact_add_noise_on_grid(values, draws, k))
     assert np.array_equal(fast, np.ldexp((round_to_grid(values, k) + draws).astype(np.float64), k))
 
@@ -156,14 +156,14 @@ def test_values_past_2_to_the_61_steps_have_the_same_support() -> None:
     k = noise.granularity_log2
     draws = noise.sample(2000, SeededBits(1)).reshape(2000, 1)
     for value in (0.3, math.ldexp(1.0, 61 + k) + 3.5 * 2.0**k, math.ldexp(1.0, 70 + k) + 1.0, 1e300):
-        out = add_noise_on_grid(np.array([value]), draws, k)
+        out = add_noise_on_grid(np.array([value]), draws.copy(), k)  # consumes its draws
         assert np.all(np.isfinite(out))
         assert all((Fraction(v) / Fraction(2) ** k).denominator == 1 for v in out.ravel().tolist())  # on γ·ℤ
         centre = grid_steps(value, k)
         expected = [grid_to_float(centre + int(x), k) for x in draws.ravel().tolist()]
         assert out.ravel().tolist() == expected
     # the noise is visible where the float spacing allows it: 2^61 steps + X has spacing 2^9 steps
-    big = add_noise_on_grid(np.array([math.ldexp(1.0, 61 + k)]), draws, k)
+    big = add_noise_on_grid(np.array([math.ldexp(1.0, 61 + k)]), draws.copy(), k)
     assert len(set(big.ravel().tolist())) > 1000
 
 
