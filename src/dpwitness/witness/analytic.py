@@ -26,8 +26,26 @@ if TYPE_CHECKING:
 VARIANCE_TOLERANCE = 1e-4
 
 
+class _Verdict:
+    """What every witness report shows: its verdict as text, and all its fields as a dict or HTML."""
+
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        fields: dict[str, Any] = asdict(self)  # type: ignore[call-overload]
+        return fields
+
+    def __str__(self) -> str:
+        return self.verdict
+
+    def _repr_html_(self) -> str:
+        from dpwitness.report import record_html
+
+        return record_html(self.verdict, self.to_dict())
+
+
 @dataclass(frozen=True)
-class WitnessReport:
+class WitnessReport(_Verdict):
     ok: bool
     claimed_epsilon: float
     worst_log_ratio: float
@@ -41,17 +59,6 @@ class WitnessReport:
     proves: str = "the noise actually sampled against the claimed privacy loss, for the declared Δ"
     #: Which sensitivity search backs that Δ (:attr:`dpwitness.Release.sensitivity_search`; None: nothing checked it).
     sensitivity_search: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        return self.verdict
-
-    def _repr_html_(self) -> str:
-        from dpwitness.report import record_html
-
-        return record_html(self.verdict, self.to_dict())
 
 
 @overload
@@ -155,7 +162,7 @@ def _observed_log_ratio(noise: Any, steps: int) -> float:
 
 
 @dataclass(frozen=True)
-class GaussianWitnessReport:
+class GaussianWitnessReport(_Verdict):
     """The witness of a Gaussian: δ(ε) (or ρ) and σ² recomputed from the sampler's tables."""
 
     ok: bool
@@ -175,17 +182,6 @@ class GaussianWitnessReport:
     proves: str = "the noise actually sampled against the claimed privacy loss, for the declared Δ"
     #: Which sensitivity search backs that Δ (:attr:`dpwitness.Release.sensitivity_search`; None: nothing checked it).
     sensitivity_search: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        return self.verdict
-
-    def _repr_html_(self) -> str:
-        from dpwitness.report import record_html
-
-        return record_html(self.verdict, self.to_dict())
 
 
 def witness_gaussian(mechanism: Gaussian) -> GaussianWitnessReport:
