@@ -10,8 +10,9 @@ sweep through ``derivation_cases`` (and :func:`test_every_statistic_is_swept` fa
 does).
 
 Polars: a full search per query. Spark is ~100× slower per table (a job per aggregate), so for
-each query it replays the pair the Polars search found closest to Δ (the adversarial one) in one
-Spark job, holds it to the same Δ, and checks that both engines give the same
+each query it replays the pairs the Polars searches (L1, L2) found closest to Δ (the adversarial
+ones), every query's tables batched into a few Spark jobs through the engine's own ``open``,
+``plan`` and ``read`` (:func:`_spark_batch`), holds them to the same Δ, and checks that both engines give the same
 aggregates wherever contribution bounding cannot pick differently (the engines hash rows
 differently by design).
 
