@@ -126,21 +126,28 @@ class _AliasTable:
         return counts
 
 
-def _alias_from_weights(weights: list[int], columns: int) -> _AliasTable:
-    """Exact integer Vose construction; ``sum(weights) == columns · 2^32``."""
+def _alias_from_weights(
+    weights: list[int], columns: int, *, one: int = _THRESHOLD_ONE, full: int = _THRESHOLD_ONE
+) -> _AliasTable:
+    """Exact integer Vose construction; ``sum(weights) == columns · one``.
+
+    A column keeps itself when its uniform draw is below its threshold; exactly full columns
+    remain at the end and get ``full`` (``one`` for 32-bit draws compared with ``<``; the
+    53-bit tables use ``one − 1`` and alias themselves, the same distribution).
+    """
     scaled = list(weights) + [0] * (columns - len(weights))
     threshold = [0] * columns
     alias = list(range(columns))
-    small = [i for i, w in enumerate(scaled) if w < _THRESHOLD_ONE]
-    large = [i for i, w in enumerate(scaled) if w >= _THRESHOLD_ONE]
+    small = [i for i, w in enumerate(scaled) if w < one]
+    large = [i for i, w in enumerate(scaled) if w >= one]
     while small and large:
         s, g = small.pop(), large.pop()
         threshold[s] = scaled[s]
         alias[s] = g
-        scaled[g] -= _THRESHOLD_ONE - scaled[s]
-        (small if scaled[g] < _THRESHOLD_ONE else large).append(g)
-    for i in small + large:  # exactly full columns remain
-        threshold[i] = _THRESHOLD_ONE
+        scaled[g] -= one - scaled[s]
+        (small if scaled[g] < one else large).append(g)
+    for i in small + large:  # exactly full columns remain; their alias is still themselves
+        threshold[i] = full
     return _AliasTable(np.array(threshold, dtype=np.uint64), np.array(alias, dtype=np.int64))
 
 
@@ -472,21 +479,7 @@ class _GaussianTables:
 
 def _alias53(weights: list[int]) -> _AliasTable:
     """Exact Vose construction with 53-bit thresholds (full columns alias themselves)."""
-    columns = len(weights)
-    scaled = list(weights)
-    threshold = [0] * columns
-    alias = list(range(columns))
-    small = [i for i, w in enumerate(scaled) if w < _ONE53]
-    large = [i for i, w in enumerate(scaled) if w >= _ONE53]
-    while small and large:
-        s, g = small.pop(), large.pop()
-        threshold[s] = scaled[s]
-        alias[s] = g
-        scaled[g] -= _ONE53 - scaled[s]
-        (small if scaled[g] < _ONE53 else large).append(g)
-    for i in small + large:
-        threshold[i], alias[i] = _ONE53 - 1, i
-    return _AliasTable(np.array(threshold, dtype=np.uint64), np.array(alias, dtype=np.int64))
+    return _alias_from_weights(weights, len(weights), one=_ONE53, full=_ONE53 - 1)
 
 
 def _alias53_masses(table: _AliasTable) -> list[int]:
