@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable
 from contextlib import closing
@@ -345,6 +346,8 @@ class Accountant:
     stored one; omitted, the stored account continues. A new account is stored with its total
     in the same transaction as its first spend (or by :meth:`raise_budget`), so a run that fails
     before spending leaves nothing behind. Every spend is recorded durably before it counts.
+    Admission and recording are atomic: in memory under one lock (threads sharing a session
+    never overspend together), on a ledger inside one SQLite transaction (processes too).
     """
 
     def __init__(
@@ -359,6 +362,7 @@ class Accountant:
         self.ledger = ledger
         self.account = account
         self._history: list[Spend] = []
+        self._lock = threading.Lock()  # admission and recording of one spend are one step
         self._pending: Budget | None = None  # a new account's total, stored with its first spend
         if ledger is not None:
             wanted = None if total_epsilon is None and rho is None else check_total(epsilon=total_epsilon, delta=delta, rho=rho)
@@ -449,30 +453,32 @@ class Accountant:
                 tv_distance,
             )
         )
-        if self.ledger is not None:
-            recorded = self.ledger.spend(self.account, entry, create_with=self._pending)
-            self._pending = None
-            return recorded
-        usage = Usage.of(self._history).plus(entry)
-        if not admits(self._total, usage):
-            raise refusal(self._total, Usage.of(self._history), entry)
-        self._history.append(entry)
-        return entry
+        with self._lock:
+            if self.ledger is not None:
+                recorded = self.ledger.spend(self.account, entry, create_with=self._pending)
+                self._pending = None
+                return recorded
+            usage = Usage.of(self._history).plus(entry)
+            if not admits(self._total, usage):
+                raise refusal(self._total, Usage.of(self._history), entry)
+            self._history.append(entry)
+            return entry
 
     def raise_budget(
         self, *, epsilon: float | None = None, delta: float | None = None, rho: float | None = None, label: str = "raise"
     ) -> Budget:
         """Raise the total (each given field to its new, not smaller, value); on a ledger this
         is recorded as its own event. Returns the new total."""
-        if self.ledger is not None:
-            if self._is_pending():
-                assert self._pending is not None
-                self.ledger.open_account(self.account, self._pending)
-                self._pending = None
-            self._total = self.ledger.raise_budget(self.account, epsilon=epsilon, delta=delta, rho=rho, label=label)
-        else:
-            self._total = raised(self._total, epsilon=epsilon, delta=delta, rho=rho)
-        return self._total
+        with self._lock:
+            if self.ledger is not None:
+                if self._is_pending():
+                    assert self._pending is not None
+                    self.ledger.open_account(self.account, self._pending)
+                    self._pending = None
+                self._total = self.ledger.raise_budget(self.account, epsilon=epsilon, delta=delta, rho=rho, label=label)
+            else:
+                self._total = raised(self._total, epsilon=epsilon, delta=delta, rho=rho)
+            return self._total
 
 
 def raised(current: Budget, *, epsilon: float | None, delta: float | None, rho: float | None) -> Budget:
