@@ -16,12 +16,10 @@ Nothing here reads data or draws noise: the session spends, the engine aggregate
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
-
-import numpy as np
 
 from dpwitness.errors import ParameterError, check_positive_finite
 from dpwitness.neighbours import (
@@ -35,6 +33,13 @@ from dpwitness.neighbours import (
 )
 from dpwitness.predicates import Predicate, parse
 from dpwitness.quantiles import DEFAULT_BINS, MAX_CELLS, check_bins, check_quantiles
+
+# The schema (column kinds, declared bounds and categories) lives in dpwitness.schema; re-exported here.
+from dpwitness.schema import DECLARABLE as DECLARABLE
+from dpwitness.schema import ColumnKind as ColumnKind
+from dpwitness.schema import Schema as Schema
+from dpwitness.schema import parse_dtypes as parse_dtypes
+from dpwitness.schema import value_fits as _fits
 
 #: A group key: a scalar for one ``by`` column, a tuple for several.
 Key = Any
@@ -64,62 +69,6 @@ class Aggregate(StrEnum):
     SUM = "sum"
     CENTRED_SUM = "centred_sum"
     CENTRED_SQUARES = "centred_squares"
-
-
-class ColumnKind(StrEnum):
-    """A column's type, from declared metadata (a Parquet or frame schema, ``dtypes=``).
-
-    ``untyped`` is a column whose type nobody declared (a CSV column): it is held as text and
-    read as the query needs it — as numbers by a bounded statistic or a comparison with a
-    number (text that does not parse is missing), as text elsewhere. Types are never inferred
-    from the values: one record could flip an inferred type.
-    """
-
-    INTEGER = "integer"
-    FLOAT = "float"
-    STRING = "string"
-    BOOLEAN = "boolean"
-    UNTYPED = "untyped"
-    OTHER = "other"
-
-    @property
-    def numeric(self) -> bool:
-        return self in (ColumnKind.INTEGER, ColumnKind.FLOAT)
-
-    @property
-    def readable_as_number(self) -> bool:
-        """Whether a bounded statistic can read the column: numeric, or untyped text (parsed)."""
-        return self.numeric or self is ColumnKind.UNTYPED
-
-
-#: The column types that ``dtypes=`` can declare (for a CSV, or to override a schema).
-DECLARABLE = (ColumnKind.INTEGER, ColumnKind.FLOAT, ColumnKind.STRING, ColumnKind.BOOLEAN)
-
-
-def parse_dtypes(dtypes: Mapping[str, Any] | None) -> dict[str, ColumnKind]:
-    """Validate ``dtypes=``: column name → one of integer, float, string, boolean."""
-    if dtypes is None:
-        return {}
-    if not isinstance(dtypes, Mapping):
-        raise ParameterError("dtypes", "a mapping of column name to integer, float, string or boolean", type(dtypes).__name__)
-    out: dict[str, ColumnKind] = {}
-    for name, kind in dtypes.items():
-        if not (isinstance(name, str) and name) or str(getattr(kind, "value", kind)) not in {k.value for k in DECLARABLE}:
-            raise ParameterError("dtypes", "a mapping of column name to integer, float, string or boolean", {name: kind})
-        out[name] = ColumnKind(str(getattr(kind, "value", kind)))
-    return out
-
-
-@dataclass(frozen=True)
-class Schema:
-    """What an engine tells the session before any spend: the column names and kinds.
-
-    Read from metadata only (a CSV header, a Parquet footer, a frame's schema): never a row.
-    Whether the table (or a filter's result) is empty is *not* public: an empty selection gets
-    a noisy answer like any other (see docs/statistics.md).
-    """
-
-    columns: Mapping[str, ColumnKind]
 
 
 @dataclass(frozen=True)
@@ -385,11 +334,16 @@ class Query:
 
     # --- checks against the data's schema (public metadata only) ----------------------------
     def check_schema(self, schema: Schema) -> None:
-        """Raise :class:`ParameterError` for a missing column, a column a statistic cannot read as
-        numbers, keys or filter literals of the wrong type. Uses the column names and kinds only."""
+        """Raise :class:`ParameterError` for a missing (or undeclared) column, a column a statistic
+        cannot read as numbers, keys or filter literals of the wrong type, and keys outside a
+        column's declared categories. Uses the schema's public metadata only."""
         for parameter, name in self._columns_used():
             if name not in schema.columns:
-                raise ParameterError(parameter, f"a column of the table ({', '.join(schema.columns)})", name)
+                raise schema.missing_column(parameter, name)
+        if self._predicate is not None:
+            for name in self._predicate.columns:
+                if name not in schema.columns:
+                    raise schema.missing_column("where", name)
         if self.bounds is not None and self.column is not None:
             kind = schema.columns[self.column]
             if not kind.readable_as_number:
@@ -404,6 +358,10 @@ class Query:
                     kind is ColumnKind.UNTYPED and len({type(v) for v in values}) > 1
                 ):
                     raise ParameterError("keys", f"values of {name!r}'s kind ({kind.value})", values)
+                declared = schema.categories.get(name)
+                outside = [v for v in values if declared is not None and v not in declared]
+                if outside:
+                    raise ParameterError("keys", f"values among {name!r}'s declared categories (the schema)", outside)
         if self._predicate is not None:
             self._predicate.check(schema.columns)
 
@@ -519,21 +477,6 @@ def _names(parameter: str, value: str | Sequence[str] | None) -> tuple[str, ...]
     if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
         raise ParameterError(parameter, "a column name or a sequence of distinct column names", value)
     return names
-
-
-def _fits(kind: ColumnKind, value: Any) -> bool:
-    """Whether a declared key can equal a value of a column of this kind."""
-    if kind is ColumnKind.STRING:
-        return isinstance(value, str)
-    if kind is ColumnKind.BOOLEAN:
-        return isinstance(value, bool)
-    if kind is ColumnKind.INTEGER:
-        return isinstance(value, int | np.integer) and not isinstance(value, bool)
-    if kind is ColumnKind.FLOAT:
-        return isinstance(value, int | float | np.number) and not isinstance(value, bool)
-    if kind is ColumnKind.UNTYPED:  # text: a key is compared as text, so "9" and 9 both mean the cell "9"
-        return isinstance(value, str | int | np.integer) and not isinstance(value, bool)
-    return True
 
 
 def _check_whole(parameter: str, value: Any) -> None:
