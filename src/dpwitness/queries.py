@@ -361,7 +361,7 @@ class Query:
                 declared = schema.categories.get(name)
                 outside = [v for v in values if declared is not None and v not in declared]
                 if outside:
-                    raise ParameterError("keys", f"values among {name!r}'s declared categories (the schema)", outside)
+                    raise ParameterError("keys", f"values among the declared categories of {name!r} (the schema)", outside)
         if self._predicate is not None:
             self._predicate.check(schema.columns)
 

@@ -374,9 +374,23 @@ def load_schema(schema: Schema | str | os.PathLike[str] | None) -> Schema | None
     raise ParameterError("schema", "a dpwitness.Schema or the path of a schema TOML file", type(schema).__name__)
 
 
-def read_as_numbers(kinds: Mapping[str, ColumnKind], columns: Iterable[str]) -> tuple[str, ...]:
-    """The ``columns`` a query reads as numbers although nobody declared their type (untyped)."""
-    return tuple(c for c in dict.fromkeys(columns) if kinds.get(c) is ColumnKind.UNTYPED)
+def untyped_notes(query: Any, kinds: Mapping[str, ColumnKind]) -> tuple[str, ...]:
+    """What a release on a table without declared types must say: which untyped (CSV text)
+    columns ``query`` (a :class:`dpwitness.queries.Query`) read as numbers, or filtered on."""
+    notes = []
+    column = query.column
+    if query.bounds is not None and column is not None and kinds.get(column) is ColumnKind.UNTYPED:
+        notes.append(
+            f"{column} was read as numbers: no type is declared for it (a CSV column is text), so a cell that "
+            "does not parse as a number counts as missing; declare a schema (dpwitness schema FILE) to have it checked"
+        )
+    filtered = [c for c in (query.predicate.columns if query.predicate is not None else ()) if kinds.get(c) is ColumnKind.UNTYPED]
+    if filtered:
+        notes.append(
+            f"the filter's {', '.join(filtered)} has no declared type: compared with a number it was read as numbers "
+            "(text that does not parse is missing), compared with text as text"
+        )
+    return tuple(notes)
 
 
 # --- a small TOML writer: strings, numbers, booleans and flat lists are all a schema holds ----------
@@ -411,6 +425,6 @@ __all__ = [
     "Schema",
     "load_schema",
     "parse_dtypes",
-    "read_as_numbers",
+    "untyped_notes",
     "value_fits",
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -37,6 +37,7 @@ from dpwitness.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Prev
 from dpwitness.quantiles import accuracy_note, check_quantiles, rank_error
 from dpwitness.queries import Key, Query, Schema, Statistic, parse_dtypes
 from dpwitness.release import Release
+from dpwitness.schema import load_schema, untyped_notes
 from dpwitness.streams import query_streams, selection_key
 
 
@@ -60,6 +61,11 @@ class Session:
     one with the smaller variance when the account has δ (or is a ρ total) and says so.
     ``seed`` makes releases reproducible (NOT for production): query i gets its own stream,
     spawned from the seed by its position in the account's history, so no two share noise.
+    ``schema`` (a :class:`~dpwitness.schema.Schema` or the path of its TOML file, see
+    docs/schema.md) is the data owner's declaration: column types (instead of ``dtypes``),
+    bounds, categories and the privacy unit (the session's default unit). Every query is checked
+    against it before any spend, and the file's header against it on first use. Without one, a
+    CSV column is text, read as numbers where a query needs numbers, and the release says so.
     """
 
     def __init__(
@@ -82,10 +88,19 @@ class Session:
         dtypes: Mapping[str, str] | None = None,
         order_by: str | Sequence[str] | None = None,
         mechanism: str = "laplace",
+        schema: Any = None,
     ) -> None:
         continuing = epsilon is None and rho is None and ledger is not None  # the ledger's stored total
         wanted = None if continuing else check_total(epsilon=epsilon, delta=delta_budget, rho=rho)
         self.neighbours = Neighbours.parse(neighbours)
+        self.declared_schema = load_schema(schema)  # validated; reads the TOML, never the data
+        if self.declared_schema is not None:
+            if dtypes is not None:
+                raise ParameterError("dtypes", "None when schema= declares the column types", dtypes)
+            declared_unit = self.declared_schema.privacy_unit
+            if declared_unit is not None and privacy_unit not in (None, declared_unit):
+                raise ParameterError("privacy_unit", f"the schema's privacy unit {declared_unit!r} (or None)", privacy_unit)
+            privacy_unit = privacy_unit if declared_unit is None else declared_unit
         if privacy_unit is not None and not (isinstance(privacy_unit, str) and privacy_unit):
             raise ParameterError("privacy_unit", "a column name or None", privacy_unit)
         ContributionBound.of(max_contributions, max_groups)
@@ -383,7 +398,7 @@ class Session:
         main = query.parts[-1]
         scale = main.sensitivity / query.epsilon_of(main)
         sensitivity = main.sensitivity
-        notes = list(release_notes(query, plan))
+        notes = [*release_notes(query, plan), *untyped_notes(query, self._table_schema().columns)]
         interval: tuple[float, float] | None = (-z * scale, z * scale)
         if query.statistic in (Statistic.MEAN, Statistic.VARIANCE):
             interval = None
@@ -439,6 +454,9 @@ class Session:
                 "its message is withheld because it may quote the data — please report this"
             ) from None
         release = compose(query, plan, exact, seeds[1:], seed=self.seed).with_alpha(alpha)
+        read_as_numbers = untyped_notes(query, self._table_schema().columns)
+        if read_as_numbers:
+            release = replace(release, notes=(*release.notes, *read_as_numbers))
         self.releases.append(release)
         return release
 
@@ -542,17 +560,28 @@ class Session:
 
     def _opened(self) -> Any:
         if self._handle is None:
-            self._handle = self.engine.open(self.source, dtypes=self.dtypes or None)
+            declared = self.declared_schema
+            if declared is None:
+                self._handle = self.engine.open(self.source, dtypes=self.dtypes or None)
+            else:  # the header must hold every declared column; then the declared types apply
+                handle = self.engine.open(self.source)
+                declared.check_header(self.engine.schema(handle).columns, source=_source_name(self.source))
+                self._handle = self.engine.open(handle, dtypes=declared.dtypes)
         return self._handle
 
     def _table_schema(self) -> Schema:
         if self._schema is None:
-            self._schema = self.engine.schema(self._opened())
+            self._opened()  # the declared schema is checked against the header first
+            self._schema = self.declared_schema or self.engine.schema(self._opened())
         return self._schema
 
 
 def _plain_budget(value: Any) -> Any:
     return value.to_dict() if hasattr(value, "to_dict") else value
+
+
+def _source_name(source: Any) -> str:
+    return Path(source).name if isinstance(source, str | os.PathLike) else "the table"
 
 
 def _account_for(source: Any) -> str:
