@@ -460,6 +460,25 @@ class Session:
         self.releases.append(release)
         return release
 
+    def sql(
+        self,
+        statement: str,
+        *,
+        epsilon: float | None = None,
+        alpha: float = 0.05,
+        explain: bool = False,
+        name: str | None = None,
+    ) -> Any:
+        """Answer one SQL ``SELECT`` (see docs/sql.md): each aggregate is one :class:`Query` of this
+        session, ``epsilon`` the statement's total (split evenly over aggregates without their own
+        ``EPSILON(aggregate, ε)``). The table is named after the source (``adult.csv`` → ``adult``;
+        a frame: ``data``) unless ``name`` is given. Returns a :class:`dpwitness.sql.Answer`, or with
+        ``explain`` (or ``EXPLAIN SELECT …``) a :class:`dpwitness.sql.Explanation` and spends nothing.
+        Anything refused is refused before any spend (:class:`dpwitness.sql.SqlError`)."""
+        from dpwitness import sql
+
+        return sql.run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name)
+
     # --- internals ------------------------------------------------------------------------
     def _plan(self, query: Query, mechanism: str | None = None) -> Plan:
         if not isinstance(query, Query):
