@@ -111,6 +111,13 @@ def query(
         list[str] | None,
         typer.Option(help="Declare a column's type, COL:integer|float|string|boolean (repeatable); CSV columns are text."),
     ] = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            help="The data owner's declared schema (TOML, from `dpwitness schema FILE`): types, bounds, categories and "
+            "privacy unit; the header and every statistic are checked against it before any spend."
+        ),
+    ] = None,
     order_by: Annotated[str | None, typer.Option(help="The table's declared order, for row_number in --where.")] = None,
     engine: Annotated[str, typer.Option(help="polars or spark.")] = "polars",
     ledger: Annotated[Path | None, typer.Option(help="SQLite budget ledger: spends are recorded before any release.")] = None,
@@ -190,6 +197,7 @@ def query(
             seed=seed,
             delta=delta,
             dtypes=_declared_types(dtype),
+            schema=schema,
             order_by=order_by,
             mechanism=mechanism,
         )
