@@ -202,6 +202,48 @@ def parse(text: Any) -> Predicate:
     return Predicate(text, tree, window, value_tree)
 
 
+def to_text(tree: Node) -> str:
+    """The filter-language text of a parsed tree (what :func:`parse` reads back to the same tree,
+    positions aside): how a front-end (SQL) hands its translated condition to a query."""
+    if isinstance(tree, And | Or):
+        joiner = " and " if isinstance(tree, And) else " or "
+        return joiner.join(f"({to_text(item)})" for item in tree.items)
+    if isinstance(tree, Not):
+        return f"not ({to_text(tree.item)})"
+    column = _column_text(tree.column)
+    if isinstance(tree, Compare):
+        return f"{column} {tree.op} {_literal_text(tree.value)}"
+    if isinstance(tree, In):
+        values = ", ".join(_literal_text(v) for v in tree.values)
+        return f"{column} {'not in' if tree.negated else 'in'} [{values}]"
+    if isinstance(tree, Between):
+        word = "not between" if tree.negated else "between"
+        return f"{column} {word} {_literal_text(tree.low)} and {_literal_text(tree.high)}"
+    return f"{column} is {'not null' if tree.negated else 'null'}"
+
+
+def _column_text(column: ColumnRef) -> str:
+    if column.position:
+        return ROW_NUMBER
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", column.name) and column.name.lower() not in _KEYWORDS | {ROW_NUMBER}:
+        return column.name
+    if "`" in column.name:
+        raise ParameterError("where", "column names without a backquote", column.name)
+    return f"`{column.name}`"
+
+
+def _literal_text(value: Literal) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ParameterError("where", "finite numbers", value)
+        return repr(value)
+    return str(value)
+
+
 # --- tokenizer and parser -----------------------------------------------------------------------
 
 
