@@ -4,6 +4,7 @@ from dpwitness.budget import Accountant
 from dpwitness.errors import BudgetExceeded, ParameterError
 from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.release import Release
+from dpwitness.schema import Schema
 from dpwitness.session import Session
 from dpwitness.witness import AuditResult, SensitivityResult, WitnessReport, audit, sensitivity_search, witness
 
@@ -15,6 +16,7 @@ __all__ = [
     "Laplace",
     "ParameterError",
     "Release",
+    "Schema",
     "SensitivityResult",
     "Session",
     "WitnessReport",

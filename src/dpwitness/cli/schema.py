@@ -1,0 +1,58 @@
+"""``dpwitness schema FILE``: the data owner's step outside DP — declare a table's columns.
+
+It READS THE VALUES of FILE to propose each column's type (and, when asked, bounds and
+categories), and prints the schema as TOML: review it, keep it beside the data, and pass it to
+``dpwitness query --schema``, ``Session(..., schema=)`` or a service table's ``schema``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dpwitness.cli.core import user_errors
+from dpwitness.schema import DEFAULT_MAX_CATEGORIES
+
+WARNING = (
+    "dpwitness schema read the values of {file}: this is the data owner's step, outside differential privacy. "
+    "Review the schema (bounds and categories from the data disclose them), keep it, and share only what is public."
+)
+
+
+def schema(
+    file: Annotated[Path, typer.Argument(help="A CSV or Parquet file (its values are read).", show_default=False)],
+    bounds: Annotated[
+        bool,
+        typer.Option("--bounds", help="Also declare each numeric column's bounds: its min and max in the data (the owner's call)."),
+    ] = False,
+    categories: Annotated[
+        int,
+        typer.Option(
+            help=f"Also list the values of each text column with at most this many (0: none; e.g. {DEFAULT_MAX_CATEGORIES})."
+        ),
+    ] = 0,
+    privacy_unit: Annotated[str | None, typer.Option(help="The column that identifies a person.")] = None,
+    output: Annotated[Path | None, typer.Option(help="Write the TOML here instead of to stdout.")] = None,
+) -> None:
+    """READS THE VALUES of FILE and prints its declared schema (TOML): types, optionally bounds, categories, unit.
+
+    Run it as the data owner, review what it wrote, keep it: `dpwitness schema FILE > FILE.schema.toml`.
+    """
+    from dpwitness.schema import Schema
+
+    with user_errors():
+        declared = Schema.infer(str(file), bounds=bounds, categories=categories, privacy_unit=privacy_unit)
+        text = declared.to_toml(source=file.name)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    typer.echo(WARNING.format(file=file.name), err=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to ``app``."""
+    app.command("schema")(schema)
