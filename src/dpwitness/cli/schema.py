@@ -26,7 +26,7 @@ def schema(
     file: Annotated[Path, typer.Argument(help="A CSV or Parquet file (its values are read).", show_default=False)],
     bounds: Annotated[
         bool,
-        typer.Option("--bounds", help="Also declare each numeric column's bounds: its min and max in the data (the owner's call)."),
+        typer.Option("--bounds", help="Also declare each numeric column's bounds: its min and max in the data (owner's call)."),
     ] = False,
     categories: Annotated[
         int,
