@@ -52,6 +52,7 @@ OPTIONAL_PARTS = {
     "polars": "polars",
     "pyarrow": "polars",
     "pyspark": "spark",
+    "sqlglot": "sql",
 }
 
 

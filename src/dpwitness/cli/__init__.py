@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from dpwitness.cli import core, explore, query, redteam, schema, serve
+from dpwitness.cli import core, explore, query, redteam, schema, serve, sql
 from dpwitness.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError, missing_part
 
 #: Set to 1 to let an internal error (exit 5) show its traceback.
@@ -149,7 +149,7 @@ def _root(
     """Differential privacy whose every release proves itself."""
 
 
-for _module in (core, query, schema, redteam, explore, serve):
+for _module in (core, query, sql, schema, redteam, explore, serve):
     _module.register(app)
 
 

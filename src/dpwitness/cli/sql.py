@@ -1,0 +1,88 @@
+"""``dpwitness sql SOURCE "SELECT …"``: one SQL statement answered privately (see docs/sql.md)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from dpwitness.cli.core import user_errors
+
+console = Console(highlight=False, emoji=False)
+
+
+def sql(
+    source: Annotated[Path, typer.Argument(help="A CSV or Parquet file; its table is named after it (adult.csv → adult).")],
+    statement: Annotated[str, typer.Argument(help='One SELECT, e.g. "SELECT COUNT(*) FROM adult WHERE age < 20".')],
+    epsilon: Annotated[
+        float, typer.Option(help="ε of the statement (the run's budget), split evenly over aggregates without EPSILON(…, ε).")
+    ],
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Print the plan (queries, Δ, ε, expected error); spend nothing.")
+    ] = False,
+    name: Annotated[str | None, typer.Option(help="The table's name in the statement (default: the file's stem).")] = None,
+    alpha: Annotated[float, typer.Option(help="Intervals hold with probability 1 − alpha.")] = 0.05,
+    schema: Annotated[
+        Path | None, typer.Option(help="The data owner's declared schema (TOML): types, bounds, categories, unit.")
+    ] = None,
+    neighbours: Annotated[str, typer.Option(help="add-remove or replace-one.")] = "add-remove",
+    privacy_unit: Annotated[str | None, typer.Option(help="Column that identifies a person.")] = None,
+    max_contributions: Annotated[int, typer.Option(help="Rows kept per privacy unit (Δ scales by it).")] = 1,
+    max_rows: Annotated[
+        int | None, typer.Option(help="Declared bound on rows (units with --privacy-unit): needed for undeclared GROUP BY keys.")
+    ] = None,
+    delta_budget: Annotated[float | None, typer.Option(help="Total δ (for GROUP BY over undeclared keys).")] = None,
+    engine: Annotated[str, typer.Option(help="polars or spark.")] = "polars",
+    ledger: Annotated[Path | None, typer.Option(help="SQLite budget ledger: spends are recorded before any release.")] = None,
+    budget: Annotated[float | None, typer.Option(help="Total ε of the ledger account (default --epsilon).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Reproducible noise (NOT for production).")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="The answer (rows, releases, notes) as one JSON object on stdout.")
+    ] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="The answer as CSV on stdout (each value with _low and _high).")] = False,
+) -> None:
+    """Answer one SQL SELECT on SOURCE privately: each aggregate is released once, with its interval, ε, δ and Δ."""
+    from dpwitness.budget import Ledger
+    from dpwitness.errors import ParameterError
+    from dpwitness.session import Session
+    from dpwitness.sql import Answer
+
+    with user_errors():
+        if as_json and as_csv:
+            raise ParameterError("csv", "not together with --json (choose one output)", True)
+        store = None if ledger is None else Ledger(ledger)
+        continuing = store is not None and budget is None and store.has_account(f"file:{source.resolve()}")
+        session = Session(
+            str(source),
+            epsilon=None if continuing else (budget if budget is not None else epsilon),
+            delta_budget=delta_budget,
+            neighbours=neighbours,
+            privacy_unit=privacy_unit,
+            max_contributions=max_contributions,
+            max_rows=max_rows,
+            engine=engine,
+            ledger=store,
+            seed=seed,
+            schema=schema,
+        )
+        answer = session.sql(statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name)
+    if as_json:
+        sys.stdout.write(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+        return
+    if as_csv and isinstance(answer, Answer):
+        frame = answer.to_polars()
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(frame.columns)
+        writer.writerows(frame.rows())
+        return
+    console.out(str(answer))
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to ``app``."""
+    app.command("sql")(sql)
