@@ -163,7 +163,7 @@ def test_an_undeclared_column_is_refused_naming_it(people: Path, tmp_path: Path)
         lambda: session.count(epsilon=0.1, where="age > 3"),
         lambda: session.count(epsilon=0.1, by="name"),
     ):
-        with pytest.raises(ParameterError, match="age|name") as error:
+        with pytest.raises(ParameterError, match=r"age|name") as error:
             ask()
         assert "undeclared" in str(error.value)
     assert session.spent.epsilon == 0
