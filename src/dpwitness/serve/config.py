@@ -1,8 +1,9 @@
 """The service configuration, read from TOML: tables, public column metadata, analysts, limits.
 
-Everything in this file is public metadata chosen by the data owner (column bounds,
+Everything in this file is public metadata chosen by the data owner (column types, bounds,
 category lists, the neighbour relation) or a secret stored hashed (analyst tokens).
-Nothing here is derived from the data.
+Nothing here is derived from the data: the service takes every column's type from here (a
+column's ``type``, or the table's ``schema`` file, see docs/schema.md), never from the values.
 """
 
 from __future__ import annotations
@@ -15,18 +16,22 @@ from typing import Any
 from dpwitness.budget import Budget, check_total
 from dpwitness.errors import ParameterError, check_positive_finite
 from dpwitness.neighbours import Neighbours, check_bounds
+from dpwitness.schema import DECLARABLE, ColumnKind, Schema
 from dpwitness.serve.auth import StoredToken, parse_token_hash
 
 
 @dataclass(frozen=True)
 class ColumnConfig:
     """A column the owner exposes: numeric with public clamping ``bounds``, categorical with
-    public ``categories`` (the only keys ever released for it), or both."""
+    public ``categories`` (the only keys ever released for it), or both. ``kind`` is its declared
+    type (integer, float, string, boolean), or None: then a CSV column with bounds is read as
+    numbers and one without as text (:mod:`dpwitness.serve.tables`)."""
 
     name: str
     bounds: tuple[float, float] | None = None
     categories: tuple[str, ...] | None = None
     description: str = ""
+    kind: ColumnKind | None = None
 
     @property
     def numeric(self) -> bool:
@@ -41,6 +46,7 @@ class ColumnConfig:
         return {
             "name": self.name,
             "kinds": kinds,
+            "type": None if self.kind is None else self.kind.value,
             "bounds": list(self.bounds) if self.bounds else None,
             "categories": list(self.categories) if self.categories else None,
             "description": self.description,
@@ -160,13 +166,14 @@ def _table_config(name: str, body: dict[str, Any], base: Path) -> TableConfig:
     path = Path(str(body["path"]))
     if not path.is_absolute():
         path = base / path if (base / path).exists() or not path.exists() else path.resolve()
-    columns = {
-        c: _column(name, c, _table(spec, f"tables.{name}.columns.{c}"))
-        for c, spec in _table(body.get("columns"), f"tables.{name}.columns").items()
-    }
+    declared = _schema(name, body.get("schema"), base)
+    columns = _schema_columns(declared) if declared is not None else {}
+    for c, spec in _table(body.get("columns"), f"tables.{name}.columns").items():  # a table's own entries win
+        columns[c] = _column(name, c, _table(spec, f"tables.{name}.columns.{c}"), declared, columns.get(c))
     if not columns:
-        raise ParameterError(f"tables.{name}.columns", "at least one declared column", None)
-    unit = body.get("privacy_unit")
+        expected = "at least one declared column (or a schema with bounds or categories)"
+        raise ParameterError(f"tables.{name}.columns", expected, None)
+    unit = body.get("privacy_unit", None if declared is None else declared.privacy_unit)
     if unit is not None and not (isinstance(unit, str) and unit):
         raise ParameterError(f"tables.{name}.privacy_unit", "a column name", unit)
     return TableConfig(
@@ -180,15 +187,52 @@ def _table_config(name: str, body: dict[str, Any], base: Path) -> TableConfig:
     )
 
 
-def _column(table: str, name: str, spec: dict[str, Any]) -> ColumnConfig:
+def _schema(table: str, value: Any, base: Path) -> Schema | None:
+    """A table's ``schema = "FILE.schema.toml"`` (relative to the config's folder), or None."""
+    if value is None:
+        return None
+    if not (isinstance(value, str) and value):
+        raise ParameterError(f"tables.{table}.schema", "the path of a schema TOML file (dpwitness schema FILE)", value)
+    path = Path(value) if Path(value).is_absolute() else base / value
+    try:
+        return Schema.load(path)
+    except ParameterError as error:
+        raise ParameterError(f"tables.{table}.schema", error.expected, f"{path}: {error}") from None
+
+
+def _schema_columns(schema: Schema) -> dict[str, ColumnConfig]:
+    """The columns a schema exposes: those with declared bounds or categories, with their types."""
+    return {
+        name: ColumnConfig(
+            name,
+            schema.bounds.get(name),
+            None if name not in schema.categories else tuple(str(v) for v in schema.categories[name]),
+            kind=kind,
+        )
+        for name, kind in schema.columns.items()
+        if name in schema.bounds or name in schema.categories
+    }
+
+
+def _column(
+    table: str, name: str, spec: dict[str, Any], schema: Schema | None = None, from_schema: ColumnConfig | None = None
+) -> ColumnConfig:
+    """A ``[tables.T.columns.NAME]`` entry; what it leaves out comes from the table's schema."""
     where = f"tables.{table}.columns.{name}"
-    bounds = None
+    if schema is not None and name not in schema.columns:
+        raise ParameterError(where, f"a column declared in tables.{table}.schema ({', '.join(schema.columns)})", name)
+    kind = None if schema is None else schema.columns.get(name)
+    if "type" in spec:
+        if str(spec["type"]) not in {k.value for k in DECLARABLE}:
+            raise ParameterError(f"{where}.type", "one of integer, float, string, boolean", spec["type"])
+        kind = ColumnKind(str(spec["type"]))
+    bounds = None if from_schema is None else from_schema.bounds
     if "bounds" in spec:
         value = spec["bounds"]
         if not isinstance(value, list) or len(value) != 2:
             raise ParameterError(f"{where}.bounds", "[L, U] with finite L < U", value)
         bounds = check_bounds(value[0], value[1], f"{where}.bounds")
-    categories = None
+    categories = None if from_schema is None else from_schema.categories
     if "categories" in spec:
         value = spec["categories"]
         if not isinstance(value, list) or not value or len(set(map(str, value))) != len(value):
@@ -196,7 +240,9 @@ def _column(table: str, name: str, spec: dict[str, Any]) -> ColumnConfig:
         categories = tuple(str(v) for v in value)
     if bounds is None and categories is None:
         raise ParameterError(where, "bounds = [L, U] and/or categories = [...]", spec)
-    return ColumnConfig(name, bounds, categories, str(spec.get("description", "")))
+    if bounds is not None and kind is not None and not kind.numeric:
+        raise ParameterError(f"{where}.bounds", f"declared only on an integer or float column (declared {kind.value})", bounds)
+    return ColumnConfig(name, bounds, categories, str(spec.get("description", "")), kind)
 
 
 def _analyst(name: str, body: dict[str, Any], tables: dict[str, TableConfig]) -> AnalystConfig:
