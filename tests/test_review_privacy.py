@@ -203,25 +203,24 @@ def test_an_unclosed_quote_never_fails_a_query_after_the_spend(tmp_path: Path, w
 
 
 def test_well_formed_quoted_cells_are_unquoted(tmp_path: Path) -> None:
-    """A cell quoted as a whole loses its quotes (``""`` is a quote); ``""`` alone is null."""
+    """A quoted cell loses its quotes (``""`` inside is a quote); ``""`` alone is the empty text
+    (an empty unquoted cell is null); a quote inside an unquoted cell is text (dpwitness.reader)."""
     path = tmp_path / "quoted.csv"
-    path.write_text('"age","name"\n"41","he said ""hi"""\n42,plain\n43,""\n44,a"b\n')
+    path.write_text('"age","name"\n"41","he said ""hi"""\n42,plain\n43,""\n44,a"b\n45,\n')
     engine = engine_for("polars")
     table = engine.open(path)
     assert set(engine.schema(table).columns) == {"age", "name"}
     rows = table.frame.collect().rows()
-    assert rows == [("41", 'he said "hi"'), ("42", "plain"), ("43", None), ("44", 'a"b')]
+    assert rows == [("41", 'he said "hi"'), ("42", "plain"), ("43", ""), ("44", 'a"b'), ("45", None)]
     total = Query(statistic="sum", column="age", bounds=(0, 100), epsilon=1.0)
-    assert _exact(path, total)["sum"] == 41 + 42 + 43 + 44
+    assert _exact(path, total)["sum"] == 41 + 42 + 43 + 44 + 45
 
 
-def test_a_quoted_separator_changes_only_its_own_record(tmp_path: Path) -> None:
-    """The documented limit: ``"a,b"`` is split at its comma, which shifts that record's later
-    cells (and only that record's); every other record, and the count, are as before."""
+def test_a_quoted_separator_stays_in_its_cell(tmp_path: Path) -> None:
+    """RFC 4180: ``"Doe, Jane"`` is one cell; no later cell shifts (the old reader split it)."""
     path = tmp_path / "comma.csv"
     path.write_text('age,name,hours\n30,plain,40\n31,"Doe, Jane",50\n32,other,60\n')
     engine = engine_for("polars")
     rows = engine.open(path).frame.collect().rows()
-    assert rows[0] == ("30", "plain", "40") and rows[2] == ("32", "other", "60")
-    assert rows[1][0] == "31" and rows[1][2] != "50"
+    assert rows == [("30", "plain", "40"), ("31", "Doe, Jane", "50"), ("32", "other", "60")]
     assert _exact(path, Query(statistic="count", epsilon=1.0))["count"] == 3

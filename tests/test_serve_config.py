@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from dpwitness.errors import ParameterError
@@ -81,11 +82,20 @@ def test_tables_are_checked_against_column_types(tmp_path: Path) -> None:
     config = valid()
     config["tables"]["t"]["columns"]["n"] = {"categories": ["1", "2"]}
     table = load_table(parse_config(config, base=tmp_path).tables["t"])
-    assert table.keys == {"g": ("a", "b"), "n": (1, 2)}
+    # A CSV's types come from the config only: categories alone are text, never inferred as integers.
+    assert table.keys == {"g": ("a", "b"), "n": ("1", "2")}
     assert table.frame["g"].null_count() == 1  # 'c' is not declared: treated as missing
+    config["tables"]["t"]["columns"]["n"] = {"bounds": [0, 5], "categories": ["1", "2"]}
+    table = load_table(parse_config(config, base=tmp_path).tables["t"])
+    assert table.keys["n"] == (1.0, 2.0) and table.frame["n"].to_list() == [1.0, 2.0]  # bounds: read as numbers
     config["tables"]["t"]["columns"]["g"] = {"bounds": [0, 1]}
+    assert load_table(parse_config(config, base=tmp_path).tables["t"]).frame["g"].null_count() == 2  # text → null
+    # A Parquet file's types are its declared metadata: bounds on a text column are refused.
+    pl.read_csv(tmp_path / "t.csv", infer_schema=False).write_parquet(tmp_path / "t.parquet")
+    config["tables"]["t"]["path"] = str(tmp_path / "t.parquet")
     with pytest.raises(ParameterError, match="numeric"):
         load_table(parse_config(config, base=tmp_path).tables["t"])
+    config["tables"]["t"]["path"] = str(tmp_path / "t.csv")
     config["tables"]["t"]["columns"] = {"missing": {"bounds": [0, 1]}}
     with pytest.raises(ParameterError, match="columns"):
         load_table(parse_config(config, base=tmp_path).tables["t"])

@@ -1,9 +1,9 @@
 """The embedded default engine: one lazy Polars plan per query, collected with the streaming engine.
 
-CSV and Parquet paths are scanned lazily (``pl.scan_csv`` / ``pl.scan_parquet``) and only the
-columns the query uses are read, so a Parquet file larger than memory works. A CSV is read one
-physical line per record, whatever quotes a line holds (see :func:`_scan_lines_as_records`). Polars and
-pandas frames are accepted too. See :mod:`dpwitness.engines` for the contract.
+CSV and Parquet paths are scanned lazily (:func:`dpwitness.reader.scan_polars` /
+``pl.scan_parquet``) and only the columns the query uses are read, so a Parquet file larger than
+memory works. A CSV is read by the one reader of every face, one physical line per record
+(:mod:`dpwitness.reader`). Polars and pandas frames are accepted too. See :mod:`dpwitness.engines` for the contract.
 
 Column types come from declared metadata (a Parquet or frame schema, ``dtypes=``) or from the
 query, never from the values: a CSV is scanned with every column as text (``untyped``), and a
@@ -27,6 +27,7 @@ from dpwitness.errors import ParameterError
 from dpwitness.predicates import to_polars
 from dpwitness.quantiles import bin_scale
 from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
+from dpwitness.reader import scan_polars
 
 _CSV = {".csv", ".tsv", ".txt"}
 _PARQUET = {".parquet", ".pq"}
@@ -48,11 +49,13 @@ class PolarsTable:
 class PolarsEngine:
     name = "polars"
 
-    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None) -> PolarsTable:
-        """A lazy table over ``source``; a path is checked to exist but not read.
+    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> PolarsTable:
+        """A lazy table over ``source``; a path is checked to exist and only a CSV's header is read.
 
-        A CSV's columns are text (``untyped``) unless ``dtypes`` declares them; ``dtypes``
-        (integer, float, string, boolean) is applied to any source as a non-strict cast.
+        A CSV is read by :mod:`dpwitness.reader` (one physical line, one record; ``separator``
+        declared, else a tab for ``.tsv`` and a comma otherwise); its columns are text
+        (``untyped``) unless ``dtypes`` declares them; ``dtypes`` (integer, float, string,
+        boolean) is applied to any source as a non-strict cast.
         """
         declared = parse_dtypes(dtypes)
         untyped: frozenset[str] = frozenset()
@@ -70,12 +73,8 @@ class PolarsEngine:
             if suffix in _PARQUET:
                 frame = pl.scan_parquet(path)
             elif suffix in _CSV:
-                frame = _scan_lines_as_records(path, "\t" if suffix == ".tsv" else ",")
-                try:
-                    untyped = frozenset(frame.collect_schema().names())  # the header only
-                except (pl.exceptions.PolarsError, OSError) as error:
-                    raise ParameterError("source", "a readable CSV file with a header", type(error).__name__) from None
-                frame = frame.with_columns([_unquoted(name) for name in untyped])
+                frame = scan_polars(path, separator=separator)  # the one reader: reads the header only
+                untyped = frozenset(frame.collect_schema().names())
             else:
                 raise ParameterError("source", "a file ending in .csv, .tsv, .parquet or .pq", str(source))
         elif type(source).__module__.split(".")[0] == "pandas" and type(source).__name__ == "DataFrame":
@@ -175,46 +174,6 @@ def _names(frame: pl.LazyFrame) -> list[str]:
         return frame.collect_schema().names()
     except (pl.exceptions.PolarsError, OSError) as error:
         raise ParameterError("source", "a readable table", type(error).__name__) from None
-
-
-def _scan_lines_as_records(path: Path, separator: str) -> pl.LazyFrame:
-    """A CSV scanned with every physical line exactly one record, every column as text.
-
-    Polars' quote handling lets a quoted field run across lines, so one record that opens a
-    quote and never closes it (``41,"x``) would swallow every following line. Quotes are
-    therefore not special to the reader (``quote_char=None``): each line is split at every
-    separator, a ragged line is cut or padded with nulls, and :func:`_unquoted` then removes
-    the quotes of a cell that is quoted as a whole. The price: a quoted field that *contains*
-    the separator is split there, which changes that one record's cells only (docs/engines.md).
-    """
-    return pl.scan_csv(
-        path,
-        infer_schema=False,  # every column is text: no type is inferred from the values
-        separator=separator,
-        quote_char=None,  # one line, one record, whatever quotes it holds
-        with_column_names=lambda names: [_unquote_text(name) for name in names],
-        truncate_ragged_lines=True,  # a ragged line is cut or padded with nulls, never an error
-        ignore_errors=True,
-        encoding="utf8-lossy",
-    )
-
-
-def _unquote_text(cell: str) -> str:
-    """The header's version of :func:`_unquoted` (column names are read before any row)."""
-    if len(cell) >= 2 and cell[0] == cell[-1] == '"':
-        return cell[1:-1].replace('""', '"')
-    return cell
-
-
-def _unquoted(column: str) -> pl.Expr:
-    """A cell quoted as a whole (``"…"``) without its outer quotes and with ``""`` read as ``"``;
-    any other cell as it is (a lone or unbalanced quote is text). An empty result is null, as an
-    empty unquoted cell is."""
-    cell = pl.col(column)
-    quoted = cell.str.starts_with('"') & cell.str.ends_with('"') & (cell.str.len_bytes() >= 2)
-    inner = cell.str.strip_prefix('"').str.strip_suffix('"').str.replace_all('""', '"', literal=True)
-    value = pl.when(quoted).then(inner).otherwise(cell)
-    return pl.when(value == "").then(None).otherwise(value).alias(column)
 
 
 def _text(frame: pl.LazyFrame, column: str) -> bool:

@@ -40,6 +40,7 @@ from dpwitness.errors import ParameterError
 from dpwitness.predicates import to_spark
 from dpwitness.quantiles import bin_scale
 from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
+from dpwitness.reader import read_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -103,15 +104,17 @@ _SPARK_TYPES = {ColumnKind.INTEGER: "long", ColumnKind.FLOAT: "double", ColumnKi
 class SparkEngine:
     name = "spark"
 
-    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None) -> SparkTable:
+    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> SparkTable:
         """A Spark table over ``source``: a Spark DataFrame, a CSV/Parquet path, or a pandas/Polars frame.
 
-        A Parquet path only reads the file's footer; a CSV path only its header: every column
-        is text (``untyped``) unless ``dtypes`` declares it (never Spark's type inference,
-        which reads the values). Declared types are non-strict casts (``try_cast``).
+        A Parquet path only reads the file's footer; a CSV path only its header, and its lines
+        are read by :func:`dpwitness.reader.read_spark` (the rules of every face: one physical
+        line, one record; ``separator`` declared, else a tab for ``.tsv`` and a comma). Every
+        CSV column is text (``untyped``) unless ``dtypes`` declares it (never Spark's type
+        inference, which reads the values). Declared types are non-strict casts (``try_cast``).
         """
         declared = parse_dtypes(dtypes)
-        table = self._open(source)
+        table = self._open(source, separator)
         if not declared:
             return table
         frame, names = table.frame, table.frame.columns
@@ -122,7 +125,7 @@ class SparkEngine:
             frame = frame.withColumn(column, _declare(frame, column, kind))
         return SparkTable(frame, table.untyped - set(declared))
 
-    def _open(self, source: Any) -> SparkTable:
+    def _open(self, source: Any, separator: str | None = None) -> SparkTable:
         from pyspark.sql import DataFrame
 
         if isinstance(source, SparkTable):
@@ -137,8 +140,8 @@ class SparkEngine:
             spark = local_session()
             if path.is_dir() or suffix in _PARQUET:
                 return SparkTable(spark.read.parquet(str(path)))
-            if suffix in _CSV:
-                frame = spark.read.option("header", True).option("sep", "\t" if suffix == ".tsv" else ",").csv(str(path))
+            if suffix in _CSV:  # the one reader of every face: one physical line, one record
+                frame = read_spark(spark, path, separator=separator)
                 return SparkTable(frame, frozenset(frame.columns))
             raise ParameterError("source", "a file ending in .csv, .tsv, .parquet or .pq, or a Parquet folder", str(source))
         module = type(source).__module__.split(".")[0]

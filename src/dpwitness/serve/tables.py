@@ -1,10 +1,18 @@
 """Tables held by the service: loaded once at start, restricted to the declared columns.
 
-A categorical column's declared categories are converted to the column's own type here (so
-that ``education_num`` can be both bounded and grouped on); a text column with declared
+A CSV is read by the one reader of every face (:mod:`dpwitness.reader`: one physical line, one
+record), every column as text; the column types then come **only from the config** — a column's
+declared ``kind`` if the config gives one, else numeric (float64) for a column with ``bounds``
+and text for the others — applied as non-strict casts (a cell that does not fit is null). No
+type is ever inferred from the values, and start-up reads only the header before it loads:
+whether the service starts, and every type and message it shows, depends on the config and the
+header, never on a record.
+
+A categorical column's declared categories are converted to the column's declared type here
+(so that ``education_num`` can be both bounded and grouped on); a text column with declared
 categories is held as a Polars ``Enum`` of exactly those categories, so a value outside them
-is treated as missing (dropped like a null, never released as a key).  The config is checked
-against the data's *types* only; no value is inspected or shown.
+is treated as missing (dropped like a null, never released as a key). A Parquet file's types
+are its declared metadata (its footer); the config is checked against them, no value is inspected.
 """
 
 from __future__ import annotations
@@ -15,7 +23,10 @@ from typing import Any
 import polars as pl
 
 from dpwitness.errors import ParameterError
+from dpwitness.reader import scan_polars
 from dpwitness.serve.config import TableConfig
+
+_CASTS: dict[str, Any] = {"integer": pl.Int64, "float": pl.Float64, "string": pl.String}
 
 
 @dataclass(frozen=True)
@@ -35,17 +46,21 @@ def load_table(config: TableConfig) -> LoadedTable:
     path = config.path
     if not path.is_file():
         raise ParameterError(f"{where}.path", "an existing CSV or Parquet file", str(path))
-    if path.suffix.lower() in {".parquet", ".pq"}:
-        frame = pl.read_parquet(path)
-    else:
-        frame = pl.read_csv(path, infer_schema_length=10_000)
     wanted = list(config.columns) + (
         [config.privacy_unit] if config.privacy_unit and config.privacy_unit not in config.columns else []
     )
-    missing = [c for c in wanted if c not in frame.columns]
+    if path.suffix.lower() in {".parquet", ".pq"}:
+        lazy = pl.scan_parquet(path)
+    else:
+        lazy = scan_polars(path)  # reads the header now; every column text
+    names = lazy.collect_schema().names()
+    missing = [c for c in wanted if c not in names]
     if missing:
         raise ParameterError(f"{where}.columns", f"columns of {path.name}", missing)
-    frame = frame.select(wanted)
+    lazy = lazy.select(wanted)
+    if path.suffix.lower() not in {".parquet", ".pq"}:
+        lazy = lazy.with_columns([_declared(name, _kind(config, name)) for name in wanted])
+    frame = lazy.collect()
     keys: dict[str, tuple[Any, ...]] = {}
     enums = []
     for column in config.columns.values():
@@ -71,3 +86,24 @@ def _typed(category: str, dtype: pl.DataType, where: str) -> Any:
     if dtype == pl.Boolean:
         return category.lower() == "true"
     return category
+
+
+def _kind(config: TableConfig, name: str) -> str:
+    """A CSV column's type, from the config only: its declared ``kind`` (integer, float, string,
+    boolean) if the config has one, else float for a column with ``bounds``, else string."""
+    column = config.columns.get(name)
+    declared = getattr(column, "kind", None)
+    if declared is not None:
+        return str(getattr(declared, "value", declared))
+    return "float" if column is not None and column.numeric else "string"
+
+
+def _declared(name: str, kind: str) -> pl.Expr:
+    """A text column cast to its declared type, non-strictly (a cell that does not fit is null)."""
+    text = pl.col(name)
+    if kind == "boolean":
+        lowered = text.str.strip_chars().str.to_lowercase()
+        return pl.when(lowered == "true").then(True).when(lowered == "false").then(False).otherwise(None).alias(name)
+    if kind in ("integer", "float"):
+        return text.str.strip_chars().cast(_CASTS[kind], strict=False).alias(name)
+    return text.alias(name)
