@@ -159,7 +159,7 @@ def test_every_answer_is_noisy_and_paid_for(server: ServerProcess, body: dict[st
     release = answer["release"]
     assert release["epsilon"] == pytest.approx(0.2)
     assert release["sensitivity"] > 0
-    assert release["randomness"].startswith("os.urandom")
+    assert "keyed from os.urandom (cryptographically secure" in release["randomness"]  # the default secure source
     assert answer["spent"]["epsilon"] == pytest.approx(before + 0.2) and answer["spent"]["delta"] == 0
     value = release["value"]
     if isinstance(value, dict):

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import math
 import os
+import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -46,6 +48,8 @@ _THRESHOLD_ONE = 1 << 32
 #: Relative safety margin so that table quantisation never pushes the loss above ε.
 _MARGIN = 2.0**-26
 _CHUNK = 1 << 16
+#: Requests of at most this many draws use the samplers' scalar path (Python integers).
+SCALAR_DRAWS = 4
 
 #: What the Laplace sampler calibrates exactly (docs/mechanism.md, "Accepted ranges"): ε, Δ > 0
 #: and the scale b = Δ/ε. Outside them the mechanisms raise a one-line ParameterError.
@@ -64,13 +68,115 @@ class BitSource(Protocol):
 
 
 class SecureBits:
-    """The operating system's CSPRNG (``os.urandom`` → getrandom(2)). The default."""
+    """The operating system's CSPRNG (``os.urandom`` → getrandom(2)): one system call per request.
+
+    Secure, and the fallback default when ``cryptography`` is not installed; select it with
+    ``DPWITNESS_SECURE_SOURCE=os.urandom``. About 24–38 M samples/s on the 2-core benchmark machine.
+    """
 
     name = "os.urandom (cryptographically secure)"
     secure = True
 
     def words(self, n: int) -> npt.NDArray[np.uint64]:
         return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
+
+
+#: Cipher keystream generators offered by :class:`CipherBits` (OpenSSL through ``cryptography``).
+CIPHERS = ("aes-256-ctr", "chacha20")
+#: Bytes of keystream after which :class:`CipherBits` draws a fresh key and counter from os.urandom.
+REKEY_BYTES = 1 << 32
+_RESERVE_WORDS = 1 << 12  # small requests are served from a 32 KiB block of keystream
+_ZEROS = bytes(1 << 20)
+
+
+class CipherBits:
+    """A cryptographically secure generator: the keystream of AES-256-CTR (or ChaCha20), keyed from os.urandom.
+
+    The key (32 bytes) and the initial counter block / nonce (16 bytes) come from ``os.urandom``;
+    the output is the cipher applied to zeros, i.e. its keystream, through OpenSSL (the
+    ``cryptography`` package). It is re-keyed from ``os.urandom`` every :data:`REKEY_BYTES`
+    (2^32 bytes = 2^28 AES blocks, far below the 2^64-block birthday bound of a 128-bit block
+    cipher: distinguishing advantage ≤ 2^-73 per key) and in a child process after ``fork``
+    (``os.register_at_fork``, and a process-id check for forks that skip the hooks), so parent and
+    child never share a stream. Thread-safe (one lock around the cipher state). Requests of up
+    to 4,096 words are cut from a 32 KiB block of keystream; larger ones are produced directly.
+    Known-answer tests (NIST SP 800-38A F.5.5, RFC 8439 §2.4.2) check the keystream.
+    """
+
+    secure = True
+
+    def __init__(self, cipher: str = "aes-256-ctr") -> None:
+        if cipher not in CIPHERS:
+            raise ValueError(f"cipher must be one of {CIPHERS}, got {cipher!r}")
+        self.cipher = cipher
+        label = "AES-256-CTR" if cipher == "aes-256-ctr" else "ChaCha20"
+        self.name = f"{label} keystream keyed from os.urandom (cryptographically secure, OpenSSL)"
+        self._lock = threading.Lock()
+        self._rekey()
+        alive = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: None if (source := alive()) is None else source._rekey())
+
+    def _keyed(self, key: bytes, counter: bytes) -> None:
+        """Start the keystream at (key, counter); the known-answer tests call this directly."""
+        from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+        if self.cipher == "aes-256-ctr":
+            engine = Cipher(algorithms.AES(key), modes.CTR(counter))
+        else:  # cryptography's 16-byte ChaCha20 nonce: 4-byte little-endian block counter, then RFC 8439's 12-byte nonce
+            engine = Cipher(algorithms.ChaCha20(key, counter), mode=None)  # type: ignore[arg-type]
+        self._encryptor = engine.encryptor()
+        self._produced = 0
+        self._reserve = np.empty(0, dtype=np.uint64)
+        self._pid = os.getpid()
+
+    def _rekey(self) -> None:
+        self._lock = threading.Lock()  # a lock held by another thread at fork time is never released in the child
+        self._keyed(os.urandom(32), os.urandom(16))
+
+    def _keystream(self, n: int) -> npt.NDArray[np.uint64]:
+        """The next 8·n bytes of keystream as n words (the caller holds the lock)."""
+        size = 8 * n
+        if size > REKEY_BYTES - self._produced:
+            self._keyed(os.urandom(32), os.urandom(16))
+        self._produced += size
+        out = np.empty(n + 2, dtype=np.uint64)  # OpenSSL may write up to a block past the data
+        view = memoryview(out).cast("B")  # type: ignore[arg-type]
+        for done in range(0, size, len(_ZEROS)):
+            chunk = min(len(_ZEROS), size - done)
+            self._encryptor.update_into(_ZEROS[:chunk], view[done : done + chunk + 16])
+        return out[:n]
+
+    def words(self, n: int) -> npt.NDArray[np.uint64]:
+        if os.getpid() != self._pid:
+            self._rekey()
+        with self._lock:
+            if n > _RESERVE_WORDS:
+                return self._keystream(n)
+            if len(self._reserve) < n:
+                self._reserve = self._keystream(_RESERVE_WORDS)
+            out, self._reserve = self._reserve[:n], self._reserve[n:]
+            return out
+
+
+def secure_source(name: str | None = None) -> BitSource:
+    """The secure generator called ``name``: "aes-256-ctr" (the default), "chacha20" or "os.urandom".
+
+    Without a name, ``$DPWITNESS_SECURE_SOURCE`` or else "aes-256-ctr". When ``cryptography`` is
+    not installed (it comes with the ``crypto`` extra), the default falls back to os.urandom:
+    secure as well, but bound by one system call per request.
+    """
+    chosen = name or os.environ.get("DPWITNESS_SECURE_SOURCE") or "aes-256-ctr"
+    if chosen == "os.urandom":
+        return SecureBits()
+    if chosen not in CIPHERS:
+        raise ValueError(f"secure source must be 'os.urandom' or one of {CIPHERS}, got {chosen!r}")
+    try:
+        import cryptography.hazmat.primitives.ciphers  # noqa: F401
+    except ImportError:
+        if name is not None:
+            raise
+        return SecureBits()
+    return CipherBits(chosen)
 
 
 class SeededBits:
@@ -92,7 +198,10 @@ class SeededBits:
         return raw
 
 
-SECURE_BITS = SecureBits()
+#: The default secure source (see :func:`secure_source`): AES-256-CTR keyed from os.urandom.
+SECURE_BITS = secure_source()
+#: os.urandom itself, one system call per request (the fallback and an option).
+OS_BITS = SecureBits()
 
 
 def bit_source(seed: int | np.random.Generator | None) -> BitSource:
@@ -120,35 +229,45 @@ class _AliasTable:
     def pmf_numerators(self) -> npt.NDArray[np.float64]:
         """P(i) · columns · 2^32, exactly (as integers held in float64, < 2^53)."""
         kept = self.threshold.astype(np.float64)
-        moved = _THRESHOLD_ONE - kept
-        counts = kept.copy()
-        np.add.at(counts, self.alias, moved)
-        return counts
+        moved = np.bincount(self.alias, weights=_THRESHOLD_ONE - kept, minlength=self.columns)  # sums < 2^53: exact
+        return kept + moved
 
 
 def _alias_from_weights(
-    weights: list[int], columns: int, *, one: int = _THRESHOLD_ONE, full: int = _THRESHOLD_ONE
+    weights: list[int] | npt.NDArray[np.int64], columns: int, *, one: int = _THRESHOLD_ONE, full: int = _THRESHOLD_ONE
 ) -> _AliasTable:
-    """Exact integer Vose construction; ``sum(weights) == columns · one``.
+    """Exact integer alias table (Walker's chain construction, vectorised); ``sum(weights) == columns · one``.
 
-    A column keeps itself when its uniform draw is below its threshold; exactly full columns
-    remain at the end and get ``full`` (``one`` for 32-bit draws compared with ``<``; the
-    53-bit tables use ``one − 1`` and alias themselves, the same distribution).
+    Column i keeps itself when its uniform draw is below ``threshold[i]`` and otherwise moves to
+    ``alias[i]``. Lay the deficits one − w of the small columns (w < one) end to end on a line,
+    D_i their running sums, and the excesses w − one of the large columns likewise, C_j: small
+    i is filled by the large whose excess segment holds D_{i−1}, and large j, once it has given
+    everything up to the end D of the small deficit that crosses C_j, keeps one − (D − C_j) and
+    is filled by large j + 1 (or is exactly full: ``full``, its own alias; ``one`` for 32-bit
+    draws compared with ``<``, ``one − 1`` for the 53-bit tables, the same distribution). So
+    every column's mass is exactly its weight (tests read it back with :meth:`pmf_numerators`).
+    Unsigned 64-bit arithmetic: the running sums stay ≤ columns · one ≤ 2^63.
     """
-    scaled = list(weights) + [0] * (columns - len(weights))
-    threshold = [0] * columns
-    alias = list(range(columns))
-    small = [i for i, w in enumerate(scaled) if w < one]
-    large = [i for i, w in enumerate(scaled) if w >= one]
-    while small and large:
-        s, g = small.pop(), large.pop()
-        threshold[s] = scaled[s]
-        alias[s] = g
-        scaled[g] -= one - scaled[s]
-        (small if scaled[g] < one else large).append(g)
-    for i in small + large:  # exactly full columns remain; their alias is still themselves
-        threshold[i] = full
-    return _AliasTable(np.array(threshold, dtype=np.uint64), np.array(alias, dtype=np.int64))
+    w = np.zeros(columns, dtype=np.uint64)
+    given = weights.astype(np.uint64) if isinstance(weights, np.ndarray) else np.array([int(v) for v in weights], dtype=np.uint64)
+    w[: len(given)] = given
+    unit = np.uint64(one)
+    small = np.flatnonzero(w < unit)
+    large = np.flatnonzero(w >= unit)
+    threshold = np.full(columns, np.uint64(full), dtype=np.uint64)
+    alias = np.arange(columns, dtype=np.int64)
+    if len(small):
+        deficit_ends = np.cumsum(unit - w[small])  # D_i
+        excess_ends = np.cumsum(w[large] - unit)  # C_j; C_last = D_last
+        starts = np.concatenate(([np.uint64(0)], deficit_ends[:-1]))
+        threshold[small] = w[small]
+        alias[small] = large[np.searchsorted(excess_ends, starts, side="right")]
+        crossing = deficit_ends[np.minimum(np.searchsorted(deficit_ends, excess_ends, side="left"), len(small) - 1)]
+        short = (crossing > excess_ends) & (excess_ends > 0)  # large j gave past its excess: large j + 1 fills it
+        chained = large[:-1][short[:-1]]
+        threshold[chained] = unit - (crossing[:-1][short[:-1]] - excess_ends[:-1][short[:-1]])
+        alias[chained] = large[1:][short[:-1]]
+    return _AliasTable(threshold, alias)
 
 
 @scoped_cache(64, scoped_maxsize=32)  # per analyst in the service: see dpwitness.caching
@@ -163,15 +282,38 @@ def _high_table(m: int) -> tuple[_AliasTable, int]:
     # Largest-remainder rounding: each weight is within one unit (2^-32 of a column) of ideal.
     shortfall = total - int(weights.sum())
     weights[np.argsort(weights - exact)[:shortfall]] += 1
-    return _alias_from_weights([int(w) for w in weights], columns), count
+    return _alias_from_weights(weights, columns), count
 
 
-@scoped_cache(16)  # 8 MB each; one copy for every cache scope that asks for the same m
-def _low_thresholds(m: int) -> npt.NDArray[np.uint64]:
+@dataclass(frozen=True)
+class _LowTable:
+    thresholds: npt.NDArray[np.uint32]  # accept L = l when a 32-bit draw is below thresholds[l]
+    spread: float  # max − min over l of log(thresholds[l]) + l·ln2/m (the level's deviation from log-linear)
+
+
+@scoped_cache(16)  # 4 MB each; one copy for every cache scope that asks for the same m
+def _low_table(m: int) -> _LowTable:
+    """Accept L = l with probability thresholds[l] / 2^32 ≈ 2^(−l/m), and the table's spread.
+
+    log(thresholds[l]) + l·ln2/m = 32·ln2 + log1p(−r_l), r_l = (x_l − thresholds[l])/x_l with
+    x_l = 2^32·2^(−l/m) (r_l < 2^-31; the gap x_l − thresholds[l] is exact in float64), and
+    |log1p(−r) + r| ≤ r² < 10^-18: so the spread is that of −r_l, inside the deviation's float slack.
+    """
+    ideal = np.arange(_LOW_SIZE, dtype=np.float64)
+    np.divide(ideal, -m, out=ideal)
+    np.exp2(ideal, out=ideal)
+    ideal *= _THRESHOLD_ONE  # exact: a power of two
+    kept = np.floor(ideal)
+    kept[0] = _THRESHOLD_ONE - 1  # x_0 = 2^32 exactly; every other x_l < 2^32
+    thresholds: npt.NDArray[np.uint32] = kept.astype(np.uint32)
+    np.subtract(ideal, kept, out=kept)
+    kept /= ideal
+    return _LowTable(thresholds, float(np.ptp(kept)))
+
+
+def _low_thresholds(m: int) -> npt.NDArray[np.uint32]:
     """Accept L = l with probability thresholds[l] / 2^32 ≈ 2^(−l/m)."""
-    ideal = np.exp2(-np.arange(_LOW_SIZE, dtype=np.float64) / m) * _THRESHOLD_ONE
-    thresholds: npt.NDArray[np.uint64] = np.minimum(np.floor(ideal), _THRESHOLD_ONE - 1).astype(np.uint64)
-    return thresholds
+    return _low_table(m).thresholds
 
 
 def _trailing_zeros(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
@@ -246,9 +388,8 @@ class GridLaplace:
     def _table_deviation(self) -> float:
         table, count = _high_table(self.m)
         high = np.log(table.pmf_numerators()[:count]) + np.arange(count) * _LOW_SIZE * LN2 / self.m
-        low = np.log(_low_thresholds(self.m).astype(np.float64)) + np.arange(_LOW_SIZE) * LN2 / self.m
         float_slack = 1e-13
-        return float(np.ptp(high) + np.ptp(low)) + float_slack
+        return float(np.ptp(high)) + _low_table(self.m).spread + float_slack
 
     # --- the exact PMF, for the witness ---------------------------------------------------
     def _low_level_pmf(self) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], int]:
@@ -289,31 +430,32 @@ class GridLaplace:
 
     # --- sampling --------------------------------------------------------------------------
     def sample(self, n: int, bits: BitSource) -> npt.NDArray[np.int64]:
-        """n independent draws of X, in grid steps (in cache-sized chunks: about 2× faster)."""
+        """n independent draws of X, in grid steps (in cache-sized chunks: about 2× faster).
+
+        Up to :data:`SCALAR_DRAWS` draws take the scalar path (Python integers on the same two
+        words per attempt, the same tests: :meth:`_attempt_one`), which costs a few µs instead
+        of tens of µs of NumPy calls on tiny arrays; tests check both paths give identical draws.
+        """
+        if n <= SCALAR_DRAWS:
+            return np.array([self._draw_one(bits) for _ in range(n)], dtype=np.int64)
         out = np.empty(n, dtype=np.int64)
         for start in range(0, n, _CHUNK):
             stop = min(n, start + _CHUNK)
-            out[start:stop] = self._sample_chunk(stop - start, bits)
-        return out
-
-    def _sample_chunk(self, n: int, bits: BitSource) -> npt.NDArray[np.int64]:
-        out = np.empty(n, dtype=np.int64)
-        filled = 0
-        while filled < n:
-            need = n - filled
-            draws, accepted = self._attempt(need + (need >> 6) + 8, bits)
-            kept = draws[accepted][:need]
-            out[filled : filled + len(kept)] = kept
-            filled += len(kept)
+            out[start:stop] = _fill(stop - start, lambda k: self._attempt(k, bits), spare=6)
         return out
 
     def _attempt(self, n: int, bits: BitSource) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        words = bits.words(2 * n)
+        return self._attempt_words(words[:n], words[n:], bits)
+
+    def _attempt_words(
+        self, a: npt.NDArray[np.uint64], t: npt.NDArray[np.uint64], bits: BitSource
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """One attempt per word pair: a = sign | column | L | geometric bits, t = alias draw | L's acceptance draw."""
         table, _ = _high_table(self.m)
         low = _low_thresholds(self.m)
         column_bits = table.columns.bit_length() - 1
-        words = bits.words(2 * n)
-        a, t = words[:n], words[n:]
-        negative = (a & np.uint64(1)).astype(bool)
+        negative = (a & np.uint64(1)).astype(np.int64)
         column = ((a >> np.uint64(1)) & np.uint64(table.columns - 1)).astype(np.intp)
         ell = ((a >> np.uint64(1 + column_bits)) & np.uint64(_LOW_SIZE - 1)).astype(np.intp)
         geometric_bits = 64 - 1 - column_bits - LOW_BITS
@@ -324,13 +466,40 @@ class GridLaplace:
             h[empty] = geometric_bits + _geometric_half(len(empty), bits)
         u_high = t & np.uint64(0xFFFFFFFF)
         u_low = t >> np.uint64(32)
-        j = np.where(u_high < table.threshold[column], column, table.alias[column])
+        alias = table.alias[column]
+        j = alias + (column - alias) * (u_high < table.threshold[column])  # a select without branches
         accepted = u_low < low[ell]
         r = j * _LOW_SIZE + ell
         accepted &= r < self.m
         g = h * self.m + r
-        accepted &= ~(negative & (g == 0))
-        return np.where(negative, -g, g), accepted
+        accepted &= ~((negative == 1) & (g == 0))
+        return g - 2 * negative * g, accepted
+
+    def _attempt_one(self, a: int, t: int, bits: BitSource) -> int | None:
+        """:meth:`_attempt_words` for one word pair, in Python integers: the draw, or None if rejected."""
+        table, _ = _high_table(self.m)
+        columns = table.columns
+        column_bits = columns.bit_length() - 1
+        column = (a >> 1) & (columns - 1)
+        ell = (a >> (1 + column_bits)) & (_LOW_SIZE - 1)
+        geometric_bits = 64 - 1 - column_bits - LOW_BITS
+        rest = a >> (64 - geometric_bits)
+        h = (rest & -rest).bit_length() - 1 if rest else geometric_bits + int(_geometric_half(1, bits)[0])
+        j = column if (t & 0xFFFFFFFF) < int(table.threshold[column]) else int(table.alias[column])
+        r = j * _LOW_SIZE + ell
+        if (t >> 32) >= int(_low_thresholds(self.m)[ell]) or r >= self.m:
+            return None
+        g = h * self.m + r
+        if a & 1:
+            return None if g == 0 else -g
+        return g
+
+    def _draw_one(self, bits: BitSource) -> int:
+        while True:
+            a, t = bits.words(2).tolist()
+            draw = self._attempt_one(a, t, bits)
+            if draw is not None:
+                return draw
 
 
 def _geometric_half(n: int, bits: BitSource) -> npt.NDArray[np.int64]:
@@ -515,15 +684,19 @@ def _gaussian_tables(s: float) -> _GaussianTables:
         weights[biggest] += shortfall
         shortfall = 0
     table = _alias53(weights)
-    y = np.arange(_GAUSS_TABLE, dtype=np.int64)
-    low = y & (_GAUSS_BLOCK - 1)
-    # y² − (c·b)² = l·(2y − l): exact in float64 (< 2^44)
-    within = np.exp(-(low * (2 * y - low)).astype(np.float64) / (2.0 * s * s))
-    accept = np.floor(np.ldexp(within, 53)).astype(np.uint64)  # < 2^53 unless within = 1
-    accept[within >= 1.0] = np.uint64(_ONE53 - 1)
+    # y = c·b + l: y² − (c·b)² = l·(2·c·b + l), an integer < 2^44, so exact in float64 (one block per row)
+    low = np.arange(_GAUSS_BLOCK, dtype=np.float64)
+    exponent = low * (2.0 * starts[:, None] + low)
+    exponent = -exponent.reshape(-1)
+    exponent /= 2.0 * s * s
+    within = np.exp(exponent, out=exponent)
+    accept_float = np.floor(np.ldexp(within, 53))  # < 2^53 unless within = 1
+    accept_float[within >= 1.0] = float(_ONE53 - 1)
+    accept = accept_float.astype(np.int64).view(np.uint64)  # exact: integers < 2^53
     masses = tuple(_alias53_masses(table))
     # Q(y) = weight[b]·accept[y] in float64 (relative rounding ≤ 2^-51, inside _TV_SLACK)
-    q = np.repeat(np.array([float(w) for w in masses[:_GAUSS_BLOCKS]]), _GAUSS_BLOCK) * accept.astype(np.float64)
+    block_masses = np.array([float(w) for w in masses[:_GAUSS_BLOCKS]])[:, None]
+    q = (block_masses * accept_float.reshape(_GAUSS_BLOCKS, _GAUSS_BLOCK)).reshape(-1)
     tail = float(masses[-1]) * _GAUSS_BLOCK * float(_ONE53)
     normaliser = 2.0 * (float(np.sum(q)) + tail) - float(q[0])
     return _GaussianTables(table, accept, masses, q, tail, normaliser)
@@ -636,7 +809,9 @@ class GridGaussian:
 
     # --- sampling --------------------------------------------------------------------------
     def sample(self, n: int, bits: BitSource) -> npt.NDArray[np.int64]:
-        """n independent draws of X, in grid steps."""
+        """n independent draws of X, in grid steps (up to :data:`SCALAR_DRAWS` on the scalar path, as for Laplace)."""
+        if n <= SCALAR_DRAWS:
+            return np.array([self._draw_one(bits) for _ in range(n)], dtype=np.int64)
         out = np.empty(n, dtype=np.int64)
         for start in range(0, n, _CHUNK):
             stop = min(n, start + _CHUNK)
@@ -644,19 +819,24 @@ class GridGaussian:
         return out
 
     def _attempt(self, n: int, bits: BitSource) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        words = bits.words(2 * n)
+        return self._attempt_words(words[:n], words[n:], bits)
+
+    def _attempt_words(
+        self, a: npt.NDArray[np.uint64], t: npt.NDArray[np.uint64], bits: BitSource
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
         """Two 64-bit words per attempt: a = sign | column | L | 42 bits, t = 53 bits | 11 bits.
 
         The alias test uses t's top 53 bits; the acceptance test the 42 spare bits of a and t's
         low 11 bits; no bit is used twice, so the three choices are independent.
         """
         tables = _gaussian_tables(self.s)
-        words = bits.words(2 * n)
-        a, t = words[:n], words[n:]
         used = 1 + _GAUSS_COLUMN_BITS + _GAUSS_BLOCK_BITS
-        negative = (a & np.uint64(1)).astype(bool)
+        negative = (a & np.uint64(1)).astype(np.int64)
         column = ((a >> np.uint64(1)) & np.uint64(_GAUSS_COLUMNS - 1)).astype(np.intp)
         low = ((a >> np.uint64(1 + _GAUSS_COLUMN_BITS)) & np.uint64(_GAUSS_BLOCK - 1)).astype(np.int64)
-        block = np.where(t >> np.uint64(11) < tables.alias.threshold[column], column, tables.alias.alias[column])
+        alias = tables.alias.alias[column]
+        block = alias + (column - alias) * (t >> np.uint64(11) < tables.alias.threshold[column])  # select, no branches
         u_accept = ((a >> np.uint64(used)) << np.uint64(11)) | (t & np.uint64(0x7FF))
         tail = block == _GAUSS_BLOCKS
         y = block * _GAUSS_BLOCK + low
@@ -665,17 +845,46 @@ class GridGaussian:
         if tail.any():  # probability ≈ 2^-63 per attempt: K + Geometric(1/2), always accepted
             y[tail] = _GAUSS_TABLE + _geometric_half(int(tail.sum()), bits)
             accepted[tail] = True
-        accepted &= ~(negative & (y == 0))
-        return np.where(negative, -y, y), accepted
+        accepted &= ~((negative == 1) & (y == 0))
+        return y - 2 * negative * y, accepted
+
+    def _attempt_one(self, a: int, t: int, bits: BitSource) -> int | None:
+        """:meth:`_attempt_words` for one word pair, in Python integers: the draw, or None if rejected."""
+        tables = _gaussian_tables(self.s)
+        used = 1 + _GAUSS_COLUMN_BITS + _GAUSS_BLOCK_BITS
+        column = (a >> 1) & (_GAUSS_COLUMNS - 1)
+        low = (a >> (1 + _GAUSS_COLUMN_BITS)) & (_GAUSS_BLOCK - 1)
+        block = column if (t >> 11) < int(tables.alias.threshold[column]) else int(tables.alias.alias[column])
+        if block == _GAUSS_BLOCKS:
+            y = _GAUSS_TABLE + int(_geometric_half(1, bits)[0])
+        else:
+            y = block * _GAUSS_BLOCK + low
+            if (((a >> used) << 11) | (t & 0x7FF)) >= int(tables.accept[y]):
+                return None
+        if a & 1:
+            return None if y == 0 else -y
+        return y
+
+    def _draw_one(self, bits: BitSource) -> int:
+        while True:
+            a, t = bits.words(2).tolist()
+            draw = self._attempt_one(a, t, bits)
+            if draw is not None:
+                return draw
 
 
-def _fill(n: int, attempt: Callable[[int], tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]]) -> npt.NDArray[np.int64]:
-    """Repeat vectorised rejection attempts until n draws are accepted (order kept: rejections are data-independent)."""
+def _fill(
+    n: int, attempt: Callable[[int], tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]], *, spare: int = 5
+) -> npt.NDArray[np.int64]:
+    """Repeat vectorised rejection attempts until n draws are accepted (order kept: rejections are data-independent).
+
+    Each round attempts 2^-spare more than it needs (and 8), so one round nearly always suffices.
+    """
     out = np.empty(n, dtype=np.int64)
     filled = 0
     while filled < n:
         need = n - filled
-        draws, accepted = attempt(need + (need >> 5) + 8)
+        draws, accepted = attempt(need + (need >> spare) + 8)
         kept = draws[accepted][:need]
         out[filled : filled + len(kept)] = kept
         filled += len(kept)
