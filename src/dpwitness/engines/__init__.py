@@ -2,10 +2,11 @@
 
 The contract (every engine implements it the same way; the session does all the rest):
 
-``open(source, *, dtypes=None) -> handle``
+``open(source, *, dtypes=None, separator=None) -> handle``
     Cheap: no data scan (a CSV's header, a Parquet footer). Turn a path / frame into the
     engine's lazy handle; raise :class:`~dpwitness.ParameterError` (parameter ``"source"``)
-    for a missing file or an unsupported source. Types come from declared metadata only: a
+    for a missing file, a CSV without a usable header or an unsupported source. A CSV is read
+    by :mod:`dpwitness.reader` (one physical line, one record; ``separator`` as declared). Types come from declared metadata only: a
     CSV's columns are text (``untyped``) unless ``dtypes`` declares them, and a declared type
     is a non-strict cast (a cell that does not fit is null).
 ``schema(handle) -> Schema``
@@ -75,7 +76,7 @@ class Engine(Protocol):
 
     name: str
 
-    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None) -> Any: ...
+    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> Any: ...
 
     def schema(self, handle: Any) -> Schema: ...
 
