@@ -41,13 +41,16 @@ def test_throughput_rows_are_positive(bench_noise: ModuleType) -> None:
     table = bench_noise.throughput_table(rows)
     assert table.count("\n") == len(rows) + 1
     assert len(bench_noise.verdict(rows)) == 2
+    tables = bench_noise.table_seconds(2)
+    assert len(tables) == 2 and all(t >= 0 for t in tables)
+    assert len(bench_noise.verdict(rows, tables)) == 3
 
 
 def test_samplers_draw_the_requested_size(bench_noise: ModuleType) -> None:
     for name, _secure, call, _note in bench_noise.samplers(500):
         out = call()
         value = getattr(out, "value", out)
-        assert len(value) in (500, 16 * 500), name  # os.urandom row returns 16 bytes per sample
+        assert len(value) in (500, 16 * 500), name  # the bit-supply rows return 16 bytes per sample
 
 
 def test_peak_memory_in_process(bench_noise: ModuleType) -> None:
