@@ -732,8 +732,9 @@ class _Compiler:
             if isinstance(inner, IsNull | In | Between) and not inner.negated:
                 return replace(inner, negated=True)
             return Not(inner, at)
-        if self._is_aggregate(node):
-            self.refuse(node, _sql(node), "an aggregate in WHERE (filter released values with HAVING)")
+        for inner in node.walk():
+            if self._is_aggregate(inner):
+                self.refuse(inner, _sql(inner), "an aggregate in WHERE (filter released values with HAVING)")
         name = type(node).__name__
         if name in _COMPARISONS:
             left, right = node.this, node.expression
@@ -742,6 +743,9 @@ class _Compiler:
                 return Compare(self._ref(left), op, self._literal(right, "WHERE"), at)
             if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
                 return Compare(self._ref(right), _FLIP[op], self._literal(left, "WHERE"), at)
+            for side in (left, right):
+                if not isinstance(side, exp.Column | exp.Literal | exp.Boolean | exp.Neg | exp.Null | exp.Paren):
+                    self.refuse(side, _sql(side), "WHERE compares a column with a literal (no functions or expressions)")
             self.refuse(node, _sql(node), "WHERE compares one column with one literal")
         if isinstance(node, exp.In):
             if node.args.get("query") is not None:
