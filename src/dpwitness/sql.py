@@ -987,6 +987,18 @@ def table_name(source: Any) -> str:
     return "data"
 
 
+def table_of(statement: str) -> str | None:
+    """The table a statement reads (its FROM), for a service that holds several; None when it names none.
+    Refuses what does not parse, like :func:`compile_statement`."""
+    if not isinstance(statement, str) or not statement.strip() or len(statement) > MAX_STATEMENT:
+        return None
+    from sqlglot import exp
+
+    tree = _parse(_strip_explain(statement)[0])
+    source = tree.args.get("from_") or tree.args.get("from")
+    return str(source.this.name) if source is not None and isinstance(source.this, exp.Table) else None
+
+
 def compile_for(session: Session, statement: str, *, epsilon: float | None, name: str | None = None) -> Statement:
     """Compile ``statement`` against ``session``'s table (reads its schema only; spends nothing)."""
     if name is not None and not (isinstance(name, str) and name):

@@ -46,6 +46,7 @@ from dpwitness.serve.config import AnalystConfig, ServiceConfig
 from dpwitness.serve.ledger import LABEL_PREFIX, GroupCommitLedger
 from dpwitness.serve.limits import BodySizeLimit, RateLimiter
 from dpwitness.serve.requests import CompiledQuery, QueryError, QueryRequest, compile_query
+from dpwitness.serve.sql import SqlRequest, answer_sql
 from dpwitness.serve.tables import LoadedTable, load_table
 from dpwitness.session import Session
 
@@ -359,6 +360,24 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         except ParameterError as error:
             raise _parameter_refusal(error) from None
         return PreviewAnswer(table=compiled.table.name, preview=_json_safe(result.to_dict()))
+
+    @app.post(
+        "/v1/sql",
+        summary="Answer one SQL SELECT (docs/sql.md), spending its ε",
+        responses={402: {"description": "budget exceeded"}},
+    )
+    def sql(body: SqlRequest, analyst: Analyst) -> dict[str, Any]:
+        with cache_scope(analyst.name):
+            answer = answer_sql(
+                body,
+                analyst=analyst,
+                tables=service.tables,
+                limits=config.limits,
+                alpha=config.alpha,
+                session_for=lambda table: service.session(analyst, table),
+            )
+        spent, left = service.standing(analyst)
+        return {**answer, "spent": spent.model_dump(), "remaining": left.model_dump()}
 
     @app.get("/v1/budget", summary="Your own total, spent and remaining ε and δ (or ρ), and your recent spends")
     def budget(analyst: Analyst, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> BudgetAnswer:

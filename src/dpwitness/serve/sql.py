@@ -1,0 +1,115 @@
+"""The service's SQL request: ``POST /v1/sql`` with ``{"sql": "SELECT …", "epsilon": …}``.
+
+The statement is compiled by :mod:`dpwitness.sql` against the named table's *declared* metadata
+(its config's bounds and categories; the analyst's session carries the relation and privacy unit),
+so every refusal is data-independent and costs nothing. Undeclared group keys are refused here
+(the service declares no ``max_rows``): ``GROUP BY`` takes keys from the config's categories or
+from ``WHERE col IN (…)``. The answer has one row per group and each aggregate's interval; the
+release set states ε, δ, Δ and the relation per aggregate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpwitness.errors import BudgetExceeded, ParameterError
+from dpwitness.serve.requests import QueryError
+from dpwitness.sql import Answer, SqlError, compile_statement, execute, explain_statement, table_of
+
+if TYPE_CHECKING:
+    from dpwitness.serve.config import AnalystConfig, Limits
+    from dpwitness.serve.tables import LoadedTable
+    from dpwitness.session import Session
+
+
+class SqlRequest(BaseModel):
+    """One SQL SELECT over one table (named in its FROM), paid for with ``epsilon``."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={"examples": [{"sql": "SELECT COUNT(*) FROM adult WHERE age < 20", "epsilon": 0.1}]},
+    )
+
+    sql: str = Field(min_length=1, max_length=4000, description="one SELECT statement (see docs/sql.md)")
+    epsilon: float = Field(gt=0, description="the statement's ε, split evenly over aggregates without EPSILON(…, ε)")
+    alpha: float | None = Field(default=None, gt=0, lt=1, description="intervals hold with probability 1 − alpha")
+    explain: bool = Field(default=False, description="the plan only (queries, Δ, ε, expected error); spends nothing")
+
+
+#: Parameters whose messages quote only what the analyst sent.
+_SHOWN = {"statement", "epsilon", "alpha", "bounds", "keys", "where", "delta_budget", "max_rows"}
+
+
+def answer_sql(
+    body: SqlRequest,
+    *,
+    analyst: AnalystConfig,
+    tables: dict[str, LoadedTable],
+    limits: Limits,
+    alpha: float,
+    session_for: Callable[[LoadedTable], Session],
+) -> dict[str, Any]:
+    """Compile, check (statement, limits, budget for all its queries), then spend and answer."""
+    try:
+        name = table_of(body.sql)
+    except ParameterError as error:
+        raise QueryError(422, str(error)) from None
+    table = tables.get(name or "")
+    if name is None or table is None or not analyst.may_read(name):
+        raise QueryError(404, f"no table named {name!r} is available to you (see GET /v1/tables)")
+    columns = table.config.columns
+    session = session_for(table)
+    chosen = body.alpha if body.alpha is not None else alpha
+    try:
+        compiled = compile_statement(
+            body.sql,
+            table=table.name,
+            schema=session.schema(),
+            epsilon=body.epsilon,
+            build=session.query,
+            privacy_unit=session.privacy_unit,
+            categories={c: k for c, k in table.keys.items()},
+            bounds={c.name: c.bounds for c in columns.values() if c.bounds is not None},
+        )
+        if len(compiled.by) > limits.max_by_columns:
+            raise QueryError(422, f"GROUP BY takes at most {limits.max_by_columns} columns")
+        if compiled.by and compiled.keys is None:
+            raise QueryError(
+                422, "GROUP BY needs declared keys here: group by columns with declared categories or use WHERE col IN (…)"
+            )
+        if compiled.keys is not None and len(compiled.keys) > limits.max_groups:
+            raise QueryError(422, f"this statement has {len(compiled.keys)} groups; the limit is {limits.max_groups}")
+        if body.explain or compiled.explain:
+            return {"table": table.name, "plan": _json_safe(explain_statement(session, compiled, alpha=chosen).to_dict())}
+        session.check_budget(list(compiled.queries))
+        answer: Answer = execute(session, compiled, alpha=chosen)
+        session.releases.clear()  # the service keeps no releases in memory
+    except SqlError as error:
+        raise QueryError(422, str(error)) from None
+    except BudgetExceeded as error:
+        raise QueryError(402, str(error)) from None
+    except ParameterError as error:
+        shown = str(error) if error.parameter in _SHOWN else f"the statement could not be answered ({error.parameter})"
+        raise QueryError(422, shown) from None
+    data = answer.to_dict()
+    data["rows"] = [[_key(cell) for cell in row] for row in data["rows"]]
+    return {"table": table.name, "answer": _json_safe(data)}
+
+
+def _key(cell: Any) -> Any:
+    return " & ".join(map(str, cell)) if isinstance(cell, list) else cell
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value

@@ -1,0 +1,119 @@
+"""The service's SQL request (``POST /v1/sql``) against a real server subprocess on 127.0.0.1:
+answers within their interval of the exact answer, refusals before any spend, EXPLAIN for free."""
+
+from __future__ import annotations
+
+import csv
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from dpwitness.serve.process import ServerProcess, write_config
+
+TOKEN = "alice-token-" + "q" * 24
+
+
+def _people(path: Path) -> list[tuple[int, str, int]]:
+    rng = random.Random(11)
+    rows = [(rng.randint(15, 80), rng.choice(["F", "M"]), rng.randint(1, 80)) for _ in range(3000)]
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["age", "sex", "hours_per_week"])
+        writer.writerows(rows)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, list[tuple[int, str, int]]]]:
+    folder = tmp_path_factory.mktemp("sqlserve")
+    rows = _people(folder / "people.csv")
+    config = write_config(
+        folder / "service.toml",
+        tables={
+            "people": {
+                "path": str(folder / "people.csv"),
+                "columns": {
+                    "age": {"bounds": [0, 100], "kind": "integer"},
+                    "sex": {"categories": ["F", "M"]},
+                    "hours_per_week": {"bounds": [0, 100]},
+                },
+            }
+        },
+        analysts={"alice": (TOKEN, 2000.0)},
+        service={"ledger": str(folder / "ledger.db"), "rate_per_second": 1000.0, "rate_burst": 1000},
+    )
+    with ServerProcess(config, log=folder / "server.log") as running:
+        yield running, rows
+
+
+def _post(server: ServerProcess, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(f"{server.url}/v1/sql", json=body, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
+
+
+def _spent(server: ServerProcess) -> float:
+    answer = httpx.get(f"{server.url}/v1/budget", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30).json()
+    return float(answer["spent"]["epsilon"])
+
+
+def test_the_younger_than_20_count(served: tuple[ServerProcess, list[tuple[int, str, int]]]) -> None:
+    server, rows = served
+    response = _post(server, {"sql": "SELECT COUNT(*) AS n FROM people WHERE age < 20", "epsilon": 100.0, "alpha": 1e-9})
+    assert response.status_code == 200, response.text
+    answer = response.json()["answer"]
+    (cell,) = answer["rows"][0]
+    exact = sum(1 for age, _, _ in rows if age < 20)
+    assert cell["low"] <= exact <= cell["high"] and cell["high"] - cell["low"] < 1
+    (release,) = answer["releases"]
+    assert release["epsilon"] == 100.0 and release["parts"][0]["sensitivity"] == 1.0 and release["neighbours"]
+
+
+def test_grouped_by_declared_categories_with_bounds_from_the_config(served: tuple[ServerProcess, list[Any]]) -> None:
+    server, rows = served
+    body = {
+        "sql": "SELECT sex, COUNT(*), AVG(age) AS mean_age FROM people GROUP BY sex ORDER BY sex",
+        "epsilon": 200.0,
+        "alpha": 1e-9,
+    }
+    response = _post(server, body)
+    assert response.status_code == 200, response.text
+    answer = response.json()["answer"]
+    assert [row[0] for row in answer["rows"]] == ["F", "M"]
+    for sex, count, mean in answer["rows"]:
+        ages = [age for age, s, _ in rows if s == sex]
+        assert count["low"] <= len(ages) <= count["high"]
+        assert mean["low"] <= sum(ages) / len(ages) <= mean["high"]
+
+
+@pytest.mark.parametrize(
+    ("statement", "status", "says"),
+    [
+        ("SELECT age FROM people", 422, "row-level output"),
+        ("SELECT SUM(age + hours_per_week) FROM people", 422, "Δ cannot be derived"),
+        ("SELECT COUNT(*) FROM others", 404, "no table named 'others'"),
+        ("SELECT hours_per_week, COUNT(*) FROM people GROUP BY hours_per_week", 422, "declared keys"),
+        ("SELECT COUNT(*) FROM people a JOIN people b ON a.age = b.age", 422, "not supported yet"),
+        ("SELECT COUNT(*) FROM people WHERE salary > 3", 422, "unknown column"),
+    ],
+)
+def test_refused_statements_cost_nothing(served: tuple[ServerProcess, list[Any]], statement: str, status: int, says: str) -> None:
+    server, _ = served
+    before = _spent(server)
+    response = _post(server, {"sql": statement, "epsilon": 1.0})
+    assert response.status_code == status, response.text
+    assert says in response.json()["detail"]
+    assert _spent(server) == before
+
+
+def test_explain_spends_nothing_and_budget_is_checked_for_the_whole_statement(served: tuple[ServerProcess, list[Any]]) -> None:
+    server, _ = served
+    before = _spent(server)
+    plan = _post(server, {"sql": "SELECT COUNT(*), AVG(age) FROM people", "epsilon": 1.0, "explain": True})
+    assert plan.status_code == 200, plan.text
+    assert [q["epsilon"] for q in plan.json()["plan"]["queries"]] == [0.5, 0.5]
+    assert _spent(server) == before
+    too_much = _post(server, {"sql": "SELECT COUNT(*), AVG(age) FROM people", "epsilon": 10_000.0})
+    assert too_much.status_code in (402, 422) and _spent(server) == before
