@@ -41,7 +41,16 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.errors import ParameterError, check_finite, check_positive_finite, require
-from dpwitness.witness.events import Candidate, Scorer, names_of, resolution, search, summary_features, threshold_candidate
+from dpwitness.witness.events import (
+    Candidate,
+    Scorer,
+    names_of,
+    precision_bits,
+    resolution,
+    search,
+    summary_features,
+    threshold_candidate,
+)
 from dpwitness.witness.stats import epsilon_estimate, epsilon_lower_bound, epsilon_upper_bound
 
 if TYPE_CHECKING:
@@ -50,6 +59,8 @@ if TYPE_CHECKING:
 FloatArray = npt.NDArray[np.float64]
 Mechanism = Callable[..., Any]
 
+#: Most calls of a per-call mechanism between two looks at the clock, and the time a block aims at.
+PER_CALL_BLOCK, PER_CALL_BLOCK_SECONDS = 4096, 0.02
 #: First adaptive round (runs per input) and growth factor between rounds.
 FIRST_ROUND = 20_000
 GROWTH = 4
@@ -67,6 +78,14 @@ TIGHT_SEARCH_SHARE, TIGHT_SELECT_SHARE = 0.2, 0.1
 #: Events certified together on the tight mode's final sample for vector outputs (the best two
 #: proposals: a hedge against a noisy choice, at the price of a Bonferroni factor of 2).
 TIGHT_EVENTS = 2
+#: Share of α the tight mode's certification gets (the fast verdict gets the rest): the tight
+#: bound is the one meant to be sharp, and a bound above ε is a violation whichever phase found it.
+TIGHT_ALPHA_SHARE = 0.8
+#: The float test has power only on outputs that lie on a grid 2^k·ℤ at least this many bits
+#: coarser than the doubles' spacing at the largest output (:func:`precision_bits` ≤ 53 − this):
+#: there every grid value is exact and the value families see the whole support. Outputs that use
+#: the full precision can have a porous support the bit-pattern events do not see.
+FLOAT_MARGIN_BITS = 8
 #: The tight search only proposes events (a fresh sample chooses among them): it shrinks its
 #: estimates by about one standard deviation, not 2.3, so that weak but real effects survive.
 TIGHT_SHRINK = 0.16
@@ -84,7 +103,9 @@ class AuditResult:
     likelier input) at which an event of that family with loss ε·(1 + tolerance) would have
     been certified as a violation with these samples (∞: no such probability).
     With ``tight=True``, ``tight_epsilon_lower_bound`` is the certified bound of the longer
-    run; it and the fast verdict hold together at ``confidence`` (each uses half of α).
+    run; it and the fast bound hold together at ``confidence`` (α is split between them), and the
+    verdict is "violated" whenever either exceeds the claimed ε. ``replayed``: the noise alone was
+    sampled on frozen pre-noise values (``audit(..., replay=...)``).
     """
 
     epsilon_lower_bound: float
@@ -117,6 +138,7 @@ class AuditResult:
     tight_seconds: float = 0.0
     tight_hits: tuple[int, int] = (0, 0)
     tight_reason: str = ""
+    replayed: bool = False
 
     @property
     def ok(self) -> bool:
@@ -198,10 +220,11 @@ def accepts_size(mechanism: Mechanism) -> bool:
 class Encoder:
     """Outputs of any shape as rows of numbers: ``[shape code, number of values, v₀, v₁, …]``.
 
-    Numbers and booleans are values; strings, None and other hashable objects get a code (the
-    same object always gets the same code); tuples, lists, dicts and arrays are walked in order.
-    The shape code names the nesting and kinds (``(n,n,b)``, ``[s,∅]``…); positions a shorter
-    output does not have are NaN, which the events read as "missing". While every output has
+    Numbers and booleans are values (±∞ included); strings, None and other hashable objects get a
+    code (the same object always gets the same code); tuples, lists, dicts and arrays are walked in
+    order. The shape code names the nesting and kinds (``(n,n,b)``, ``[s,∅]``…); positions a
+    shorter output does not have are NaN, which the events read as "missing"; a NaN the mechanism
+    returns is an outcome: the shape code marks it (``N``, or ``·NaN@[positions]`` in an array). While every output has
     the same shape, the shape and length columns carry nothing and are left out of the view.
     """
 
@@ -249,20 +272,16 @@ class Encoder:
             return "b"
         if isinstance(part, (int, float, np.integer, np.floating)):
             value = float(part)
-            if not math.isfinite(value):
-                raise MechanismError(f"the mechanism returned NaN or ∞ on {label}; outputs must be finite numbers")
             values.append(value)
-            return "n"
+            return "n" + nan_mark(np.array([math.isnan(value)]))  # a NaN output has its own shape: never "missing"
         if isinstance(part, (str, bytes)):
             values.append(self._symbol(part, label))
             return "s"
         if isinstance(part, np.ndarray):
             if part.dtype.kind in "biuf":
                 flat = part.astype(np.float64).ravel()
-                if not np.all(np.isfinite(flat)):
-                    raise MechanismError(f"the mechanism returned NaN or ∞ on {label}; outputs must be finite numbers")
                 values.extend(flat.tolist())
-                return f"a{part.shape}"
+                return f"a{part.shape}" + nan_mark(np.isnan(flat))
             return "[" + ",".join(self._walk(x, values, label) for x in part.ravel().tolist()) + "]"
         if isinstance(part, (tuple, list)):
             return "(" + ",".join(self._walk(x, values, label) for x in part) + ")"
@@ -271,6 +290,11 @@ class Encoder:
             return "{" + ",".join(f"{key!r}:" + self._walk(value, values, label) for key, value in items) + "}"
         values.append(self._symbol(part, label))
         return "o"
+
+
+def nan_mark(mask: npt.NDArray[np.bool_]) -> str:
+    """The part of a shape signature that says which values are NaN outputs ("" when none)."""
+    return f"·NaN@{np.flatnonzero(mask).tolist()}" if mask.any() else ""
 
 
 def _pad(rows: FloatArray, width: int) -> FloatArray:
@@ -348,18 +372,55 @@ class Sampler:
             columns.append(array.reshape(n, -1).astype(np.float64))
             shapes.append(f"a{array.shape[1:]}")
         values = np.hstack(columns) if len(columns) > 1 else columns[0]
-        if not np.all(np.isfinite(values)):
-            raise MechanismError(f"the mechanism returned NaN or ∞ on {label}; outputs must be finite numbers")
-        code = self.encoder.shape_code("(" + ",".join(shapes) + ")")
-        head = np.column_stack([np.full(n, code), np.full(n, float(values.shape[1]))])
+        return self._stacked(values, "(" + ",".join(shapes) + ")")
+
+    def _stacked(self, values: FloatArray, signature: str) -> FloatArray:
+        """Rows ``[shape code, width, values…]`` of outputs of one layout; NaN outputs mark the shape."""
+        n = len(values)
+        nan = np.isnan(values)
+        if not nan.any():
+            codes = np.full(n, self.encoder.shape_code(signature))
+        else:  # one shape per pattern of NaN positions (as the Encoder would give, one by one)
+            codes = np.empty(n)
+            patterns, inverse = np.unique(np.packbits(nan, axis=1), axis=0, return_inverse=True)
+            for k, packed in enumerate(patterns):
+                mask = np.unpackbits(packed)[: values.shape[1]].astype(bool)
+                codes[inverse.ravel() == k] = self.encoder.shape_code(signature + nan_mark(mask))
+        head = np.column_stack([codes, np.full(n, float(values.shape[1]))])
         return np.hstack([head, values + 0.0])
 
     def _per_call(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
         outputs: list[Any] = []
-        for i in range(n):
-            outputs.append(self._call(data, rng, label))
-            if i % 64 == 63 and time.perf_counter() > self.deadline:
+        mechanism, block, done = self.mechanism, 8, 0
+        while done < n:  # blocks of calls with no per-call bookkeeping; the clock is read between blocks
+            size = min(block, n - done)
+            begun = time.perf_counter()
+            try:
+                outputs.extend([mechanism(data, rng) for _ in range(size)])
+            except Exception as error:  # the user's code: report any failure clearly
+                raise MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}") from error
+            done += size
+            now = time.perf_counter()
+            if now > self.deadline:
                 raise _OutOfTime
+            if now - begun < PER_CALL_BLOCK_SECONDS / 2:
+                block = min(2 * block, PER_CALL_BLOCK)
+        return self._rows_of(outputs, label)
+
+    def _rows_of(self, outputs: list[Any], label: str) -> FloatArray:
+        """Rows for per-call outputs; outputs of one plain type (numbers, booleans, numeric arrays of
+        one shape) are stacked at numpy speed, with the codes the :class:`Encoder` would give."""
+        kinds = set(map(type, outputs))
+        if len(kinds) == 1:
+            kind = kinds.pop()
+            if kind in (float, int, np.float64, np.float32, np.int64, np.int32):
+                return self._stacked(np.asarray(outputs, dtype=np.float64).reshape(-1, 1), "n")
+            if kind in (bool, np.bool_):
+                return self._stacked(np.asarray(outputs, dtype=np.float64).reshape(-1, 1), "b")
+            if kind is np.ndarray and len({(o.shape, o.dtype.kind) for o in outputs}) == 1 and outputs[0].dtype.kind in "biuf":
+                shape = outputs[0].shape
+                if outputs[0].size:
+                    return self._stacked(np.stack(outputs).reshape(len(outputs), -1).astype(np.float64), f"a{shape}")
         return self.encoder.rows(outputs, label)
 
 
@@ -458,6 +519,7 @@ def audit(
     relation: str = "answers",
     sensitivity: float = 1.0,
     tight: bool = False,
+    replay: Mechanism | None = None,
 ) -> AuditResult:
     """Audit ``mechanism`` on the neighbouring inputs ``d`` and ``d_prime`` against a claimed (ε, δ).
 
@@ -471,6 +533,16 @@ def audit(
     With ``d_prime=None`` the auditor searches neighbours of ``d`` (see
     :func:`dpwitness.witness.neighbour_search.audit_neighbours`; ``relation`` and
     ``sensitivity`` describe how neighbours differ) and reports the worst pair.
+    ``float_test=True`` judges exact doubles (bit patterns too); it never says "ok" on outputs
+    that use the doubles' full precision, where its events are blind (see ``FLOAT_MARGIN_BITS``).
+
+    ``replay``, for slow targets: a noise-only sampler ``replay(frozen, rng)`` or
+    ``replay(frozen, rng, size=n)``. Then ``mechanism(data)`` is called once per input, with the
+    data alone, and returns its *frozen* pre-noise state (for instance the values a library passes
+    to its noise calls, recorded with the noise switched off); it must be deterministic (pin any
+    internal randomness). Only ``replay`` is sampled, on the two frozen states, exactly as a
+    mechanism would be. The guarantee is then about the noise stage alone, given those pre-noise
+    values: a bound above ε proves the released noisy values break ε on this pair.
     """
     eps, dlt, conf = _validate(epsilon, delta, samples, confidence)
     require("scipy", "audit", "the black-box auditor")  # before any run of the mechanism
@@ -497,12 +569,20 @@ def audit(
             relation=relation,
             sensitivity=sensitivity,
             tight=tight,
+            replay=replay,
         )
     if not 0.0 < search_fraction < 1.0:
         raise ParameterError("search_fraction", "a number strictly between 0 and 1", search_fraction)
     if isinstance(max_samples, bool) or not isinstance(max_samples, int) or max_samples < 10:
         raise ParameterError("max_samples", "a whole number ≥ 10", max_samples)
     started = time.perf_counter()
+    if replay is not None:
+        if not callable(replay):
+            raise ParameterError("replay", "a noise-only sampler replay(frozen, rng) or replay(frozen, rng, size=n)", replay)
+        if not callable(mechanism):
+            raise ParameterError("mechanism", "with replay: a callable mechanism(data) returning the pre-noise state", mechanism)
+        d, d_prime = _freeze(mechanism, d, "d"), _freeze(mechanism, d_prime, "d_prime")
+        mechanism = replay
     deadline = started + max_seconds
     fast_deadline = started + (max_seconds / 2 if tight else max_seconds)  # tight mode: half the time for the fast verdict
     sampler = Sampler(mechanism, deadline=fast_deadline)
@@ -511,7 +591,7 @@ def audit(
     root = np.random.SeedSequence(seed)
     streams = root.spawn(2 * rounds + 1)
     search_rng = np.random.default_rng(streams[-1])
-    alpha = (1.0 - conf) / 2 if tight else 1.0 - conf  # tight mode: half of α for each phase
+    alpha = (1.0 - conf) * (1.0 - TIGHT_ALPHA_SHARE) if tight else 1.0 - conf  # the tight phase gets the rest
     best: _Measured | None = None
     last: _Measured | None = None
     power: tuple[tuple[str, float], ...] = ()
@@ -568,6 +648,8 @@ def audit(
             alpha_events = alpha / (rounds * len(candidates))
             measured = _measure(candidates, ma, mb, delta=dlt, alpha=alpha_events)
             power = _power(families, Scorer(len(sa), len(ma), delta=dlt, alpha=alpha_events), eps, tolerance)
+            if float_test and _float_blind(start, sa, sb, ma, mb):
+                power = tuple((f, math.inf if f == "bit pattern" else p) for f, p in power)
             last = max(measured, key=lambda m: m.lower)
             if best is None or last.lower > best.lower:
                 best = last
@@ -591,6 +673,9 @@ def audit(
         constant=constant,
         power=power,
     )
+    result = replace(result, replayed=replay is not None)
+    if replay is not None:
+        result = replace(result, model=result.model + "; noise replayed on frozen pre-noise values")
     if not tight:
         return result
     if constant or last_a is None or last_b is None:
@@ -604,11 +689,26 @@ def audit(
         result,
         root=root,
         deadline=deadline,
-        alpha=alpha,
+        alpha=(1.0 - conf) * TIGHT_ALPHA_SHARE,
         delta=dlt,
         float_test=float_test,
         rng=search_rng,
     )
+
+
+def _freeze(target: Mechanism, data: Any, label: str) -> Any:
+    """The pre-noise state ``target(data)`` of one input (replay mode), its failures reported as the mechanism's."""
+    try:
+        return target(data)
+    except Exception as error:  # the user's code
+        name = type(error).__name__
+        raise MechanismError(f"the target raised {name} on {label} while freezing its pre-noise values: {error}") from error
+
+
+def _float_blind(start: int, *arrays: FloatArray) -> bool:
+    """True when the outputs use the doubles' full precision: the float test cannot see their support."""
+    bits = max(precision_bits(np.asarray(a[:, start:], dtype=np.float64).ravel()) for a in arrays)
+    return bits > 53 - FLOAT_MARGIN_BITS
 
 
 def _result(
@@ -669,6 +769,12 @@ def _result(
             detail = (
                 f"the best event's loss is only known to lie in [{last.lower:.4g}, {last.upper:.4g}], "
                 f"wider than tolerance·ε = {tolerance * eps:.3g}: more samples are needed to conclude"
+            )
+        elif dict(power).get("bit pattern", 0.0) == math.inf:
+            detail = (
+                "the float test is blind here: the outputs use the doubles' full precision (they lie on no grid "
+                f"2^k·ℤ at least {FLOAT_MARGIN_BITS} bits coarser than their spacing), so a porous support can hide "
+                "below what the bit-pattern events see; for numpy's samplers use dpwitness.attacks.floating_point"
             )
         else:
             weak = ", ".join(family for family, p in power if p > 1.0)
@@ -851,7 +957,7 @@ def _tight(
     # Bonferroni over the few events certified together (their number is fixed before measuring).
     lowers = epsilon_lower_bound(hits[:, 0], hits[:, 1], final_n, delta=delta, alpha=alpha / len(chosen))
     best = int(np.argmax(lowers))
-    return replace(
+    tight = replace(
         fast,
         tight_epsilon_lower_bound=max(0.0, float(lowers[best])),
         tight_event=chosen[best].event.description,
@@ -861,6 +967,21 @@ def _tight(
         tight_hits=(int(hits[best, 0]), int(hits[best, 1])),
         seconds=fast.seconds + time.perf_counter() - started,
     )
+    return agree_with_bounds(tight)
+
+
+def agree_with_bounds(result: AuditResult) -> AuditResult:
+    """The verdict that the bounds beside it imply: any certified bound above the claimed ε (fast or
+    tight; they hold together at ``confidence``) is a violation, and "ok" is never shown beside one."""
+    bound = result.best_epsilon_lower_bound
+    if bound <= result.claimed_epsilon or result.verdict == "violated":
+        return result
+    source = "tight" if (result.tight_epsilon_lower_bound or 0.0) >= result.epsilon_lower_bound else "fast"
+    reason = (
+        f"the {source} measurement certifies ε_lb = {bound:.4g} > claimed ε = {result.claimed_epsilon:g} "
+        f"(event {result.tight_event if source == 'tight' else result.event}): more than e^ε allows"
+    )
+    return replace(result, verdict="violated", violated=True, reason=reason)
 
 
 def _progress_bar(show: bool, *, total: int) -> Callable[[int | None], None]:

@@ -18,10 +18,17 @@ it on fresh samples. Families:
 * ``sums and differences``: the usual projections of a vector — the sum (equivalently the
   mean), the number of coordinates above their pooled median, the largest and the smallest
   coordinate, differences of coordinates;
+* ``ties``: equalities between the coordinates of a vector — the number of distinct values in
+  the row, the size of its largest group of equal values, and ``X_i = X_j`` for pairs of
+  coordinates (a library that copies one noisy value to several keys shows here: continuous
+  noise makes two coordinates equal with probability 0); searched with the sums and
+  differences, whose power statement covers both;
 * in floating-point mode, ``bit pattern``: value sets on the bit pattern of each output.
 
-Missing values (NaN: a position that a shorter structured output does not have) belong to no
-threshold, interval or projection event; they are a value of their own for the value sets.
+Missing values (NaN: a position that a shorter structured output does not have, or a NaN the
+mechanism returned, which the row's shape code tells apart) belong to no threshold, interval or
+projection event; they are a value of their own for the value sets. ±∞ are ordinary values
+(the largest and the smallest); the projection reads them as 0.
 """
 
 from __future__ import annotations
@@ -53,6 +60,8 @@ SAMPLES_PER_BIN = 12
 FEATURE_ROWS = 400_000
 #: Most coordinate differences tried.
 MAX_DIFFERENCES = 24
+#: Rows and coordinate pairs looked at to find the pairs of coordinates that are ever equal.
+TIE_ROWS, TIE_PAIRS = 20_000, 500
 #: Families searched for every output (the others depend on the output's shape and mode).
 SCALAR_FAMILIES = ("threshold", "intervals", "values", "point masses")
 VECTOR_FAMILIES = ("joint values", "projection", "sums and differences")
@@ -95,6 +104,17 @@ def lowest_bit(values: FloatArray) -> npt.NDArray[np.int64]:
     return np.where(significand == 0, -2000, power + zeros)
 
 
+def precision_bits(values: FloatArray) -> int:
+    """Bits between the top bit of the largest finite |value| and the finest set bit of any value:
+    at most 53 (and far below) when every value lies on one grid 2^k·ℤ that doubles represent exactly;
+    53 or more when the values use the doubles' full precision (0 for no nonzero finite value)."""
+    finite = values[np.isfinite(values) & (values != 0)]
+    if len(finite) == 0:
+        return 0
+    top = int(np.frexp(np.max(np.abs(finite)))[1])  # |v| < 2^top
+    return top - int(np.min(lowest_bit(finite)))
+
+
 def exponent_and_lowest_bit(values: FloatArray) -> npt.NDArray[np.int64]:
     """(sign, binary exponent, lowest set bit) packed in one integer."""
     bits = np.ascontiguousarray(values, dtype=np.float64).view(np.uint64)
@@ -107,7 +127,7 @@ class Feature:
     """A number computed from one output row: a coordinate, a weighted sum, or a vector summary."""
 
     name: str
-    kind: str = "column"  # column | weights | sum | max | min | above | difference
+    kind: str = "column"  # column | weights | sum | max | min | above | difference | distinct | largest tie | equal
     column: int = 0
     other: int = 0
     weights: FloatArray | None = field(default=None, repr=False)
@@ -119,9 +139,14 @@ class Feature:
         values = rows[:, self.start :]
         if self.kind == "difference":
             return rows[:, self.column] - rows[:, self.other]
+        if self.kind == "equal":
+            return np.asarray(rows[:, self.column] == rows[:, self.other], dtype=np.float64)
+        if self.kind in ("distinct", "largest tie"):
+            return _tie_counts(values)[0 if self.kind == "distinct" else 1]
         if self.kind == "weights":
             assert self.weights is not None
-            return np.asarray((values if self.start == 0 else np.nan_to_num(values)) @ self.weights, dtype=np.float64)
+            finite = np.nan_to_num(values, nan=0.0, posinf=0.0, neginf=0.0)
+            return np.asarray(finite @ self.weights, dtype=np.float64)
         plain = self.start == 0  # rows of one shape have no missing values
         if self.kind == "sum":
             return np.asarray(values.sum(axis=1) if plain else np.nansum(values, axis=1), dtype=np.float64)
@@ -131,6 +156,20 @@ class Feature:
             return np.asarray(np.min(values if plain else np.nan_to_num(values, nan=np.inf), axis=1), dtype=np.float64)
         assert self.weights is not None  # "above": how many coordinates exceed their pooled median
         return np.asarray((values > self.weights).sum(axis=1), dtype=np.float64)
+
+
+def _tie_counts(values: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Per row: the number of distinct values and the size of the largest group of equal values
+    (missing positions, NaN, are not values; −0.0 = 0.0)."""
+    ordered = np.sort(values, axis=1)  # NaN sort last and equal nothing
+    same = ordered[:, 1:] == ordered[:, :-1]
+    present = (~np.isnan(ordered)).sum(axis=1)
+    run = np.ones(len(values))
+    largest = np.minimum(present, 1).astype(np.float64)
+    for j in range(same.shape[1]):
+        run = np.where(same[:, j], run + 1, 1.0)
+        largest = np.maximum(largest, np.where(same[:, j], run, 0.0))
+    return np.asarray(present - same.sum(axis=1), dtype=np.float64), largest
 
 
 @dataclass(frozen=True)
@@ -433,7 +472,7 @@ def _logistic_direction(xa: FloatArray, xb: FloatArray, rng: np.random.Generator
     take = min(len(xa), PROJECTION_ROWS)
     ia = rng.choice(len(xa), take, replace=False) if len(xa) > take else slice(None)
     ib = rng.choice(len(xb), take, replace=False) if len(xb) > take else slice(None)
-    x = np.nan_to_num(np.concatenate([xa[ia], xb[ib]]))
+    x = np.nan_to_num(np.concatenate([xa[ia], xb[ib]]), nan=0.0, posinf=0.0, neginf=0.0)
     y = np.concatenate([np.ones(len(x) // 2), np.zeros(len(x) - len(x) // 2)])
     mean, std = x.mean(axis=0), x.std(axis=0)
     keep = std > 0
@@ -479,6 +518,21 @@ def _vector_features(xa: FloatArray, xb: FloatArray, names: list[str], start: in
         first = [(columns[0], j) for j in columns[2:]]
         pairs = (adjacent + first)[:MAX_DIFFERENCES]
     features += [Feature(f"{names[i]} − {names[j]}", "difference", column=i, other=j) for i, j in pairs]
+    return features
+
+
+def _tie_features(xa: FloatArray, xb: FloatArray, names: list[str], start: int) -> list[Feature]:
+    """The number of distinct values, the largest group of equal values, and X_i = X_j for the
+    pairs of coordinates that are ever equal in the search samples (at most ``MAX_DIFFERENCES``)."""
+    if xa.shape[1] - start < 2:
+        return []
+    features = [Feature("#distinct(X)", "distinct", start=start), Feature("largest tie(X)", "largest tie", start=start)]
+    ha, hb = xa[:TIE_ROWS], xb[:TIE_ROWS]
+    for i, j in itertools.islice(itertools.combinations(range(start, xa.shape[1]), 2), TIE_PAIRS):
+        if len(features) >= 2 + MAX_DIFFERENCES:
+            break
+        if np.any(ha[:, i] == ha[:, j]) or np.any(hb[:, i] == hb[:, j]):
+            features.append(Feature(f"{names[i]} = {names[j]}", "equal", column=i, other=j))
     return features
 
 
@@ -553,7 +607,11 @@ def search(
             families.append("sums and differences")
             ra, rb = xa[:feature_rows], xb[:feature_rows]
             sub = Scorer(len(ra), scorer.n_measure, delta=scorer.delta, alpha=scorer.alpha, shrink=scorer.shrink)
-            found += pick([_threshold_candidate(_Sorted.of(f(ra), f(rb)), sub, f, "sums and differences") for f in derived])
+            # the ties compete with the sums and differences (one event measured for both: no extra
+            # Bonferroni share), and are reported as their own family
+            labelled = [(f, "sums and differences") for f in derived]
+            labelled += [(f, "ties") for f in _tie_features(ra, rb, names, start)]
+            found += pick([_threshold_candidate(_Sorted.of(f(ra), f(rb)), sub, f, family) for f, family in labelled])
     if float_test:
         bits = []
         for transform in ("lowest-bit", "exponent+lowest-bit"):
