@@ -120,6 +120,9 @@ class Query:
     #: True when the caller gave ``delta`` for this query (not a session's default): a Laplace
     #: release over declared keys then refuses it, since it spends no δ.
     explicit_delta: bool = field(default=False, repr=False, compare=False)
+    #: The rows read are the private table joined with a public (lookup) table, where one key
+    #: matches at most this many public rows (None: no join). See :attr:`contribution`.
+    join_multiplicity: int | None = None
     _predicate: Predicate | None = field(init=False, repr=False, compare=False)
     _parts: tuple[Part, ...] = field(init=False, repr=False, compare=False)
 
@@ -169,6 +172,8 @@ class Query:
         if self.privacy_unit is not None and not (isinstance(self.privacy_unit, str) and self.privacy_unit):
             raise ParameterError("privacy_unit", "a column name or None", self.privacy_unit)
         _check_whole("max_contributions", self.max_contributions)
+        if self.join_multiplicity is not None:
+            _check_whole("join_multiplicity", self.join_multiplicity)
         if self.privacy_unit is None and self.max_contributions != 1:
             raise ParameterError(
                 "max_contributions", "1 unless privacy_unit names the column that identifies a person", self.max_contributions
@@ -256,8 +261,15 @@ class Query:
     def always_counted(self) -> bool:
         """True when every record adds its term whatever its values: only ``count()`` with no
         column, privacy unit, filter or groups. Otherwise a record can move between counted and
-        not counted (null or NaN, filtered out, a key outside the declared set, a null unit)."""
-        return self.column is None and self.privacy_unit is None and self._predicate is None and not self.grouped
+        not counted (null or NaN, filtered out, a key outside the declared set, a null unit, a key
+        that a joined public table does not hold)."""
+        return (
+            self.column is None
+            and self.privacy_unit is None
+            and self._predicate is None
+            and not self.grouped
+            and self.join_multiplicity is None
+        )
 
     @property
     def relation(self) -> Neighbours:
@@ -266,6 +278,15 @@ class Query:
 
     @property
     def contribution(self) -> ContributionBound:
+        """What one unit (one record without a privacy unit) contributes to the rows read.
+
+        Joined with a public table whose keys match at most M rows each, one record becomes at
+        most M rows, in at most M groups: without a privacy unit that is a unit of M rows (Δ × M;
+        M = 1 for unique keys leaves Δ unchanged). With a privacy unit, bounding acts on the
+        joined rows, so a unit still keeps at most ``max_contributions`` rows: Δ is unchanged.
+        """
+        if self.join_multiplicity is not None and self.privacy_unit is None:
+            return ContributionBound.of(self.join_multiplicity)
         return ContributionBound.of(
             self.max_contributions, self.max_groups if self.grouped else None, unit=self.privacy_unit is not None
         )
@@ -303,6 +324,8 @@ class Query:
             text += f", ≤ {self.max_contributions} row(s) per {self.privacy_unit}"
             if self.max_groups is not None and self.grouped:
                 text += f" in each of ≤ {self.max_groups} group(s)"
+        if self.join_multiplicity is not None:
+            text += f", joined with a public table (≤ {self.join_multiplicity} row(s) per key)"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -320,6 +343,7 @@ class Query:
             "order_by": list(self.order_by),
             "quantiles": None if self.quantiles is None else list(self.quantiles),
             "bins": self.bins,
+            "join_multiplicity": self.join_multiplicity,
             "epsilon": self.epsilon,
             "parts": [
                 {
