@@ -18,6 +18,7 @@ release in :mod:`dpwitness.composing`, composite (mean, variance) releases in
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -468,16 +469,26 @@ class Session:
         alpha: float = 0.05,
         explain: bool = False,
         name: str | None = None,
+        public: Mapping[str, Any] | None = None,
     ) -> Any:
         """Answer one SQL ``SELECT`` (see docs/sql.md): each aggregate is one :class:`Query` of this
         session, ``epsilon`` the statement's total (split evenly over aggregates without their own
         ``EPSILON(aggregate, ε)``). The table is named after the source (``adult.csv`` → ``adult``;
-        a frame: ``data``) unless ``name`` is given. Returns a :class:`dpwitness.sql.Answer`, or with
-        ``explain`` (or ``EXPLAIN SELECT …``) a :class:`dpwitness.sql.Explanation` and spends nothing.
-        Anything refused is refused before any spend (:class:`dpwitness.sql.SqlError`)."""
+        a frame: ``data``) unless ``name`` is given. ``public`` names the public (lookup) tables the
+        statement may JOIN (name → Polars DataFrame or CSV/Parquet path; their values are public).
+        Returns a :class:`dpwitness.sql.Answer`, or with ``explain`` (or ``EXPLAIN SELECT …``) a
+        :class:`dpwitness.sql.Explanation` and spends nothing. Anything refused is refused before
+        any spend (:class:`dpwitness.sql.SqlError`)."""
         from dpwitness import sql
 
-        return sql.run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name)
+        return sql.run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=public)
+
+    def over(self, table: Any) -> Session:
+        """This session over another table the engine opened (the private table joined with a
+        public one, for SQL): the same account, options, seed and list of releases."""
+        view = copy.copy(self)
+        view._handle, view._schema, view.declared_schema = table, None, None
+        return view
 
     # --- internals ------------------------------------------------------------------------
     def _plan(self, query: Query, mechanism: str | None = None) -> Plan:
