@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
@@ -483,11 +483,12 @@ class Session:
 
         return sql.run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=public)
 
-    def over(self, table: Any) -> Session:
-        """This session over another table the engine opened (the private table joined with a
-        public one, for SQL): the same account, options, seed and list of releases."""
+    def over(self, derive: Callable[[Engine, Any], Any]) -> Session:
+        """This session over ``derive(engine, table)``, a table derived from this one's opened table
+        (the private table joined with a public one, for SQL): the same account, options, seed and
+        list of releases. Nothing is read."""
         view = copy.copy(self)
-        view._handle, view._schema, view.declared_schema = table, None, None
+        view._handle, view._schema, view.declared_schema = derive(self.engine, self._opened()), None, None
         return view
 
     # --- internals ------------------------------------------------------------------------
