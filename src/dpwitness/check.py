@@ -1,0 +1,780 @@
+"""``dw.check``: check a function that calls another DP library, the way its users call it.
+
+The function takes a Polars table and calls a covered library (diffprivlib, OpenDP, python-dp;
+see :mod:`dpwitness.targets`); no glue. The check:
+
+1. runs it with every noise call taken away (the adapters' ``"unnoised"`` mode) and lists the
+   calls: site, mechanism, declared Δ, ε, δ, value before noise;
+2. gives each call with a declared Δ a grey-box sensitivity search against that Δ: the
+   Hypothesis search of small adversarial tables (:func:`search_claims`), then the large
+   structured tables of :mod:`dpwitness.witness.structured` (binade edges, half-ulp fractions,
+   sizes up to the library's limit). A changed number, order or declared (Δ, ε, δ) of noise calls
+   between two neighbours is itself a finding;
+3. runs the black-box audit (:func:`dpwitness.audit`) on the worst pair, with the float test
+   when the outputs are floats.
+
+Verdicts: ``"violated"`` (a finding: a proof, exact for a shift beyond Δ or a changed noise
+call, at the stated confidence for the audit), ``"ok"`` (no finding and the audit says ok),
+``"inconclusive"``, ``"unsupported"`` (no pair inside the library's contract was found) and
+``"adapter-error"`` (an adapter failed: never reported as the library's bug).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import textwrap
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dpwitness.errors import ExitCode, ParameterError, check_non_negative_finite, check_positive_finite
+from dpwitness.neighbours import Neighbours
+from dpwitness.targets.hooks import Adapter, AdapterError, NoiseCall, Unsupported, recording, registered
+from dpwitness.witness.sensitivity import RELATIVE_TOLERANCE, SensitivityResult, search_claims
+from dpwitness.witness.structured import Runs, structured_search
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from dpwitness.witness.audit import AuditResult
+
+VERDICTS = ("violated", "ok", "inconclusive", "unsupported", "adapter-error")
+EXIT_CODES = {
+    "violated": ExitCode.VIOLATED,
+    "ok": ExitCode.OK,
+    "inconclusive": ExitCode.INCONCLUSIVE,
+    "unsupported": ExitCode.INCONCLUSIVE,
+    "adapter-error": ExitCode.INTERNAL,
+}
+#: Runs per input the audit's first round needs: a function too slow for it within the time
+#: left is audited by replay (values before noise frozen, only the noise sampled).
+FIRST_ROUND_RUNS = 20_000
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One bug: where (library, version, call site), what (declared Δ vs the witnessed shift, or
+    the claimed ε vs a certified ε_lb with its confidence), the minimal pair as data and a
+    standalone script that shows it with the library alone."""
+
+    kind: str
+    library: str
+    version: str
+    site: str
+    caller: str
+    mechanism: str
+    claimed: float
+    witnessed: float
+    d: Runs
+    d_prime: Runs
+    detail: str
+    script: str = field(default="", repr=False)
+    confidence: float | None = None
+    largest: float | None = None
+
+    def __str__(self) -> str:
+        what = {
+            "sensitivity": f"declared Δ = {self.claimed:.17g}, witnessed shift {self.witnessed:.17g}",
+            "noise-calls": "the noise calls differ between two neighbours",
+            "audit": f"claimed ε = {self.claimed:g}, certified ε_lb = {self.witnessed:.4g} "
+            f"at {self.confidence or 0:.0%} confidence",
+        }[self.kind]
+        largest = f" (largest shift seen: {self.largest:.17g})" if self.largest and self.largest > self.witnessed else ""
+        return (
+            f"✘ {self.kind}: {self.library} {self.version}, {self.mechanism} at {self.site} (from {self.caller}): "
+            f"{what}{largest}. {self.detail}\n  D  = {self.d}\n  D′ = {self.d_prime}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "library": self.library,
+            "version": self.version,
+            "site": self.site,
+            "caller": self.caller,
+            "mechanism": self.mechanism,
+            "claimed": _json(self.claimed),
+            "witnessed": _json(self.witnessed),
+            "largest": None if self.largest is None else _json(self.largest),
+            "confidence": self.confidence,
+            "d": self.d.to_dicts(),
+            "d_prime": self.d_prime.to_dicts(),
+            "detail": self.detail,
+            "script": self.script,
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The verdict, the findings, every noise call seen (on the first table) and the audit."""
+
+    verdict: str
+    findings: tuple[Finding, ...]
+    calls: tuple[NoiseCall, ...]
+    libraries: tuple[tuple[str, str], ...]
+    epsilon: float
+    delta: float
+    neighbours: str
+    seconds: float
+    audit: AuditResult | None = None
+    notes: tuple[str, ...] = ()
+    pairs_tried: int = 0
+    pairs_skipped: int = 0
+
+    @property
+    def violated(self) -> bool:
+        return self.verdict == "violated"
+
+    @property
+    def exit_code(self) -> int:
+        return int(EXIT_CODES[self.verdict])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "findings": [f.to_dict() for f in self.findings],
+            "calls": [
+                {
+                    "library": c.library,
+                    "version": c.version,
+                    "mechanism": c.mechanism,
+                    "site": c.site,
+                    "caller": c.caller,
+                    "sensitivity": c.sensitivity,
+                    "epsilon": c.epsilon,
+                    "delta": c.delta,
+                    "norm": c.norm,
+                }
+                for c in self.calls
+            ],
+            "libraries": dict(self.libraries),
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "neighbours": self.neighbours,
+            "seconds": self.seconds,
+            "audit": None if self.audit is None else self.audit.to_dict(),
+            "notes": list(self.notes),
+            "pairs_tried": self.pairs_tried,
+            "pairs_skipped": self.pairs_skipped,
+        }
+
+    def __str__(self) -> str:
+        mark = {"violated": "✘", "ok": "✔", "inconclusive": "?", "unsupported": "?", "adapter-error": "!"}[self.verdict]
+        libs = ", ".join(f"{name} {version}" for name, version in self.libraries) or "no covered library"
+        lines = [
+            f"{mark} {self.verdict.upper()}: {libs}; claimed ε = {self.epsilon:g}"
+            + (f", δ = {self.delta:g}" if self.delta else "")
+            + f" under {self.neighbours}; {self.pairs_tried} pairs ({self.pairs_skipped} outside the contract)"
+            + f" in {self.seconds:.1f} s"
+        ]
+        lines.append(f"noise calls ({len(self.calls)}):")
+        lines += [f"  #{i + 1} {c.describe()}" for i, c in enumerate(self.calls)]
+        lines += [str(f) for f in self.findings]
+        if self.audit is not None:
+            lines.append(f"audit on the worst pair: {self.audit}")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+class _CallsChanged(Exception):
+    def __init__(self, d: pl.DataFrame, d_prime: pl.DataFrame, first: list[NoiseCall], second: list[NoiseCall]) -> None:
+        super().__init__("the noise calls differ between two neighbours")
+        self.d, self.d_prime, self.first, self.second = d, d_prime, first, second
+
+
+@dataclass
+class _Runner:
+    """Runs ``fn`` unnoised; as the search's ``outputs``: {call key: value before noise}.
+
+    The search evaluates a pair as outputs(d) then outputs(d_prime) (see
+    ``sensitivity._Search.check``): the second call of each pair compares its noise calls with
+    the first one's, and a pair on which ``fn`` raises (or leaves the library's contract) on
+    either side reads as "no shift" and is counted as skipped.
+    """
+
+    fn: Callable[[Any], Any]
+    adapters: tuple[Adapter, ...]
+    epsilon: float
+    neighbours: str
+    keys: tuple[str, ...] = ()
+    pending: tuple[Any, list[NoiseCall] | None, dict[str, Any]] | None = None
+    skipped: int = 0
+    evaluated: int = 0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def calls(self, frame: Any) -> list[NoiseCall]:
+        with recording("unnoised", self.adapters) as recorder:
+            recorder.epsilon = self.epsilon  # type: ignore[attr-defined]
+            recorder.neighbours = self.neighbours  # type: ignore[attr-defined]
+            self.fn(frame)
+        return recorder.calls
+
+    def values(self, calls: list[NoiseCall]) -> dict[str, Any]:
+        found = {_key(i, c): c.value for i, c in enumerate(calls)}
+        return {key: found.get(key, math.nan) for key in self.keys}
+
+    def __call__(self, frame: Any) -> dict[str, Any]:
+        try:
+            calls: list[NoiseCall] | None = self.calls(frame)
+        except AdapterError:
+            raise
+        except Exception as error:  # Unsupported, or the library refusing the input
+            reason = str(error) if isinstance(error, Unsupported) else f"{type(error).__name__} raised by fn"
+            self.reasons[reason] = self.reasons.get(reason, 0) + 1
+            calls = None
+        if self.pending is None:
+            values = self.values(calls) if calls is not None else dict.fromkeys(self.keys, 0.0)
+            self.pending = (frame, calls, values)
+            return values
+        first_frame, first, first_values = self.pending
+        self.pending = None
+        self.evaluated += 1
+        if first is None or calls is None:
+            self.skipped += 1
+            return first_values if first is not None else dict.fromkeys(self.keys, 0.0)
+        if [_signature(c) for c in first] != [_signature(c) for c in calls]:
+            raise _CallsChanged(first_frame, frame, first, calls)
+        return self.values(calls)
+
+
+def _signature(call: NoiseCall) -> tuple[Any, ...]:
+    size = len(call.value) if isinstance(call.value, tuple) else None
+    return (*call.signature, size)
+
+
+def _key(index: int, call: NoiseCall) -> str:
+    return f"#{index + 1} {call.library} {call.mechanism} at {call.site}"
+
+
+def check(
+    fn: Callable[[Any], Any],
+    *,
+    columns: Mapping[str, Any],
+    epsilon: float,
+    delta: float = 0.0,
+    neighbours: str = "add-remove",
+    trials: int = 200,
+    seed: int | None = 0,
+    structured: bool = True,
+    audit: bool = True,
+    confidence: float = 0.95,
+    max_seconds: float = 100.0,
+    libraries: Sequence[str] | None = None,
+) -> CheckReport:
+    """Check ``fn`` (a Polars table → a release made by a covered library) against (ε, δ).
+
+    ``columns`` maps each column to a Polars dtype or a list of allowed values (as for
+    :func:`dpwitness.sensitivity_search`); ``neighbours`` is ``"add-remove"`` or
+    ``"replace-one"``; ``trials`` pairs for the small-table search (``seed`` makes the check
+    reproducible; None: fresh); ``structured`` adds the large structured tables; ``audit`` the
+    black-box audit on the worst pair (at ``confidence``); ``max_seconds`` bounds the whole
+    check (about half for the searches, the rest for the audit); ``libraries`` limits the
+    adapters (default: every covered library installed here). See the module docstring.
+    """
+    started = time.perf_counter()
+    if not callable(fn):
+        raise ParameterError("fn", "a function taking a Polars table and calling a DP library", type(fn).__name__)
+    eps = check_positive_finite("epsilon", epsilon)
+    dlt = check_non_negative_finite("delta", delta)
+    if dlt >= 1:
+        raise ParameterError("delta", "a number in [0, 1)", delta)
+    relation = Neighbours.parse(neighbours).value
+    budget = check_positive_finite("max_seconds", max_seconds)
+    if not 0 < confidence < 1:
+        raise ParameterError("confidence", "a number strictly between 0 and 1", confidence)
+    known = {adapter.name: adapter for adapter in registered()}
+    if libraries is not None:
+        unknown = [name for name in libraries if name not in known]
+        if unknown:
+            raise ParameterError("libraries", f"names among {sorted(known)}", unknown)
+    adapters = tuple(a for a in known.values() if (libraries is None or a.name in libraries) and a.importable())
+    report = _Report(eps, dlt, relation, started)
+    try:
+        for adapter in adapters:
+            adapter.ensure_installed()
+    except AdapterError as error:
+        return report.done("adapter-error", notes=[str(error)])
+    runner = _Runner(fn, adapters, eps, relation)
+    try:
+        return _check(runner, report, columns, trials, seed, structured, audit, confidence, budget)
+    except AdapterError as error:
+        return report.done("adapter-error", notes=[str(error)])
+
+
+@dataclass
+class _Report:
+    epsilon: float
+    delta: float
+    neighbours: str
+    started: float
+    calls: tuple[NoiseCall, ...] = ()
+    findings: list[Finding] = field(default_factory=list)
+    tried: int = 0
+    skipped: int = 0
+
+    def done(self, verdict: str, *, notes: Sequence[str] = (), audit: AuditResult | None = None) -> CheckReport:
+        libraries = tuple(dict.fromkeys((c.library, c.version) for c in self.calls))
+        return CheckReport(
+            verdict=verdict,
+            findings=tuple(self.findings),
+            calls=self.calls,
+            libraries=libraries,
+            epsilon=self.epsilon,
+            delta=self.delta,
+            neighbours=self.neighbours,
+            seconds=time.perf_counter() - self.started,
+            audit=audit,
+            notes=tuple(notes),
+            pairs_tried=self.tried,
+            pairs_skipped=self.skipped,
+        )
+
+
+def _probe_tables(columns: Mapping[str, Any]) -> list[pl.DataFrame]:
+    """Small first tables: one row of each column's first value, then two rows, then no rows."""
+    import polars as pl
+
+    row: dict[str, Any] = {}
+    schema: dict[str, Any] = {}
+    for name, spec in columns.items():
+        if isinstance(spec, Sequence) and not isinstance(spec, str):
+            values = [v for v in spec if v is not None] or [None]
+            row[name] = values[0]
+            schema[name] = pl.Series(list(spec), strict=False).dtype
+        else:
+            dtype = spec() if isinstance(spec, type) else spec
+            schema[name] = dtype
+            row[name] = 1.0 if dtype.is_float() else 1 if dtype.is_numeric() else True if dtype == pl.Boolean else "a"
+    one = pl.DataFrame({k: [v] for k, v in row.items()}, schema=schema, strict=False)
+    return [one, pl.concat([one, one]), one.clear()]
+
+
+def _check(
+    runner: _Runner,
+    report: _Report,
+    columns: Mapping[str, Any],
+    trials: int,
+    seed: int | None,
+    structured: bool,
+    audit: bool,
+    confidence: float,
+    budget: float,
+) -> CheckReport:
+    notes: list[str] = []
+    calls: list[NoiseCall] = []
+    probe = None
+    for table in _probe_tables(columns):
+        try:
+            calls = runner.calls(table)
+        except AdapterError:
+            raise
+        except Exception as error:
+            notes.append(f"first table refused ({type(error).__name__})")
+            continue
+        if calls:
+            probe = table
+            break
+    if probe is None:
+        if not calls and not notes:
+            raise ParameterError(
+                "fn",
+                "a function that adds noise through a covered library (diffprivlib, OpenDP, python-dp)",
+                "no noise call seen",
+            )
+        return report.done("unsupported", notes=[*notes, "no table inside the library's contract was found"])
+    report.calls = tuple(calls)
+    runner.keys = tuple(_key(i, c) for i, c in enumerate(calls))
+    claims = {_key(i, c): c.sensitivity for i, c in enumerate(calls) if c.sensitivity is not None}
+    undeclared = [c for c in calls if c.sensitivity is None]
+    if undeclared:
+        notes.append(f"{len(undeclared)} noise call(s) declare no Δ the hook can read: audited only, not searched")
+    by_call = {_key(i, c): c for i, c in enumerate(calls)}
+    max_rows = min((a.max_rows for a in runner.adapters if a.max_rows and any(c.library == a.name for c in calls)), default=None)
+    bounds = next((c.bounds for c in calls if c.bounds is not None), None)
+    results: dict[str, SensitivityResult] = {}
+    pairs: dict[str, tuple[Runs, Runs]] = {}
+    largest_seen: dict[str, float] = {}
+    search_seconds = budget * 0.45
+    for norm in ("l1", "l2"):
+        group = {k: v for k, v in claims.items() if by_call[k].norm == norm}
+        if not group:
+            continue
+        try:
+            found = search_claims(
+                runner, columns=columns, claims=group, neighbours=report.neighbours, norm=norm, trials=trials, seed=seed
+            )
+        except _CallsChanged as changed:
+            report.findings.append(_calls_finding(changed, runner.fn))
+            break
+        except BaseExceptionGroup as group_error:
+            inner = group_error.subgroup(_CallsChanged)
+            if inner is None:
+                raise
+            report.findings.append(_calls_finding(_first(inner), runner.fn))
+            break
+        for name, result in found.items():
+            results[name] = result
+            pairs[name] = (Runs.of_frame(result.d), Runs.of_frame(result.d_prime))
+        remaining = search_seconds - (time.perf_counter() - report.started)
+        if structured and not any(r.violated for r in found.values()) and remaining > 1:
+            try:
+                grown = structured_search(
+                    runner,
+                    columns=columns,
+                    claims=group,
+                    bounds=bounds,
+                    neighbours=report.neighbours,
+                    norm=norm,
+                    max_rows=max_rows,
+                    seconds=remaining,
+                )
+            except _CallsChanged as changed:
+                report.findings.append(_calls_finding(changed, runner.fn))
+                break
+            for name, result in grown.results.items():
+                old = results.get(name)
+                if old is None or result.violated or (not old.violated and _relative(result) > _relative(old)):
+                    results[name] = result
+                    pairs[name] = grown.pairs[name]
+                if result.violated:
+                    notes.append(f"{name}: found on the structured table '{grown.shapes[name]}'")
+            largest_seen.update(grown.largest)
+    report.tried, report.skipped = runner.evaluated, runner.skipped
+    notes += [f"{count} table(s) skipped: {reason}" for reason, count in runner.reasons.items()]
+    for name, result in results.items():
+        if result.violated:
+            call = by_call[name]
+            d, d_prime = pairs[name]
+            report.findings.append(
+                Finding(
+                    kind="sensitivity",
+                    library=call.library,
+                    version=call.version,
+                    site=call.site,
+                    caller=call.caller,
+                    mechanism=call.mechanism,
+                    claimed=result.claimed,
+                    witnessed=result.shift,
+                    largest=largest_seen.get(name),
+                    d=d,
+                    d_prime=d_prime,
+                    detail="the value before noise moved by more than the Δ this call declared "
+                    f"({result.norm.upper()}, {report.neighbours})",
+                    script=repro_script(runner, call, name, d, d_prime, result.claimed, columns),
+                )
+            )
+    audit_result = None
+    if audit:
+        audit_result, audit_notes = _audit(runner, report, results, pairs, columns, confidence, budget, probe)
+        notes += audit_notes
+    verdict = "violated" if report.findings else "inconclusive"
+    if not report.findings and audit_result is not None and audit_result.verdict == "ok":
+        verdict = "ok"
+    if not report.findings and runner.evaluated and runner.skipped == runner.evaluated:
+        verdict = "unsupported"
+    return report.done(verdict, notes=notes, audit=audit_result)
+
+
+def _first(group: BaseExceptionGroup[Any]) -> _CallsChanged:
+    for error in group.exceptions:
+        if isinstance(error, _CallsChanged):
+            return error
+        if isinstance(error, BaseExceptionGroup):
+            return _first(error)
+    raise RuntimeError("no _CallsChanged in the group")
+
+
+def _relative(result: SensitivityResult) -> float:
+    return result.shift / result.claimed if result.claimed > 0 else (math.inf if result.shift > 0 else 0.0)
+
+
+def _calls_finding(changed: _CallsChanged, fn: Callable[[Any], Any]) -> Finding:
+    first, second = changed.first, changed.second
+    index = next(
+        (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if _signature(a) != _signature(b)),
+        min(len(first), len(second)),
+    )
+    call = first[index] if index < len(first) else second[index]
+    described = (
+        f"{len(first)} call(s) on D, {len(second)} on D′; first difference at call #{index + 1}: "
+        f"{first[index].describe() if index < len(first) else 'none'} vs "
+        f"{second[index].describe() if index < len(second) else 'none'}"
+    )
+    return Finding(
+        kind="noise-calls",
+        library=call.library,
+        version=call.version,
+        site=call.site,
+        caller=call.caller,
+        mechanism=call.mechanism,
+        claimed=float(len(first)),
+        witnessed=float(len(second)),
+        d=Runs.of_frame(changed.d),
+        d_prime=Runs.of_frame(changed.d_prime),
+        detail=described + " (the number, order or declared Δ/ε/δ of noise calls reveals the data)",
+    )
+
+
+def _audit(
+    runner: _Runner,
+    report: _Report,
+    results: Mapping[str, SensitivityResult],
+    pairs: Mapping[str, tuple[Runs, Runs]],
+    columns: Mapping[str, Any],
+    confidence: float,
+    budget: float,
+    probe: Any,
+) -> tuple[AuditResult | None, list[str]]:
+    import numpy as np
+
+    from dpwitness.witness.audit import MechanismError
+    from dpwitness.witness.audit import audit as run_audit
+
+    notes: list[str] = []
+    if report.findings and report.findings[0].kind == "noise-calls":
+        d_runs, d_prime_runs = report.findings[0].d, report.findings[0].d_prime
+    elif results:
+        name = max(results, key=lambda k: (results[k].violated, round(_relative(results[k]), 9), -pairs[k][1].rows))
+        d_runs, d_prime_runs = pairs[name]
+    else:
+        d_runs = d_prime_runs = Runs.of_frame(probe)
+        notes.append("no call with a declared Δ: the audit runs on the first table against itself")
+    schema = dict(probe.schema)
+    d, d_prime = d_runs.frame(schema), d_prime_runs.frame(schema)
+    remaining = budget - (time.perf_counter() - report.started)
+    if remaining < 2:
+        return None, ["no time left for the audit"]
+    fn = runner.fn
+    try:
+        started = time.perf_counter()
+        sample = fn(d)
+        per_run = time.perf_counter() - started
+    except Exception as error:
+        return None, [f"audit not run: fn raised {type(error).__name__} on the worst pair"]
+    float_test = _is_float(sample)
+    mechanism: Callable[..., Any]
+    args: tuple[Any, Any]
+    model = "the function's output"
+    replaying = per_run * 2 * FIRST_ROUND_RUNS > 0.5 * remaining
+    if replaying:
+        frozen = {}
+        for label, frame in (("d", d), ("d_prime", d_prime)):
+            with recording("record", runner.adapters) as recorder:
+                recorder.epsilon = runner.epsilon  # type: ignore[attr-defined]
+                recorder.neighbours = runner.neighbours  # type: ignore[attr-defined]
+                fn(frame)
+            frozen[label] = [c.replay for c in recorder.calls if c.replay is not None]
+        model = "the noise calls' outputs (replay: values before noise frozen, only the library's noise sampled)"
+        notes.append(f"one run takes {per_run:.2g} s: audited by replay, {model}")
+
+        def replayed(data: str, rng: np.random.Generator) -> Any:
+            return tuple(np.asarray(replay(), dtype=float).ravel().tolist() for replay in frozen[data])
+
+        mechanism, args = replayed, ("d", "d_prime")
+    else:
+
+        def direct(data: Any, rng: np.random.Generator) -> Any:
+            return fn(data)
+
+        mechanism, args = direct, (d, d_prime)
+    try:
+        result = run_audit(
+            mechanism,
+            args[0],
+            args[1],
+            epsilon=runner.epsilon,
+            delta=report.delta,
+            confidence=confidence,
+            float_test=float_test,
+            max_seconds=max(1.0, remaining - 1.0),
+            seed=0,
+        )
+    except (MechanismError, ParameterError) as error:
+        return None, [*notes, f"audit not run: {error}"]
+    if result.violated and replaying:
+        notes.append(
+            f"the noise calls' outputs violate ε (ε_lb = {result.best_epsilon_lower_bound:.4g}); the release is computed "
+            "from them, so this is evidence about the release, not a proof (not a finding)"
+        )
+    elif result.violated:
+        call = report.calls[0] if report.calls else None
+        report.findings.append(
+            Finding(
+                kind="audit",
+                library=call.library if call else "",
+                version=call.version if call else "",
+                site=call.site if call else "",
+                caller=call.caller if call else "",
+                mechanism=call.mechanism if call else "",
+                claimed=runner.epsilon,
+                witnessed=result.best_epsilon_lower_bound,
+                confidence=result.confidence,
+                d=d_runs,
+                d_prime=d_prime_runs,
+                detail=f"black-box audit of {model}: event {result.event}"
+                + (" (float test: the outputs' bit patterns)" if float_test else ""),
+                script=audit_script(runner, d_runs, d_prime_runs, columns, schema, result),
+            )
+        )
+    return result, notes
+
+
+def _is_float(output: Any) -> bool:
+    try:
+        import numpy as np
+
+        array = np.asarray(output)
+        return bool(array.dtype.kind == "f")
+    except (TypeError, ValueError):
+        return False
+
+
+# --- reproduction scripts ------------------------------------------------------------------------
+
+
+def _function_source(fn: Callable[..., Any]) -> str:
+    """Code that defines ``fn`` in the script: imported from its file, or its source when it has none."""
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", "")
+    try:
+        path = inspect.getsourcefile(fn)
+    except TypeError:
+        path = None
+    if path and "<" not in qualname:
+        return textwrap.dedent(
+            f"""
+            import importlib.util
+            _spec = importlib.util.spec_from_file_location({module!r}, {path!r})
+            _module = importlib.util.module_from_spec(_spec)
+            _spec.loader.exec_module(_module)
+            fn = _module
+            for _part in {qualname!r}.split("."):
+                fn = getattr(fn, _part)
+            """
+        )
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return "raise SystemExit('the checked function has no source to reproduce it from')\n"
+    name = getattr(fn, "__name__", "fn")
+    return source + (f"\nfn = {name}\n" if name != "<lambda>" else "")
+
+
+def _table_code(columns: Sequence[str], schema: Mapping[str, Any]) -> str:
+    dtypes = ", ".join(f"{name!r}: pl.{schema[name]!r}" for name in columns)
+    return textwrap.dedent(
+        f"""
+        def table(runs):
+            # runs of identical rows: (row, how many times), in order
+            index = np.repeat(np.arange(len(runs)), [times for _, times in runs])
+            schema = {{{dtypes}}}
+            return pl.DataFrame(
+                {{name: pl.Series(name, [row[i] for row, _ in runs], dtype=schema[name], strict=False).gather(index)
+                 for i, name in enumerate(schema)}}
+            )
+        """
+    )
+
+
+def _runs_literal(runs: Runs) -> str:
+    items = ", ".join(f"(({', '.join(_literal(v) for v in row)},), {n})" for row, n in runs.runs)
+    return f"[{items}]"
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
+    return repr(value)
+
+
+def repro_script(
+    runner: _Runner, call: NoiseCall, key: str, d: Runs, d_prime: Runs, declared: float, columns: Mapping[str, Any]
+) -> str:
+    """A standalone script (the library, polars and numpy only) showing a shift beyond the declared Δ."""
+    adapter = next(a for a in runner.adapters if a.name == call.library)
+    index = int(key.split(" ", 1)[0][1:]) - 1
+    schema = _schema(columns)
+    return (
+        f'"""Reproduces a dpwitness finding: {call.library} {call.version}, {call.mechanism} at {call.site}.\n\n'
+        f"The value this noise call receives moves by more than the Δ = {declared!r} it declares.\n"
+        'Needs only the library (and polars, numpy). Exit status 1 when the bug shows."""\n'
+        "import math\nimport sys\n\nimport numpy as np\nimport polars as pl\n"
+        + adapter.repro_hook()
+        + _function_source(runner.fn)
+        + _table_code(list(columns), schema)
+        + textwrap.dedent(
+            f"""
+            D = {_runs_literal(d)}
+            D_PRIME = {_runs_literal(d_prime)}
+            DECLARED = {declared!r}
+            CALL = {index}
+
+
+            def before_noise(runs):
+                CALLS.clear()
+                fn(table(runs))
+                site, mechanism, _, value = CALLS[CALL]
+                return site, mechanism, np.asarray(value, dtype=float).ravel()
+
+
+            site, mechanism, a = before_noise(D)
+            _, _, b = before_noise(D_PRIME)
+            nan_moved = np.isnan(a).any() != np.isnan(b).any()
+            shift = math.inf if nan_moved else float(np.abs(np.nan_to_num(a) - np.nan_to_num(b)).sum())
+            print(f"{{mechanism}} at {{site}}: value before noise {{a.tolist()}} on D, {{b.tolist()}} on D'")
+            print(f"shift {{shift!r}} vs declared sensitivity {{DECLARED!r}}")
+            if shift > DECLARED * (1 + {RELATIVE_TOLERANCE!r}):
+                print("BUG: the shift exceeds the declared sensitivity")
+                sys.exit(1)
+            print("not reproduced")
+            """
+        )
+    )
+
+
+def audit_script(
+    runner: _Runner, d: Runs, d_prime: Runs, columns: Mapping[str, Any], schema: Mapping[str, Any], result: AuditResult
+) -> str:
+    """A standalone script that samples the function on both tables (the library alone) and prints
+    what the audit's event measures; the certified bound itself comes from ``dpwitness check``."""
+    return (
+        f'"""Samples a dpwitness audit finding: ε_lb = {result.best_epsilon_lower_bound:.4g} > ε = {runner.epsilon:g}\n'
+        f'(event {result.event}). Needs only the library (and polars, numpy)."""\n'
+        "import numpy as np\nimport polars as pl\n"
+        + _function_source(runner.fn)
+        + _table_code(list(columns), _schema(columns))
+        + textwrap.dedent(
+            f"""
+            D = {_runs_literal(d)}
+            D_PRIME = {_runs_literal(d_prime)}
+            for name, runs in (("D", D), ("D'", D_PRIME)):
+                frame = table(runs)
+                outputs = np.array([np.asarray(fn(frame), dtype=float).ravel() for _ in range(2000)])
+                finite = np.isfinite(outputs).all(axis=1)
+                low_bit = (outputs.view(np.uint64) & 1).any(axis=1)
+                print(name, "mean", np.nanmean(outputs, axis=0), "non-finite share", 1 - finite.mean(),
+                      "odd last bit share", low_bit.mean())
+            """
+        )
+    )
+
+
+def _schema(columns: Mapping[str, Any]) -> dict[str, Any]:
+    import polars as pl
+
+    out: dict[str, Any] = {}
+    for name, spec in columns.items():
+        if isinstance(spec, Sequence) and not isinstance(spec, str):
+            out[name] = pl.Series(list(spec), strict=False).dtype
+        else:
+            out[name] = spec() if isinstance(spec, type) else spec
+    return out
+
+
+def _json(value: float) -> float | str:
+    return value if math.isfinite(value) else str(value)
+
+
+__all__ = ["VERDICTS", "CheckReport", "Finding", "check", "repro_script"]

@@ -1,0 +1,325 @@
+"""Hooks on another library's noise primitives: record every noise call, or take its noise away.
+
+An adapter (:class:`Adapter`) patches the functions or methods through which a library adds
+noise. While a :class:`Recorder` is active (``with recording(mode=…)``), every call that goes
+through a patched primitive becomes a :class:`NoiseCall`: where it was made (the library's own
+line, and the first line outside the library: the user's), the mechanism, the Δ, ε and δ it
+declared, and the value before noise. In ``"record"`` mode the library's noise is added as
+usual; in ``"unnoised"`` mode the primitive returns the value before noise (so the sensitivity
+search sees exactly what the library was about to noise). A call made from inside another
+hooked call (a mechanism whose ``randomise`` calls its parent's) counts once: the outermost.
+
+Outside a recorder the patched primitives call the library unchanged. Hooks are installed
+once per process and stay installed (uninstall restores the originals).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib
+import importlib.metadata
+import math
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+#: How a recorder treats the calls it sees.
+MODES = ("record", "unnoised")
+
+
+class AdapterError(RuntimeError):
+    """An adapter failed (a hook could not be installed, a library's internals were not as expected).
+
+    Reported as its own kind, never as a bug in the library.
+    """
+
+
+class Unsupported(Exception):
+    """The input is outside the library's stated contract (its input domain, its size limits).
+
+    The check skips such a pair: a library is not judged outside the inputs it accepts.
+    """
+
+
+@dataclass(frozen=True, eq=False)
+class NoiseCall:
+    """One call of a library's noise primitive.
+
+    ``site`` is the library's line that called the primitive, ``caller`` the first line outside
+    the library (the user's). ``sensitivity`` is the Δ the library declared for this call (in
+    ``norm``: ``"l1"`` for Laplace/geometric noise, ``"l2"`` for Gaussian), None when the
+    library declares none the hook can read. ``value`` is the value before noise (a number or
+    a tuple of numbers). ``replay()`` adds the library's own noise to ``value`` once more
+    (only the noise, no recomputation). ``bounds`` are the input bounds the library was given,
+    when it was given some.
+    """
+
+    library: str
+    version: str
+    mechanism: str
+    site: str
+    caller: str
+    sensitivity: float | None
+    epsilon: float | None
+    delta: float
+    norm: str
+    value: Any
+    bounds: tuple[float, float] | None = None
+    replay: Callable[[], Any] | None = field(default=None, repr=False)
+
+    @property
+    def signature(self) -> tuple[Any, ...]:
+        """What must not change between neighbours: where, which mechanism, and its declared Δ, ε, δ."""
+        return (self.library, self.mechanism, self.site, self.sensitivity, self.epsilon, self.delta)
+
+    def describe(self) -> str:
+        delta = f", δ = {self.delta:g}" if self.delta else ""
+        declared = "Δ undeclared" if self.sensitivity is None else f"declared Δ = {self.sensitivity:g} ({self.norm.upper()})"
+        eps = "" if self.epsilon is None else f", ε = {self.epsilon:g}"
+        return f"{self.library} {self.mechanism} at {self.site} ({declared}{eps}{delta}; called from {self.caller})"
+
+
+class Recorder:
+    """The noise calls seen while it is active, in order; ``mode`` says whether noise is added."""
+
+    def __init__(self, mode: str = "record") -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}")
+        self.mode = mode
+        self.calls: list[NoiseCall] = []
+        self.depth = 0
+
+
+_active: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("dpwitness_recorder", default=None)
+_install_lock = threading.Lock()
+
+
+def active() -> Recorder | None:
+    """The recorder in effect here, if any."""
+    return _active.get()
+
+
+@contextmanager
+def recording(mode: str = "record", adapters: tuple[Adapter, ...] | None = None) -> Iterator[Recorder]:
+    """Record the noise calls made inside the block (installing the adapters' hooks first)."""
+    for adapter in adapters if adapters is not None else available_adapters():
+        adapter.ensure_installed()
+    recorder = Recorder(mode)
+    token = _active.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _active.reset(token)
+
+
+def noise_call(
+    adapter: Adapter,
+    *,
+    mechanism: str,
+    sensitivity: float | None,
+    epsilon: float | None,
+    delta: float,
+    value: Any,
+    noised: Callable[[], Any],
+    unnoised: Callable[[], Any] | None = None,
+    norm: str = "l1",
+    bounds: tuple[float, float] | None = None,
+    replay: Callable[[], Any] | None = None,
+    skip_frames: int = 2,
+    site: str | None = None,
+) -> Any:
+    """The body of every hook: record the call, then add the noise (``noised()``) or not.
+
+    ``unnoised()`` gives what the primitive returns without noise (default: ``value``).
+    """
+    recorder = _active.get()
+    if recorder is None or recorder.depth > 0:
+        return noised()
+    recorder.depth += 1
+    try:
+        found, caller = call_sites(adapter.package_roots, skip_frames)
+        site = site or found
+        recorder.calls.append(
+            NoiseCall(
+                library=adapter.name,
+                version=adapter.version(),
+                mechanism=mechanism,
+                site=site,
+                caller=caller,
+                sensitivity=None if sensitivity is None else float(sensitivity),
+                epsilon=None if epsilon is None else float(epsilon),
+                delta=float(delta or 0.0),
+                norm=norm,
+                value=plain_value(value),
+                bounds=bounds,
+                replay=replay,
+            )
+        )
+        if recorder.mode == "unnoised":
+            return unnoised() if unnoised is not None else value
+        return noised()
+    finally:
+        recorder.depth -= 1
+
+
+def plain_value(value: Any) -> Any:
+    """A pre-noise value as a float or a tuple of floats (NaN and ±∞ kept)."""
+    try:
+        if hasattr(value, "tolist"):
+            value = value.tolist()
+        if isinstance(value, list | tuple):
+            flat: list[float] = []
+            stack = list(value)
+            while stack:
+                item = stack.pop(0)
+                if isinstance(item, list | tuple):
+                    stack[:0] = list(item)
+                else:
+                    flat.append(float(item))
+            return tuple(flat)
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def call_sites(package_roots: tuple[str, ...], skip: int) -> tuple[str, str]:
+    """(the innermost library line outside the hooks, the first line outside the library)."""
+    frame = sys._getframe(skip)
+    site = caller = ""
+    hooks_dir = __file__.rpartition("/")[0]
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        inside = any(root and filename.startswith(root) for root in package_roots)
+        if filename.startswith(hooks_dir):
+            pass
+        elif inside and not site:
+            site = f"{_short(filename)}:{frame.f_lineno}"
+        elif not inside:
+            caller = f"{_short(filename)}:{frame.f_lineno}"
+            break
+        frame = frame.f_back  # type: ignore[assignment]
+    return site or caller, caller
+
+
+def _short(filename: str) -> str:
+    marker = "site-packages/"
+    return filename.split(marker, 1)[1] if marker in filename else filename
+
+
+class Adapter:
+    """An adapter to one library: its hooks and its contract.
+
+    Subclasses set ``name`` (as the check reports it), ``module`` (the import name),
+    ``distribution`` (the package on the index), ``contract`` (one paragraph: input domain,
+    size limits, internal randomness), ``max_rows`` (tables the search may build; None: no
+    limit) and implement :meth:`install` (patch the primitives with :func:`noise_call`).
+    """
+
+    name = ""
+    module = ""
+    distribution = ""
+    contract = ""
+    max_rows: int | None = None
+    randomised = False
+
+    def __init__(self) -> None:
+        self._installed = False
+        self._originals: list[tuple[Any, str, Any]] = []
+        self.package_roots: tuple[str, ...] = ()
+
+    def importable(self) -> bool:
+        import importlib.util
+
+        try:
+            return importlib.util.find_spec(self.module) is not None
+        except (ImportError, ValueError):
+            return False
+
+    def version(self) -> str:
+        try:
+            return importlib.metadata.version(self.distribution or self.module)
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
+
+    def ensure_installed(self) -> None:
+        with _install_lock:
+            if self._installed:
+                return
+            try:
+                package = importlib.import_module(self.module)
+                root = getattr(package, "__file__", None) or ""
+                self.package_roots = (root.rpartition("/")[0] + "/",) if root else ()
+                self.install()
+            except AdapterError:
+                self.uninstall()
+                raise
+            except Exception as error:
+                self.uninstall()
+                raise AdapterError(
+                    f"{self.name} adapter: could not install its hooks ({type(error).__name__}: {error})"
+                ) from error
+            self._installed = True
+
+    def install(self) -> None:
+        raise NotImplementedError
+
+    def patch(self, owner: Any, attribute: str, replacement: Any) -> None:
+        """Replace ``owner.attribute`` (remembering the original for :meth:`uninstall`)."""
+        own = attribute in vars(owner)
+        self._originals.append((owner, attribute, vars(owner)[attribute] if own else _INHERITED))
+        setattr(owner, attribute, replacement)
+
+    def uninstall(self) -> None:
+        for owner, attribute, original in reversed(self._originals):
+            if original is _INHERITED:
+                delattr(owner, attribute)
+            else:
+                setattr(owner, attribute, original)
+        self._originals.clear()
+        self._installed = False
+
+    def repro_hook(self) -> str:
+        """Python source for a standalone script: patch the primitives so that each call appends
+        ``(site, mechanism, declared Δ, value before noise)`` to ``CALLS`` and returns the value
+        unnoised. Uses only the library (no dpwitness)."""
+        return ""
+
+
+_INHERITED = object()
+_REGISTRY: list[Adapter] = []
+
+
+def register(adapter: Adapter) -> Adapter:
+    """Make ``adapter`` one that :func:`recording` installs when its library is importable."""
+    if not any(existing.name == adapter.name for existing in _REGISTRY):
+        _REGISTRY.append(adapter)
+    return adapter
+
+
+def registered() -> tuple[Adapter, ...]:
+    return tuple(_REGISTRY)
+
+
+def available_adapters() -> tuple[Adapter, ...]:
+    """The registered adapters whose library is installed in this interpreter."""
+    return tuple(adapter for adapter in _REGISTRY if adapter.importable())
+
+
+__all__ = [
+    "MODES",
+    "Adapter",
+    "AdapterError",
+    "NoiseCall",
+    "Recorder",
+    "Unsupported",
+    "active",
+    "available_adapters",
+    "call_sites",
+    "noise_call",
+    "recording",
+    "register",
+    "registered",
+]

@@ -1,0 +1,172 @@
+"""The OpenDP adapter (0.16): a hook on every measurement's invocation.
+
+What the hook sees: each call of a :class:`opendp.mod.Measurement` (``m(arg)`` or
+``m.invoke(arg)``). For a chain ``transformation >> measurement`` (built by
+``make_chain_mt``, which ``>>`` uses), the value before noise is the transformation's output on
+``arg`` (computed by OpenDP) and the declared Δ is the transformation's stability map at the
+neighbours' distance (symmetric distance: 1 under add-remove, 2 under replace-one; 1 for the
+change-one metrics); the declared ε is the inner measurement's privacy map at that Δ. For a bare
+measurement on a value (``make_laplace(atom_domain, absolute_distance, scale)``), the value is
+``arg`` and the declared Δ is the largest input distance its privacy map sends to at most the
+claimed ε.
+
+Contract: input domain: ``arg`` must be a member of the measurement's input domain (OpenDP does
+not check it at invocation; a value outside, e.g. NaN or a value beyond declared bounds, is
+``Unsupported``, never a bug); size: float sums of unknown size subsample above 2²⁰ rows (a
+randomised transformation), so tables stay ≤ 2²⁰ rows; randomness: only the measurement's noise
+below that size.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dpwitness.targets.hooks import Adapter, Unsupported, active, noise_call, register
+
+#: OpenDP's float sums of unknown size sample 2²⁰ rows of a larger input (a randomised transformation).
+SIZE_LIMIT = 2**20
+
+
+class OpenDPAdapter(Adapter):
+    name = "opendp"
+    module = "opendp"
+    distribution = "opendp"
+    contract = (
+        "input: a member of the measurement's input domain (checked before each call; outside it: Unsupported); "
+        "size: ≤ 2^20 rows (float sums of unknown size subsample above it: randomised); randomness: only the noise"
+    )
+    max_rows = SIZE_LIMIT
+
+    def install(self) -> None:
+        import opendp.combinators as combinators
+        import opendp.mod as mod
+
+        chain_mt = combinators.make_chain_mt
+
+        def make_chain_mt(measurement1: Any, transformation0: Any) -> Any:
+            chained = chain_mt(measurement1, transformation0)
+            chained._dpw_parts = (transformation0, measurement1)
+            return chained
+
+        call, invoke = mod.Measurement.__call__, mod.Measurement.invoke
+        self.patch(combinators, "make_chain_mt", make_chain_mt)
+        self.patch(mod.Measurement, "__call__", self._hook(call))
+        self.patch(mod.Measurement, "invoke", self._hook(invoke))
+
+    def _hook(self, original: Any) -> Any:
+        adapter = self
+
+        def invoked(measurement: Any, arg: Any) -> Any:
+            recorder = active()
+            if recorder is None or recorder.depth > 0:
+                return original(measurement, arg)
+            domain = measurement.input_domain
+            try:
+                member = bool(domain.member(arg))
+            except Exception:  # a value OpenDP cannot even convert to its domain's type
+                member = False
+            if not member:
+                raise Unsupported(f"the argument is not a member of the OpenDP input domain {domain}")
+            if _rows(arg) > SIZE_LIMIT:
+                raise Unsupported(f"more than {SIZE_LIMIT} rows: OpenDP's float sums subsample them (randomised)")
+            parts = getattr(measurement, "_dpw_parts", None)
+            relation = getattr(recorder, "neighbours", "add-remove")
+            if parts is not None:
+                transformation, inner = parts
+                value = transformation(arg)
+                d_in = _distance(str(transformation.input_metric), relation)
+                sensitivity = float(transformation.map(d_in)) if d_in is not None else None
+                privacy = inner.map(transformation.map(d_in)) if d_in is not None else None
+                epsilon, delta = _loss(privacy)
+                mechanism = f"{_kind(inner)} after {_short(transformation)}"
+                replay = lambda: original(inner, value)  # noqa: E731 (the inner noise only)
+            else:
+                value = arg
+                claimed = getattr(recorder, "epsilon", None)
+                sensitivity = _largest_distance(measurement, claimed)
+                epsilon, delta = claimed, 0.0
+                mechanism = _kind(measurement)
+                replay = lambda: original(measurement, arg)  # noqa: E731
+            return noise_call(
+                adapter,
+                mechanism=mechanism,
+                sensitivity=sensitivity,
+                epsilon=epsilon,
+                delta=delta,
+                value=value,
+                noised=lambda: original(measurement, arg),
+                norm="l2" if "Gaussian" in mechanism or "ZeroConcentrated" in mechanism else "l1",
+                replay=replay,
+            )
+
+        return invoked
+
+
+def _rows(arg: Any) -> int:
+    try:
+        return len(arg) if isinstance(arg, list | tuple) else 0
+    except TypeError:
+        return 0
+
+
+def _distance(metric: str, relation: str) -> int | None:
+    """The input distance of one neighbouring step under ``relation`` in OpenDP's ``metric``."""
+    if metric.startswith("SymmetricDistance") or metric.startswith("InsertDeleteDistance"):
+        return 2 if relation == "replace-one" else 1
+    if metric.startswith("ChangeOneDistance") or metric.startswith("HammingDistance"):
+        return 1 if relation == "replace-one" else None
+    return None
+
+
+def _loss(privacy: Any) -> tuple[float | None, float]:
+    if privacy is None:
+        return None, 0.0
+    if isinstance(privacy, tuple):
+        return float(privacy[0]), float(privacy[1])
+    return float(privacy), 0.0
+
+
+def _kind(measurement: Any) -> str:
+    measure = str(measurement.output_measure)
+    return f"measurement → {measure}"
+
+
+def _short(transformation: Any) -> str:
+    return f"transformation {transformation.input_domain} → {transformation.output_domain}"
+
+
+def _largest_distance(measurement: Any, epsilon: float | None) -> float | None:
+    """The largest input distance d with map(d) ≤ ε (bisection on OpenDP's own privacy map)."""
+    if epsilon is None:
+        return None
+    integer = (
+        "i32" in str(measurement.input_metric) or "i64" in str(measurement.input_metric) or "u32" in str(measurement.input_metric)
+    )
+
+    def within(d: float) -> bool:
+        try:
+            loss = measurement.map(int(d) if integer else float(d))
+        except Exception:
+            return False
+        loss = loss[0] if isinstance(loss, tuple) else loss
+        return bool(float(loss) <= epsilon * (1 + 1e-12))
+
+    low, high = 0.0, 1.0
+    while within(high) and high < 1e300:
+        low, high = high, high * 2
+    if integer:
+        lo, hi = int(low), int(high)
+        while hi - lo > 1:
+            middle = (lo + hi) // 2
+            lo, hi = (middle, hi) if within(middle) else (lo, middle)
+        return float(lo)
+    for _ in range(200):
+        mid = (low + high) / 2
+        if mid in (low, high):
+            break
+        low, high = (mid, high) if within(mid) else (low, mid)
+    return low if math.isfinite(low) else None
+
+
+ADAPTER = register(OpenDPAdapter())

@@ -1,0 +1,341 @@
+"""Large structured tables for the sensitivity search: the shapes floating-point bugs need.
+
+The Hypothesis search of :mod:`dpwitness.witness.sensitivity` draws tables of a few rows, so it
+can never see a rounding error that grows with the table: a float sum whose partial sums sit
+just above a binade edge, where every small addition rounds up, moves by more than its bound
+when one large record takes the sum below the edge (Casacuberta et al., CCS 2022). Such tables
+are written here as *runs*, ``value × multiplicity``, and searched over the shapes that matter:
+
+* magnitudes at binade edges: ``m`` records of a large value ``b`` (a bound) with ``m·b`` just
+  at or above ``2^e``, for ``2^e`` up to the size limit (2²⁰ rows and beyond);
+* half-ulp fractions and grids of ``M + k·ulp``: small values at ``ulp(2^e)·(½ ± 2⁻¹⁰)``,
+  ``ulp·¾``, ``ulp·(1 + ½)``;
+* the dataset size as a searched parameter (the small run ½×, 1× or 2× the large one);
+* orderings: which run comes first, and where the changed record sits (first, between, last);
+* out-of-range outliers (when the column's declared type allows them) and key-set changes
+  (a record with a key no other record has).
+
+The search learns which shapes grow: every shape is tried on small tables first (2¹⁰ rows), and
+only those whose shift exceeds Δ at all (by any amount, even below the tolerance) are grown,
+size after size, until one violates (beyond :data:`RELATIVE_TOLERANCE`) or the size limit or
+the time budget is reached. Each pair is checked by :func:`search_claims` (one code path for
+every shift and every tolerance), so a structured finding is a :class:`SensitivityResult` too.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpwitness.errors import ParameterError
+from dpwitness.witness.sensitivity import RELATIVE_TOLERANCE, SensitivityResult, search_claims
+
+if TYPE_CHECKING:
+    import polars as pl
+
+#: Binade edges tried first (2¹⁰), then grown through these exponents.
+FIRST_EXPONENT = 10
+GROWTH_EXPONENTS = (14, 17, 20, 21)
+#: Shapes grown after the first, small round (the most promising ones).
+GROWN_SHAPES = 4
+#: Default cap on the rows of one table and on the search's time.
+MAX_ROWS = 2**23
+DEFAULT_SECONDS = 40.0
+
+
+@dataclass(frozen=True)
+class Runs:
+    """A table as runs of identical rows, in order: ((row values, multiplicity), …)."""
+
+    columns: tuple[str, ...]
+    runs: tuple[tuple[tuple[Any, ...], int], ...]
+
+    @property
+    def rows(self) -> int:
+        return sum(times for _, times in self.runs)
+
+    def frame(self, schema: Mapping[str, Any]) -> pl.DataFrame:
+        """The Polars table (built column by column; 2²² rows take a fraction of a second)."""
+        import polars as pl
+
+        index = np.repeat(np.arange(len(self.runs)), [times for _, times in self.runs])
+        data = {}
+        for position, name in enumerate(self.columns):
+            distinct = pl.Series(name, [row[position] for row, _ in self.runs], dtype=schema.get(name), strict=False)
+            data[name] = distinct.gather(index) if len(index) else distinct.clear()
+        return pl.DataFrame(data)
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """The runs as data: [{"row": {column: value}, "times": n}, …] (NaN and ±∞ as strings)."""
+        return [{"row": {c: _json_value(v) for c, v in zip(self.columns, row, strict=True)}, "times": n} for row, n in self.runs]
+
+    @classmethod
+    def of_frame(cls, frame: pl.DataFrame) -> Runs:
+        """The runs of a (small) table: consecutive equal rows merged."""
+        runs: list[tuple[tuple[Any, ...], int]] = []
+        for row in frame.iter_rows():
+            if runs and _same_row(runs[-1][0], row):
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+            else:
+                runs.append((tuple(row), 1))
+        return cls(tuple(frame.columns), tuple(runs))
+
+    def __str__(self) -> str:
+        if not self.runs:
+            return "(no rows)"
+        parts = [
+            "(" + ", ".join(f"{c}={v!r}" for c, v in zip(self.columns, row, strict=True)) + ")" + (f" × {n}" if n > 1 else "")
+            for row, n in self.runs
+        ]
+        return f"{self.rows} row(s): " + "; ".join(parts)
+
+
+def _same_row(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return all(
+        x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One family of structured pairs; :meth:`pair` builds it at the binade edge 2^exponent."""
+
+    big: float
+    small_ulps: float
+    ratio: float
+    change: str
+    position: str
+    big_first: bool
+    outlier: float | None = None
+
+    def describe(self) -> str:
+        order = "large run first" if self.big_first else "small run first"
+        what = {
+            "remove-big": "one large record removed",
+            "add-small": "one small record added",
+            "add-outlier": f"an outlier {self.outlier!r} added",
+            "add-big": "one large record added",
+        }.get(self.change, self.change)
+        sizes = f"sizes 1:{self.ratio:g}"
+        return f"large {self.big!r} at a binade edge, small ulp×{self.small_ulps:g}, {sizes}, {order}, {what} ({self.position})"
+
+    def pair(self, exponent: int, template: tuple[Any, ...], column: int, columns: tuple[str, ...]) -> tuple[Runs, Runs] | None:
+        edge = 2.0**exponent
+        big_count = math.ceil(edge / abs(self.big))
+        magnitude = big_count * abs(self.big)
+        ulp = float(np.spacing(magnitude))
+        small = math.copysign(ulp * self.small_ulps, self.big)
+        small_count = max(1, int(big_count * self.ratio))
+
+        def row(value: float) -> tuple[Any, ...]:
+            values = list(template)
+            values[column] = value
+            return tuple(values)
+
+        # Removing one large record must take the large run's total below the edge: the base
+        # holds one fewer, and the table with the record sits exactly at (or just above) 2^e.
+        base_big = big_count - 1 if self.change == "remove-big" else big_count
+        big_run, small_run = (row(self.big), base_big), (row(small), small_count)
+        base = [big_run, small_run] if self.big_first else [small_run, big_run]
+        changed = {"remove-big": self.big, "add-big": self.big, "add-small": small, "add-outlier": self.outlier}[self.change]
+        if changed is None:
+            return None
+        record = (row(changed), 1)
+        at = {"first": 0, "between": 1, "last": 2}[self.position]
+        with_record = [*base[:at], record, *base[at:]]
+        d, d_prime = Runs(columns, _merged(base)), Runs(columns, _merged(with_record))
+        return (d_prime, d) if self.change == "remove-big" else (d, d_prime)
+
+
+def _merged(runs: Sequence[tuple[tuple[Any, ...], int]]) -> tuple[tuple[tuple[Any, ...], int], ...]:
+    out: list[tuple[tuple[Any, ...], int]] = []
+    for row, times in runs:
+        if times <= 0:
+            continue
+        if out and _same_row(out[-1][0], row):
+            out[-1] = (row, out[-1][1] + times)
+        else:
+            out.append((row, times))
+    return tuple(out)
+
+
+def shapes(bounds: tuple[float, float], *, outliers: bool) -> list[Shape]:
+    """Every shape for a numeric column bounded by ``bounds`` (outliers when its type allows them)."""
+    low, high = bounds
+    bigs = [v for v in dict.fromkeys([high, low]) if v != 0 and math.isfinite(v)]
+    found: list[Shape] = []
+    for big in bigs:
+        for small in (0.5 + 2**-10, 0.5 - 2**-10, 0.75, 1.5):
+            for ratio in (1.0, 0.5, 2.0):
+                for big_first in (True, False):
+                    for position in ("first", "between", "last"):
+                        for change in ("remove-big", "add-small"):
+                            found.append(Shape(big, small, ratio, change, position, big_first))
+        if outliers:
+            for outlier in (2 * high + 1, 2 * low - 1, 1e300, -1e300, math.nan, math.inf, -math.inf):
+                found.append(Shape(big, 0.5 + 2**-10, 1.0, "add-outlier", "first", True, outlier))
+    return found
+
+
+@dataclass(frozen=True)
+class StructuredResult:
+    """What the structured search found for each output: its :class:`SensitivityResult` (shift
+    and pair of the largest relative shift, violated when beyond the tolerance), the pair as
+    runs, the shape, and the largest shift seen for that shape at any size."""
+
+    results: dict[str, SensitivityResult]
+    pairs: dict[str, tuple[Runs, Runs]]
+    shapes: dict[str, str]
+    largest: dict[str, float]
+    tried: int
+    seconds: float
+    skipped: int = 0
+
+
+def structured_search(
+    outputs: Callable[[pl.DataFrame], Mapping[str, Any]],
+    *,
+    columns: Mapping[str, Any],
+    claims: Mapping[str, float],
+    bounds: tuple[float, float] | None = None,
+    neighbours: str = "add-remove",
+    norm: str = "l1",
+    max_rows: int | None = None,
+    seconds: float = DEFAULT_SECONDS,
+    skip: tuple[type[BaseException], ...] = (),
+) -> StructuredResult:
+    """Search large structured pairs (see the module docstring) for a shift beyond each claim.
+
+    ``outputs``/``columns``/``claims``/``neighbours``/``norm`` are those of :func:`search_claims`.
+    The searched column is the first float column declared by dtype (a column given as a list
+    of values keeps to those values, so it is never searched here); ``bounds`` are its declared
+    bounds (the library's, default (0, 1)); ``max_rows`` caps a table (a library's size limit); ``seconds`` caps
+    the search. A pair on which ``outputs`` raises one of ``skip`` is skipped (counted).
+    """
+    import polars as pl
+
+    if not claims:
+        raise ParameterError("claims", "at least one output with its Δ", claims)
+    cap = min(max_rows or MAX_ROWS, MAX_ROWS)
+    names = tuple(columns)
+    schema: dict[str, Any] = {}
+    template: list[Any] = []
+    target: int | None = None
+    target_bounds = bounds
+    allows_outliers = False
+    for position, (name, spec) in enumerate(columns.items()):
+        if isinstance(spec, Sequence) and not isinstance(spec, str):
+            values = list(spec)
+            template.append(values[0])
+            schema[name] = pl.Series(values, strict=False).dtype  # listed values only: never a search target
+        else:
+            dtype = spec() if isinstance(spec, type) else spec
+            schema[name] = dtype
+            if dtype.is_float() and target is None:
+                target, allows_outliers = position, True
+                template.append(0.0)
+            elif dtype.is_numeric():
+                template.append(0)
+            elif dtype == pl.Boolean:
+                template.append(False)
+            else:
+                template.append("a")
+    started = time.perf_counter()
+    best: dict[str, tuple[float, SensitivityResult, tuple[Runs, Runs], str]] = {}
+    largest: dict[str, float] = {}
+    tried = skipped = 0
+    if target is None:
+        return StructuredResult({}, {}, {}, {}, 0, 0.0)
+    low, high = target_bounds or (0.0, 1.0)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        low, high = 0.0, 1.0
+
+    def run(pair: tuple[Runs, Runs], label: str) -> dict[str, float] | None:
+        nonlocal tried, skipped
+        d, d_prime = pair
+        tried += 1
+        try:
+            found = search_claims(
+                outputs,
+                columns=columns,
+                claims=claims,
+                neighbours=neighbours,
+                norm=norm,
+                trials=0,
+                pairs=[(d.frame(schema), d_prime.frame(schema))],
+            )
+        except skip:
+            skipped += 1
+            return None
+        excess: dict[str, float] = {}
+        for name, result in found.items():
+            claimed = claims[name]
+            relative = (result.shift - claimed) / claimed if claimed > 0 else (math.inf if result.shift > 0 else 0.0)
+            excess[name] = relative
+            largest[name] = max(largest.get(name, 0.0), result.shift)
+            kept = best.get(name)
+            # The first violation is the smallest pair (sizes only grow): it is kept.
+            if kept is None or (not kept[1].violated and (relative > kept[0] or result.violated)):
+                best[name] = (relative, result, pair, label)
+        return excess
+
+    def out_of_time() -> bool:
+        return time.perf_counter() - started > seconds
+
+    scored: list[tuple[float, Shape]] = []
+    for shape in shapes((low, high), outliers=allows_outliers):
+        if out_of_time():
+            break
+        pair = shape.pair(FIRST_EXPONENT, tuple(template), target, names)
+        if pair is None or pair[1].rows > cap:
+            continue
+        excess = run(pair, f"{shape.describe()}, 2^{FIRST_EXPONENT}")
+        if excess is not None:
+            scored.append((max(excess.values()), shape))
+    scored.sort(key=lambda item: -item[0])
+    growing = [shape for score, shape in scored[:GROWN_SHAPES] if score > 0]
+    violated = any(result.violated for _, result, _, _ in best.values())
+    for exponent in GROWTH_EXPONENTS:
+        if not growing or out_of_time():
+            break
+        still: list[Shape] = []
+        for shape in growing:
+            if out_of_time():
+                break
+            pair = shape.pair(exponent, tuple(template), target, names)
+            if pair is None or max(pair[0].rows, pair[1].rows) > cap:
+                continue
+            excess = run(pair, f"{shape.describe()}, 2^{exponent}")
+            if excess is not None and max(excess.values()) > 0:
+                still.append(shape)
+            if excess is not None and max(excess.values()) > RELATIVE_TOLERANCE:
+                violated = True
+                still = [shape]  # grow the violating shape only: the largest shift it reaches
+                break
+        growing = still
+        if violated and exponent >= GROWTH_EXPONENTS[-1]:
+            break
+    return StructuredResult(
+        results={name: kept[1] for name, kept in best.items()},
+        pairs={name: kept[2] for name, kept in best.items()},
+        shapes={name: kept[3] for name, kept in best.items()},
+        largest=largest,
+        tried=tried,
+        seconds=time.perf_counter() - started,
+        skipped=skipped,
+    )
+
+
+__all__ = ["Runs", "Shape", "StructuredResult", "shapes", "structured_search"]
