@@ -126,7 +126,7 @@ def test_refused_spend_exits_1(tmp_path: Path) -> None:
     assert runner.invoke(app, [*base, "--epsilon", "0.8"]).exit_code == 0
     refused = runner.invoke(app, [*base, "--epsilon", "0.8", "--json"])
     assert refused.exit_code == ExitCode.VIOLATED, refused.output
-    assert json.loads(refused.stdout)["error"]["kind"] == "violated"
+    assert json.loads(refused.stdout)["error"]["kind"] == "refused"  # a refused spend, not a violated claim
 
 
 def test_an_internal_error_exits_5_without_its_text() -> None:

@@ -88,7 +88,7 @@ def test_a_gaussian_histogram_is_calibrated_to_its_l2_delta(tmp_path: Path) -> N
     keys = [f"k{i}" for i in range(50)]
     ledger = tmp_path / "l2.db"
     session = Session(
-        people(), epsilon=10.0, delta_budget=1e-5, privacy_unit="pid", max_groups=10, ledger=ledger, seed=3
+        people(), epsilon=10.0, delta_budget=1e-5, privacy_unit="pid", max_groups=10, ledger=ledger, account="people", seed=3
     )
     release = session.run(session.query("histogram", "g", epsilon=1.0, keys=keys, delta=1e-6), mechanism="gaussian")
     expected = Gaussian(sensitivity=math.sqrt(10), epsilon=1.0, delta=1e-6, dimension=50, changed_coordinates=10)
@@ -141,7 +141,7 @@ def ledger_rows(path: Path) -> list[Any]:
     ("session_options", "call", "parameter"),
     [
         ({"epsilon": 5.0, "delta_budget": 1e-5}, {"mechanism": "laplace", "delta": 1e-6}, "delta"),  # δ for pure ε
-        ({"epsilon": 5.0}, {"mechanism": "gaussian", "delta": 1e-6}, "delta_budget"),  # no δ or ρ to spend
+        ({"epsilon": 5.0}, {"mechanism": "gaussian", "delta": 1e-6}, "delta"),  # δ on a pure-ε account
         ({"epsilon": 5.0, "rho": 0.5}, {"mechanism": "gaussian"}, "rho"),  # both (ε, δ) and ρ
     ],
 )
@@ -150,7 +150,7 @@ def test_bad_gaussian_input_in_python(
 ) -> None:
     ledger = tmp_path / "bad.db"
     with pytest.raises(ParameterError) as caught:
-        session = Session(people(), ledger=ledger, **session_options)
+        session = Session(people(), ledger=ledger, account="people", **session_options)
         mechanism = call.pop("mechanism")
         session.run(session.query("count", epsilon=1.0, by="g", keys=["k1", "k2"], **call), mechanism=mechanism)
     assert caught.value.parameter == parameter and "\n" not in str(caught.value)
@@ -199,7 +199,8 @@ def test_cli_gaussian_histogram_states_mechanism_sigma_and_delta(table: Path, tm
     ("extra", "parameter"),
     [
         (["--delta", "1e-6"], "delta"),  # δ with Laplace over declared keys
-        (["--mechanism", "gaussian", "--delta", "1e-6"], "delta_budget"),  # no δ or ρ in the budget
+        (["--mechanism", "gaussian", "--delta", "1e-6"], "--delta"),  # δ on an account without δ (pure ε)
+        (["--mechanism", "gaussian"], "--mechanism"),  # no δ or ρ in the budget for a Gaussian
         (["--mechanism", "gaussian", "--budget", "5", "--rho", "0.5"], "rho"),  # both ε and ρ totals
         (["--mechanism", "normal"], "mechanism"),
     ],

@@ -61,7 +61,9 @@ def test_accounts_share_or_separate_budgets(table: Path, tmp_path: Path) -> None
         alice_2.count(epsilon=0.7)
     bob.count(epsilon=0.7)
     assert alice_2.spent.epsilon == pytest.approx(0.7) and bob.spent.epsilon == pytest.approx(0.7)
-    assert Session(frame, epsilon=1.0, ledger=ledger).account == "dataframe"
+    with pytest.raises(ParameterError, match="account") as caught:  # a frame has no name: never a shared "dataframe"
+        Session(frame, epsilon=1.0, ledger=ledger)
+    assert caught.value.parameter == "account"
 
 
 SPENDER = textwrap.dedent(
@@ -217,7 +219,7 @@ def test_unique_identifiers_are_protected_by_a_delta_sized_to_max_rows(tmp_path:
     expected to leak. With δ sized to the declared bound (1/(10·max_rows)) that is ≤ 0.1."""
     frame = unique_ids(200_000)
     ledger = tmp_path / "ids.db"
-    session = Session(frame, epsilon=2.0, delta_budget=1e-5, max_rows=200_000, ledger=ledger, seed=12)
+    session = Session(frame, epsilon=2.0, delta_budget=1e-5, max_rows=200_000, ledger=ledger, account="people", seed=12)
     assert session.delta == 1 / 2_000_000
     release = session.histogram("ssn", epsilon=1.0)
     assert isinstance(release.value, dict) and len(release.value) <= 2  # expected ≤ 0.1
@@ -253,13 +255,13 @@ def test_undeclared_keys_without_a_sized_delta_are_refused_before_spending(
 ) -> None:
     ledger = tmp_path / "refused.db"
     with pytest.raises(ParameterError) as caught:
-        Session(unique_ids(100), ledger=ledger, **options).histogram("ssn", epsilon=0.5)  # type: ignore[arg-type]
+        Session(unique_ids(100), ledger=ledger, account="people", **options).histogram("ssn", epsilon=0.5)  # type: ignore[arg-type]
     assert caught.value.parameter == parameter and "\n" not in str(caught.value)
     assert ledger_rows(ledger) == [] if ledger.exists() else True
 
 
 def test_the_delta_budget_is_enforced(tmp_path: Path) -> None:
-    session = Session(unique_ids(100), epsilon=10.0, delta_budget=1e-3, max_rows=1000, ledger=tmp_path / "d.db")
+    session = Session(unique_ids(100), epsilon=10.0, delta_budget=1e-3, max_rows=1000, ledger=tmp_path / "d.db", account="people")
     session.histogram("ssn", epsilon=0.1)  # δ = 1e-4 each
     for _ in range(9):
         session.histogram("ssn", epsilon=0.1)
@@ -292,7 +294,7 @@ def test_cli_ledger_without_budget_continues_the_stored_account(table: Path, tmp
     assert code == 0 and isinstance(second, dict)
     assert second["total"]["epsilon"] == 2.0 and second["spent"]["epsilon"] == 1.0  # used to reset the total to 0.5
     code, refused = run_cli(str(table), "--epsilon", "0.5", "--count", "--ledger", ledger, "--budget", "5", "--json")
-    assert code == 2 and isinstance(refused, dict) and refused["error"]["parameter"] == "epsilon"
+    assert code == 2 and isinstance(refused, dict) and refused["error"]["parameter"] == "--budget"
     assert "--raise-budget" in refused["error"]["message"] and len(ledger_rows(Path(ledger))) == 2
     code, raised = run_cli(str(table), "--epsilon", "0.5", "--ledger", ledger, "--raise-budget", "5")
     assert code == 0 and "ε = 5" in str(raised)
@@ -306,15 +308,15 @@ def test_cli_undeclared_keys_need_a_declared_bound(people_ids: Path, tmp_path: P
     ledger = str(tmp_path / "keys.db")
     base = [str(people_ids), "--epsilon", "1", "--histogram", "ssn", "--ledger", ledger, "--json"]
     code, missing = run_cli(*base)
-    assert code == 2 and isinstance(missing, dict) and missing["error"]["parameter"] == "max_rows"
+    assert code == 2 and isinstance(missing, dict) and missing["error"]["parameter"] == "--max-rows"
     code, too_large = run_cli(*base, "--max-rows", "1000", "--delta-budget", "1e-3", "--delta", "1e-3")
-    assert code == 2 and isinstance(too_large, dict) and too_large["error"]["parameter"] == "delta"
+    assert code == 2 and isinstance(too_large, dict) and too_large["error"]["parameter"] == "--delta"
     code, released = run_cli(*base, "--max-rows", "1000", "--delta-budget", "1e-3", "--seed", "3")
     assert code == 0 and isinstance(released, dict)
     assert released["spent"]["delta"] == 1e-4 and released["total"]["delta"] == 1e-3
     assert "at most 0.1 unique keys" in released["releases"][0]["notice"]
     code, no_ledger = run_cli(str(people_ids), "--epsilon", "1", "--raise-budget", "3", "--json")
-    assert code == 2 and isinstance(no_ledger, dict) and no_ledger["error"]["parameter"] == "raise-budget"
+    assert code == 2 and isinstance(no_ledger, dict) and no_ledger["error"]["parameter"] == "--raise-budget"
 
 
 @pytest.fixture
@@ -352,7 +354,7 @@ def test_a_gaussian_release_records_its_delta_and_rho(table: Path, tmp_path: Pat
     [
         ("uniform", "count", 1e-5, "mechanism"),
         ("gaussian", "mean", 1e-5, "mechanism"),  # a composite release: Laplace only
-        ("gaussian", "count", None, "delta_budget"),  # no δ to spend
+        ("gaussian", "count", None, "mechanism"),  # no δ or ρ to spend: the option asked is named
     ],
 )
 def test_bad_mechanism_choices_are_refused_before_spending(

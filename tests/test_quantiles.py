@@ -312,15 +312,15 @@ def test_cli_round_and_clip_counts(adult: Path) -> None:
 @pytest.mark.parametrize(
     ("option", "parameter"),
     [
-        (["--quantile", "age:0:100:1.5"], "q"),
-        (["--quantile", "age:0:100:0.5,x"], "q"),
+        (["--quantile", "age:0:100:1.5"], "--quantile"),  # the flag typed, never the Python parameter
+        (["--quantile", "age:0:100:0.5,x"], "--quantile"),
         (["--quantile", "age:0:100"], "--quantile"),
-        (["--median", "age:100:0"], "bounds"),
-        (["--median", "age:0:inf"], "bounds"),
-        (["--median", "age:0:100", "--bins", "1"], "bins"),
-        (["--min", "absent:0:100"], "column"),
-        (["--median", "age:0:100", "--by", "sex"], "keys"),
-        (["--variance", "age:0:100", "--by", "sex"], "by"),
+        (["--median", "age:100:0"], "--median"),
+        (["--median", "age:0:inf"], "--median"),
+        (["--median", "age:0:100", "--bins", "1"], "--bins"),
+        (["--min", "absent:0:100"], "--min"),
+        (["--median", "age:0:100", "--by", "sex"], "--keys"),
+        (["--variance", "age:0:100", "--by", "sex"], "--by"),
     ],
 )
 def test_cli_bad_quantile_input_exits_2_and_spends_nothing(

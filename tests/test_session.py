@@ -225,7 +225,7 @@ def test_budget_exceeded_is_raised_before_any_data_is_read(monkeypatch: pytest.M
 
     monkeypatch.setattr(type(POLARS), "aggregate", spying)
     ledger = tmp_path / "b.db"
-    session = Session(pl.DataFrame({"x": [1, 2, 3]}), epsilon=1.0, ledger=ledger)
+    session = Session(pl.DataFrame({"x": [1, 2, 3]}), epsilon=1.0, ledger=ledger, account="people")
     session.count(epsilon=0.75)
     assert reads == ["count()"] and rows_in(ledger) == 1
     with pytest.raises(BudgetExceeded, match="nothing was released"):
@@ -236,7 +236,7 @@ def test_budget_exceeded_is_raised_before_any_data_is_read(monkeypatch: pytest.M
 def test_preview_spends_nothing_and_matches_the_release(tmp_path: Path) -> None:
     ledger = tmp_path / "p.db"
     frame = pl.DataFrame({"x": np.arange(100.0)})
-    session = Session(frame, epsilon=1.0, ledger=ledger, seed=4, max_rows=100_000, delta_budget=1e-4)
+    session = Session(frame, epsilon=1.0, ledger=ledger, account="people", seed=4, max_rows=100_000, delta_budget=1e-4)
     preview = session.preview("sum", "x", bounds=(0, 200), epsilon=0.5)
     assert session.spent.epsilon == 0 and rows_in(ledger) == 0
     assert preview.scale == 400 and preview.interval == pytest.approx((-400 * math.log(20), 400 * math.log(20)))
@@ -261,8 +261,8 @@ def test_seeded_sessions_reproduce_and_never_share_noise(tmp_path: Path) -> None
     assert not secure.seeded and "secure" in secure.randomness
     # a reopened ledger continues the stream numbering: no noise reused across sessions
     ledger = tmp_path / "s.db"
-    before = Session(frame, epsilon=10, seed=42, ledger=ledger).count(epsilon=1).value
-    after = Session(frame, epsilon=10, seed=42, ledger=ledger).count(epsilon=1).value
+    before = Session(frame, epsilon=10, seed=42, ledger=ledger, account="people").count(epsilon=1).value
+    after = Session(frame, epsilon=10, seed=42, ledger=ledger, account="people").count(epsilon=1).value
     assert before == a[0] and after == a[1]
 
 

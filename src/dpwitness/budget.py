@@ -330,9 +330,13 @@ def remaining(total: Budget, usage: Usage) -> Budget:
 
 def refusal(total: Budget, usage: Usage, spend: Spend, account: str | None = None) -> BudgetExceeded:
     """The :class:`BudgetExceeded` for a spend that does not fit (no data values in it)."""
-    asked = Budget(spend.epsilon, spend.delta, spend.rho)
+    left = remaining(total, usage)
+    if not (total.is_zcdp or total.delta > 0):  # ρ is never shown beside a pure-ε total
+        asked, left = Budget(spend.epsilon, spend.delta, 0.0), Budget(left.epsilon, left.delta, 0.0)
+    else:
+        asked = Budget(spend.epsilon, spend.delta, spend.rho)
     whose = f" for {account!r}" if account is not None else ""
-    return BudgetExceeded(f"asked for {asked} but only {remaining(total, usage)} remains of {total}{whose}; nothing was released")
+    return BudgetExceeded(f"asked for {asked} but only {left} remains of {total}{whose}; nothing was released")
 
 
 # --- in memory or on a ledger --------------------------------------------------------------------
@@ -731,6 +735,10 @@ def _write_total(connection: sqlite3.Connection, account: str, total: Budget, ki
     )
 
 
+#: The raise_budget argument that raises each total field.
+_RAISED = {"epsilon": "epsilon", "rho": "rho", "delta_budget": "delta"}
+
+
 def _check_same_total(account: str, stored: Budget, wanted: Budget, *, delta_given: bool) -> None:
     fields = [("epsilon", stored.epsilon, wanted.epsilon), ("rho", stored.rho, wanted.rho)]
     if delta_given:
@@ -741,7 +749,7 @@ def _check_same_total(account: str, stored: Budget, wanted: Budget, *, delta_giv
             raise ParameterError(
                 name,
                 f"the total stored in the ledger for account {account!r}, {shown} "
-                f"(omit it to continue the account; raise it explicitly with raise_budget(...) or --raise-budget)",
+                f"(omit it to continue the account; raise it explicitly with raise_budget({_RAISED[name]}=…))",
                 new if math.isfinite(new) else None,
             )
 

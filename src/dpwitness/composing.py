@@ -54,6 +54,8 @@ def compose(
         "notes": release_notes(query, plan),
         "seed": seed,
         "sensitivity_search": library_backing(query),
+        "key_columns": _key_columns(query),
+        "rho": plan.rho if math.isinf(plan.cost) else None,
     }
     if query.statistic in (Statistic.COUNT, Statistic.HISTOGRAM, Statistic.SUM):
         return replace(released[-1], **common)
@@ -76,6 +78,14 @@ def compose(
         bounds=query.bounds,
         **common,
     )
+
+
+def _key_columns(query: Query) -> tuple[str, ...]:
+    """The names of a keyed release's key columns, in its keys' order."""
+    if query.statistic is Statistic.QUANTILE:
+        several = query.quantiles is not None and len(query.quantiles) > 1
+        return (*query.by, "q") if several else query.by
+    return query.group_columns
 
 
 def _derive(query: Query, parts: list[Release]) -> float | dict[Key, float]:

@@ -92,6 +92,8 @@ class Plan:
         pairs = zip(self.query.parts, self.mechanisms, strict=True)
         charged: list[tuple[float, Laplace | Gaussian]] = [(self.query.epsilon_of(p), m) for p, m in pairs if p.sensitivity > 0]
         self.cost = math.fsum(e for e, _ in charged)
+        if charged and all(isinstance(m, Gaussian) and m.rho is not None for _, m in charged):
+            self.cost = math.inf  # calibrated to ρ only: a zCDP guarantee, no ε of its own
         # a Laplace part is ε_i-DP, so ε_i²/2-zCDP; a Gaussian part has the ρ of the noise it samples
         self.rho = math.fsum(m.rho_spent if isinstance(m, Gaussian) else e * e / 2 for e, m in charged)
         self.selection_delta = 0.0 if self.gaussian else self.delta  # δ of key selection is not zCDP

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.errors import check_alpha
+from dpwitness.figures import tidy
 
 if TYPE_CHECKING:
     from dpwitness.mechanisms import Gaussian, Laplace
@@ -67,6 +68,11 @@ class Release:
     #: Which sensitivity search backs Δ (set by the session for the library's own queries);
     #: None: Δ was declared by the caller and nothing checked it (see dpwitness.sensitivity_search).
     sensitivity_search: str | None = None
+    #: The names of the key columns of a keyed ``value`` (its keys are tuples of their values, or
+    #: one value for one column): ``by``, a histogram's column, a quantile's ``q`` when several.
+    key_columns: tuple[str, ...] = ()
+    #: ρ for a release calibrated to ρ-zCDP only (its ``epsilon`` is then ∞); None otherwise.
+    rho: float | None = None
     #: Every subclass, so that :meth:`from_dict` can rebuild the kind that ``to_dict`` names.
     _kinds: ClassVar[list[type[Release]]] = []
 
@@ -133,13 +139,16 @@ class Release:
         return float(self.value)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready description (arrays become lists, keys become strings)."""
-        return {
+        """A JSON-ready description (arrays become lists, keys become strings; a keyed value also
+        as ``rows``, one per key with the key columns as fields). Values are exact (every float
+        round-trips); ε and δ are cut to 12 significant digits (sums of shares: 0.9, not 0.8999999999999999)."""
+        data: dict[str, Any] = {
             "kind": type(self).__name__,
             "query": self.query,
             "value": _plain(self.value),
-            "epsilon": self.epsilon,
-            "delta": self.delta,
+            "epsilon": tidy(self.epsilon) if math.isfinite(self.epsilon) else None,
+            "rho": None if self.rho is None else tidy(self.rho),
+            "delta": tidy(self.delta),
             "sensitivity": self.sensitivity,
             "scale": self.scale,
             "variance": self.scale**2 if self.distribution == "gaussian" else 2.0 * self.scale**2,
@@ -153,7 +162,68 @@ class Release:
             "notice": self.notice,
             "notes": list(self.notes),
             "sensitivity_search": self.sensitivity_search,
+            "key_columns": list(self.key_columns),
         }
+        if isinstance(self.value, dict):
+            data["rows"] = self._rows()
+        return data
+
+    def _rows(self) -> list[dict[str, Any]]:
+        """One plain dict per key: the key columns, ``value``, ``low``, ``high``."""
+        intervals = self.interval
+        assert isinstance(self.value, dict) and isinstance(intervals, dict)
+        names = self._key_names()
+        rows = []
+        for key, value in self.value.items():
+            low, high = intervals[key]
+            row: dict[str, Any] = dict(zip(names, (_plain(k) for k in _key_parts(key)), strict=True))
+            rows.append({**row, "value": float(value), "low": float(low), "high": float(high)})
+        return rows
+
+    def _key_names(self) -> tuple[str, ...]:
+        assert isinstance(self.value, dict)
+        width = max((len(_key_parts(k)) for k in self.value), default=len(self.key_columns))
+        if len(self.key_columns) == width:
+            return self.key_columns
+        return tuple(f"key_{i + 1}" for i in range(width))
+
+    def to_polars(self) -> Any:
+        """This release as a Polars frame, one row per key (one row if not keyed): the key columns,
+        ``value``, ``low``/``high`` (the interval at 1 − alpha), ``epsilon``, ``delta``, ``rho``,
+        ``sensitivity`` (Δ), ``neighbours`` (the relation), ``mechanism`` and ``query``."""
+        from dpwitness.errors import require
+
+        pl = require("polars", "polars", "Release.to_polars")
+        return pl.DataFrame(self._records(), infer_schema_length=None)
+
+    def to_pandas(self) -> Any:
+        """:meth:`to_polars` as a pandas frame (needs the ``pandas`` extra)."""
+        from dpwitness.errors import require
+
+        require("pandas", "pandas", "Release.to_pandas")
+        require("pyarrow", "pandas", "Release.to_pandas")
+        return self.to_polars().to_pandas()
+
+    def _records(self) -> list[dict[str, Any]]:
+        common = {
+            "epsilon": self.epsilon if math.isfinite(self.epsilon) else None,
+            "delta": self.delta,
+            "rho": self.rho,
+            "sensitivity": self.sensitivity,
+            "neighbours": self.neighbours,
+            "mechanism": self.distribution,
+            "query": self.query,
+        }
+        if isinstance(self.value, dict):
+            return [{**row, **common} for row in self._rows()]
+        if isinstance(self.value, np.ndarray):
+            lows, highs = (np.asarray(x, dtype=np.float64) for x in self.interval)
+            return [
+                {"index": i, "value": float(v), "low": float(lo), "high": float(hi), **common}
+                for i, (v, lo, hi) in enumerate(zip(self.value, lows, highs, strict=True))
+            ]
+        low, high = (float(x) for x in self.interval)
+        return [{"value": float(self.value), "low": low, "high": high, **common}]
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Release:
@@ -168,6 +238,12 @@ class Release:
         names = {f.name for f in fields(target) if f.init and f.name != "mechanism"}
         options: dict[str, Any] = {name: data[name] for name in names if name in data}
         options["value"] = _revived(data["value"])
+        columns = tuple(data.get("key_columns") or ())
+        if isinstance(data.get("rows"), list) and columns:  # typed keys from the rows' key columns
+            rows = data["rows"]
+            options["value"] = {_key_of([row[c] for c in columns]): float(row["value"]) for row in rows}
+        if data.get("epsilon", 0.0) is None:
+            options["epsilon"] = math.inf
         options["scale"] = math.nan if data.get("scale") is None else float(data["scale"])
         options["notes"] = tuple(data.get("notes", ()))
         for name, value in options.items():
@@ -193,6 +269,28 @@ class Release:
         from dpwitness.report import release_html
 
         return release_html(self)
+
+
+def _key_parts(key: Any) -> tuple[Any, ...]:
+    """A key's values in column order (a quantile's (key, q) flattened)."""
+    if isinstance(key, tuple):
+        return tuple(part for item in key for part in _key_parts(item))
+    return (key,)
+
+
+def _key_of(values: list[Any]) -> Any:
+    converted = [tuple(v) if isinstance(v, list) else v for v in values]
+    return converted[0] if len(converted) == 1 else tuple(converted)
+
+
+def releases_frame(releases: Any) -> Any:
+    """Several releases as one Polars frame (:meth:`Release.to_polars`'s columns; key columns
+    that a release does not have are null in its rows)."""
+    from dpwitness.errors import require
+
+    pl = require("polars", "polars", "Session.results")
+    records = [record for release in releases for record in release._records()]
+    return pl.DataFrame(records, infer_schema_length=None) if records else pl.DataFrame()
 
 
 def _revived(value: Any) -> Any:

@@ -14,6 +14,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dpwitness.figures import figure, tidy
+
 if TYPE_CHECKING:  # type-only: release.py renders itself through this module
     from dpwitness.release import Release
 
@@ -143,6 +145,7 @@ def _chart(release: Release) -> str:
     height_plot = 220.0
     width = left + right + step * len(keys)
     height = top + height_plot + bottom
+
     def y(value: float) -> float:
         return top + height_plot * (high_end - value) / (high_end - low_end)
 
@@ -218,9 +221,14 @@ def release_text(release: Release) -> str:
         width = max((len(str(k)) for k in list(release.value)[:TEXT_KEYS]), default=0)
         for key in list(release.value)[:TEXT_KEYS]:
             low, high = intervals[key]
-            lines.append(f"  {key!s:<{width}}  {_number(release.value[key])}  [{_number(low)}, {_number(high)}]")
+            w = (high - low) / 2
+            lines.append(f"  {key!s:<{width}}  {figure(release.value[key], w)}  [{figure(low, w)}, {figure(high, w)}]")
         if len(release.value) > TEXT_KEYS:
             lines.append(f"  … {len(release.value) - TEXT_KEYS} more keys (see .value)")
+    elif isinstance(release.value, float | int) and not isinstance(release.value, bool):
+        low, high = (float(x) for x in release.interval)
+        w = (high - low) / 2
+        lines.append(f"{release.query} = {figure(release.value, w)}  ({level} interval [{figure(low, w)}, {figure(high, w)}])")
     else:
         lines.append(f"{release.query} = {_values(release.value)}  ({level} interval {_pair(release.interval)})")
     lines.append(f"  {_parameters(release)}")
@@ -230,7 +238,8 @@ def release_text(release: Release) -> str:
 
 
 def _parameters(release: Release) -> str:
-    text = f"ε = {release.epsilon:g}, δ = {release.delta:g}, Δ = {sensitivity_text(release)}"
+    budget = f"ε = {release.epsilon:.6g}" if math.isfinite(release.epsilon) else f"ρ = {release.rho:g} (zCDP)"
+    text = f"{budget}, δ = {release.delta:.6g}, Δ = {sensitivity_text(release)}"
     return text + (f"; neighbours: {release.neighbours}" if release.neighbours else "")
 
 
@@ -255,16 +264,28 @@ def preview_html(preview: Any) -> str:
 def session_text(session: Any) -> str:
     """The session's source and budget, then one line per release it made."""
     head = (
-        f"Session on {str(session.source)!r}: spent {_budget(session.spent)}; remaining {_budget(session.remaining)}; "
-        f"{len(session.releases)} release(s)"
+        f"Session on {str(session.source)!r}: spent {budget_text(session.spent, session.total)}; "
+        f"remaining {budget_text(session.remaining, session.total)}; {len(session.releases)} release(s)"
     )
-    return "\n".join([head, *(f"  {release_text(r).splitlines()[0]}" for r in session.releases)])
+    return "\n".join([head, f"  {account_text(session)}", *(f"  {release_text(r).splitlines()[0]}" for r in session.releases)])
+
+
+def account_text(session: Any) -> str:
+    """Whose budget this is and whether it lasts: the account (a file's default named as such)
+    and the ledger, or that an in-memory budget lasts for this session only."""
+    ledger = getattr(session._accountant, "ledger", None)
+    named = "" if getattr(session, "account_given", True) else " (the file's default account: its resolved path)"
+    if ledger is None:
+        return f"account {session.account!r}{named}, in memory: this budget lasts for this session only (no ledger)"
+    return f"account {session.account!r}{named} in the ledger {ledger.path}"
 
 
 def session_html(session: Any) -> str:
     head = (
         f"<p><strong>Session</strong> on <code>{html.escape(str(session.source))}</code>: "
-        f"spent {html.escape(_budget(session.spent))}, remaining {html.escape(_budget(session.remaining))}</p>"
+        f"spent {html.escape(budget_text(session.spent, session.total))}, "
+        f"remaining {html.escape(budget_text(session.remaining, session.total))}; "
+        f"{html.escape(account_text(session))}</p>"
     )
     return head + (summary_table(session.releases) if session.releases else "<p>No release yet.</p>")
 
@@ -289,6 +310,21 @@ def _field(value: Any) -> str:
 
 def _budget(value: Any) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
+def shows_rho(total: Any) -> bool:
+    """Whether ρ means anything for this total (see :func:`budget_text`)."""
+    return bool(total.is_zcdp or total.delta > 0)
+
+
+def budget_text(value: Any, total: Any) -> str:
+    """A budget's ε and δ (float noise of sums cut to 12 digits); ρ only where a ρ budget is in
+    use: a ρ total, or an (ε, δ) total with δ > 0 (zCDP composition may be its better route);
+    never beside a pure-ε total."""
+    from dpwitness.budget import Budget
+
+    rho = tidy(value.rho) if shows_rho(total) else 0.0
+    return str(Budget(tidy(value.epsilon), tidy(value.delta), rho))
 
 
 def _ticks(low: float, high: float, count: int = 5) -> list[float]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -33,7 +34,7 @@ from dpwitness.engines import Engine, engine_for
 from dpwitness.errors import ParameterError, check_alpha
 from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.neighbours import ContributionBound, Neighbours, partition_threshold
-from dpwitness.noise import bit_source
+from dpwitness.noise import EPSILON_RANGE, bit_source
 from dpwitness.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
 from dpwitness.quantiles import accuracy_note, check_quantiles, rank_error
 from dpwitness.queries import Key, Query, Schema, Statistic, parse_dtypes
@@ -107,8 +108,8 @@ class Session:
         ContributionBound.of(max_contributions, max_groups)
         if privacy_unit is None and (max_contributions != 1 or max_groups is not None):
             raise ParameterError("privacy_unit", "a column name when max_contributions ≠ 1 or max_groups is set", privacy_unit)
-        if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1):
-            raise ParameterError("max_rows", "a whole number ≥ 1 (a declared bound on rows or units, not a count)", max_rows)
+        if max_rows is not None:
+            check_max_rows(max_rows)
         if delta is not None and not (isinstance(delta, float | int) and not isinstance(delta, bool) and 0 < delta < 1):
             raise ParameterError("delta", "a number strictly between 0 and 1", delta)
         if seed is not None:
@@ -119,13 +120,26 @@ class Session:
         self.max_groups = max_groups
         self.max_rows = max_rows
         self.delta = float(delta) if delta is not None else (max_delta(max_rows) if max_rows is not None else DEFAULT_DELTA)
+        self._delta_given = delta is not None
+        self._lock = threading.Lock()
         self.seed = seed
         self.dtypes = parse_dtypes(dtypes)  # declared column types (e.g. for a CSV); validated, nothing read
         self.order_by: tuple[str, ...] = (order_by,) if isinstance(order_by, str) else tuple(order_by or ())
         self.engine: Engine = engine_for(engine)
         self.source = source
         store = ledger if isinstance(ledger, Ledger) or ledger is None else Ledger(ledger)
+        if account is not None and not (isinstance(account, str) and account.strip()):
+            raise ParameterError("account", "a non-empty name for the dataset whose budget this is", account)
+        if account is None and store is not None and not isinstance(source, str | os.PathLike):
+            raise ParameterError(
+                "account",
+                "a name for this dataset's budget (account=…) when a ledger is used with an in-memory frame "
+                "(a frame has no name, and an account is never derived from the data's content: docs/budget.md)",
+                None,
+            )
         self.account = account if account is not None else _account_for(source)
+        #: True when the account was named by the caller; False for a file's default (its path).
+        self.account_given = account is not None
         if wanted is None:
             self._accountant = Accountant(delta=delta_budget, ledger=store, account=self.account)
         elif wanted.is_zcdp:
@@ -167,10 +181,14 @@ class Session:
         """Raise the account's total (recorded in the ledger as its own event); returns it."""
         return self._accountant.raise_budget(epsilon=epsilon, delta=delta, rho=rho)
 
-    def check_budget(self, queries: Sequence[Query]) -> None:
+    def check_budget(self, queries: Sequence[Query], *, options: Sequence[Mapping[str, Any]] | None = None) -> None:
         """Raise :class:`~dpwitness.errors.BudgetExceeded` unless all ``queries`` together fit
-        the remaining budget (after each query's own checks); spends nothing."""
-        self._accountant.check_all([self._plan(q).spend(q.label) for q in queries])
+        the remaining budget (after each query's own checks); spends nothing. ``options``: for
+        each query, the ``mechanism``/``rho``/``max_rows`` it will be run with (see :meth:`run`)."""
+        asked = [dict(o) for o in options] if options is not None else [{} for _ in queries]
+        if len(asked) != len(queries):
+            raise ParameterError("options", f"one mapping per query ({len(queries)})", len(asked))
+        self._accountant.check_all([self._plan(q, **o).spend(q.label) for q, o in zip(queries, asked, strict=True)])
 
     # --- display and archive ----------------------------------------------------------------
     def __repr__(self) -> str:
@@ -196,79 +214,108 @@ class Session:
         }
 
     # --- queries --------------------------------------------------------------------------
+    # Every statistic takes its budget (``epsilon``, or ``rho`` on a ρ account) and the options
+    # that change how it is released, where it is asked: ``mechanism`` ("laplace", "gaussian",
+    # "auto"; default the session's), ``delta`` (δ of a Gaussian or of undeclared-key selection;
+    # default the session's), ``rho`` (a Gaussian calibrated to ρ-zCDP, on a ρ total only),
+    # ``max_rows`` (the declared bound on rows for undeclared keys; default the session's) and
+    # ``alpha`` (the interval's 1 − confidence). An option that conflicts with the account's
+    # total is a ParameterError naming it, before anything is spent or read.
     def count(
         self,
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
         column: str | None = None,
         where: str | None = None,
         alpha: float = 0.05,
         delta: float | None = None,
+        rho: float | None = None,
+        mechanism: str | None = None,
+        max_rows: int | None = None,
     ) -> Release:
-        """Rows (with a non-null ``column`` if given), or rows per key with ``by``; ``where`` filters rows."""
-        return self.run(self.query("count", column, epsilon=epsilon, by=by, keys=keys, where=where, delta=delta), alpha=alpha)
+        """Rows (with a non-null ``column`` if given), or rows per key with ``by``; ``where`` filters rows.
+
+        ``keys``: the declared keys of ``by`` (tuples for several columns); None: keys from the data
+        (thresholded, costs δ). Options as for every statistic (see the class docstring)."""
+        options: dict[str, Any] = {"by": by, "keys": keys, "where": where, "delta": delta}
+        return self._ask("count", column, options, epsilon, rho, mechanism, max_rows, alpha)
 
     def sum(
         self,
         column: str,
         bounds: tuple[float, float],
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
         where: str | None = None,
         alpha: float = 0.05,
         delta: float | None = None,
+        rho: float | None = None,
+        mechanism: str | None = None,
+        max_rows: int | None = None,
     ) -> Release:
         """Σ clamp(column, L, U) over non-null rows (per key with ``by``; rows where ``where`` holds)."""
-        query = self.query("sum", column, epsilon=epsilon, bounds=bounds, by=by, keys=keys, where=where, delta=delta)
-        return self.run(query, alpha=alpha)
+        options: dict[str, Any] = {"bounds": bounds, "by": by, "keys": keys, "where": where, "delta": delta}
+        return self._ask("sum", column, options, epsilon, rho, mechanism, max_rows, alpha)
 
     def mean(
         self,
         column: str,
         bounds: tuple[float, float],
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
         split: Sequence[float] | None = None,
         where: str | None = None,
         alpha: float = 0.05,
         delta: float | None = None,
+        rho: float | None = None,
+        mechanism: str | None = None,
+        max_rows: int | None = None,
     ) -> Release:
-        """Mean of clamp(column, L, U) over non-null rows: noisy centred sum / noisy count."""
+        """Mean of clamp(column, L, U) over non-null rows: noisy centred sum / noisy count
+        (``split``: each part's share of ε, default even; each part's ε must be ≥ 0.001)."""
         options: dict[str, Any] = {"bounds": bounds, "by": by, "keys": keys, "split": split, "where": where, "delta": delta}
-        query = self.query("mean", column, epsilon=epsilon, **options)
-        return self.run(query, alpha=alpha)
+        return self._ask("mean", column, options, epsilon, rho, mechanism, max_rows, alpha)
 
     def variance(
         self,
         column: str,
         bounds: tuple[float, float],
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         split: Sequence[float] | None = None,
         where: str | None = None,
         alpha: float = 0.05,
+        delta: float | None = None,
+        rho: float | None = None,
+        mechanism: str | None = None,
+        max_rows: int | None = None,
     ) -> Release:
-        """Population variance of clamp(column, L, U), from noisy moments."""
-        return self.run(self.query("variance", column, epsilon=epsilon, bounds=bounds, split=split, where=where), alpha=alpha)
+        """Population variance of clamp(column, L, U), from noisy moments (three parts share ε)."""
+        options: dict[str, Any] = {"bounds": bounds, "split": split, "where": where, "delta": delta}
+        return self._ask("variance", column, options, epsilon, rho, mechanism, max_rows, alpha)
 
     def histogram(
         self,
         column: str,
         categories: Sequence[Key] | None = None,
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         where: str | None = None,
         alpha: float = 0.05,
         delta: float | None = None,
+        rho: float | None = None,
+        mechanism: str | None = None,
+        max_rows: int | None = None,
     ) -> Release:
         """Counts per value of ``column`` over ``categories`` (declared), or over thresholded values from the data."""
-        return self.run(self.query("histogram", column, epsilon=epsilon, keys=categories, where=where, delta=delta), alpha=alpha)
+        options: dict[str, Any] = {"keys": categories, "where": where, "delta": delta}
+        return self._ask("histogram", column, options, epsilon, rho, mechanism, max_rows, alpha)
 
     def quantile(
         self,
@@ -276,65 +323,118 @@ class Session:
         q: float | Sequence[float],
         bounds: tuple[float, float],
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
         where: str | None = None,
         bins: int | None = None,
         alpha: float = 0.05,
+        delta: float | None = None,
+        rho: float | None = None,
+        mechanism: str | None = None,
+        max_rows: int | None = None,
     ) -> Release:
         """The q-quantile(s) of clamp(column, L, U), per declared key with ``by``: one noisy
         histogram of ``bins`` bins of [L, U], post-processed (several q share it: one spend).
         See :mod:`dpwitness.quantiles` for the method and the rank-error guarantee."""
-        options: dict[str, Any] = {"bounds": bounds, "by": by, "keys": keys, "quantiles": q, "bins": bins, "where": where}
-        query = self.query("quantile", column, epsilon=epsilon, **options)
-        return self.run(query, alpha=alpha)
+        options: dict[str, Any] = {
+            "bounds": bounds, "by": by, "keys": keys, "quantiles": q, "bins": bins, "where": where, "delta": delta,
+        }  # fmt: skip
+        return self._ask("quantile", column, options, epsilon, rho, mechanism, max_rows, alpha)
 
     def median(
         self,
         column: str,
         bounds: tuple[float, float],
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
         where: str | None = None,
         bins: int | None = None,
         alpha: float = 0.05,
+        delta: float | None = None,
+        rho: float | None = None,
+        mechanism: str | None = None,
+        max_rows: int | None = None,
     ) -> Release:
         """The 0.5-quantile: see :meth:`quantile`."""
-        return self.quantile(column, 0.5, bounds, epsilon=epsilon, by=by, keys=keys, where=where, bins=bins, alpha=alpha)
+        options: dict[str, Any] = {"by": by, "keys": keys, "where": where, "bins": bins, "alpha": alpha, "delta": delta}
+        return self.quantile(column, 0.5, bounds, epsilon=epsilon, rho=rho, mechanism=mechanism, max_rows=max_rows, **options)
 
     def min(
         self,
         column: str,
         bounds: tuple[float, float],
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
         where: str | None = None,
         bins: int | None = None,
         alpha: float = 0.05,
+        delta: float | None = None,
+        rho: float | None = None,
+        mechanism: str | None = None,
+        max_rows: int | None = None,
     ) -> Release:
         """A DP minimum: the 0-quantile within [L, U], its rank kept above the noise (the exact
         minimum is not releasable); see docs/statistics.md."""
-        return self.quantile(column, 0.0, bounds, epsilon=epsilon, by=by, keys=keys, where=where, bins=bins, alpha=alpha)
+        options: dict[str, Any] = {"by": by, "keys": keys, "where": where, "bins": bins, "alpha": alpha, "delta": delta}
+        return self.quantile(column, 0.0, bounds, epsilon=epsilon, rho=rho, mechanism=mechanism, max_rows=max_rows, **options)
 
     def max(
         self,
         column: str,
         bounds: tuple[float, float],
         *,
-        epsilon: float,
+        epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
         keys: Sequence[Key] | None = None,
         where: str | None = None,
         bins: int | None = None,
         alpha: float = 0.05,
+        delta: float | None = None,
+        rho: float | None = None,
+        mechanism: str | None = None,
+        max_rows: int | None = None,
     ) -> Release:
         """A DP maximum: the 1-quantile within [L, U] (see :meth:`min`)."""
-        return self.quantile(column, 1.0, bounds, epsilon=epsilon, by=by, keys=keys, where=where, bins=bins, alpha=alpha)
+        options: dict[str, Any] = {"by": by, "keys": keys, "where": where, "bins": bins, "alpha": alpha, "delta": delta}
+        return self.quantile(column, 1.0, bounds, epsilon=epsilon, rho=rho, mechanism=mechanism, max_rows=max_rows, **options)
+
+    def _ask(
+        self,
+        statistic: str,
+        column: str | None,
+        options: dict[str, Any],
+        epsilon: float | None,
+        rho: float | None,
+        mechanism: str | None,
+        max_rows: int | None,
+        alpha: float,
+    ) -> Release:
+        query = self.query(statistic, column, epsilon=self._statistic_epsilon(epsilon, rho), **options)
+        return self.run(query, alpha=alpha, mechanism=mechanism, rho=rho, max_rows=max_rows)
+
+    def _statistic_epsilon(self, epsilon: float | None, rho: float | None) -> float:
+        """The query's ε: the one given, or for ``rho=`` alone the ε of a pure release with that ρ
+        (√(2ρ): it only sizes the query; a ρ release is charged its ρ, see :meth:`run`)."""
+        if epsilon is not None and rho is not None:
+            raise ParameterError("rho", "given alone: a statistic's budget is epsilon= or rho=, not both", rho)
+        if rho is not None:
+            rho = check_rho_option(rho, self.total)
+            return math.sqrt(2 * rho)
+        if epsilon is None:
+            raise ParameterError("epsilon", "the ε of this statistic (or rho= on an account whose total is ρ)", None)
+        return epsilon
+
+    def results(self) -> Any:
+        """Every release of this session as one Polars frame (one row per key; see
+        :meth:`dpwitness.release.Release.to_polars` for the columns)."""
+        from dpwitness.release import releases_frame
+
+        return releases_frame(self.releases)
 
     def query(
         self,
@@ -379,12 +479,23 @@ class Session:
         *,
         alpha: float = 0.05,
         mechanism: str | None = None,
+        rho: float | None = None,
+        max_rows: int | None = None,
         **options: Any,
     ) -> Preview:
-        """The scale and interval a query would have, without spending (reads only the schema)."""
-        query = statistic if isinstance(statistic, Query) else self.query(statistic, column, **options)
+        """The scale and interval a query would have, without spending (reads only the schema).
+
+        ``statistic`` is a :class:`~dpwitness.queries.Query` or a statistic's name with its
+        ``options`` as for :meth:`query` (``epsilon``, ``bounds``, ``by``…); ``alpha``,
+        ``mechanism``, ``rho`` and ``max_rows`` as for the statistic methods."""
+        if isinstance(statistic, Query):
+            query = statistic
+        else:
+            options["epsilon"] = self._statistic_epsilon(options.get("epsilon"), rho)
+            query = self.query(statistic, column, **options)
         alpha = check_alpha(alpha)
-        plan = self._plan(query, mechanism)
+        plan = self._plan(query, mechanism, rho=rho, max_rows=max_rows)
+        query = plan.query
         z = math.log(1.0 / alpha)
         parts = tuple(
             {
@@ -413,7 +524,14 @@ class Session:
         if plan.gaussian:  # σ and the normal interval, not Laplace's b
             gaussians = [m for m in plan._all if isinstance(m, Gaussian)]
             parts = tuple(
-                {**part, "mechanism": "gaussian", "sensitivity": m.sensitivity, "scale": m.sigma, "half_width": m.interval(alpha)}
+                {
+                    **{k: v for k, v in part.items() if k != "epsilon" or m.rho is None},  # a ρ part has no ε
+                    "mechanism": "gaussian",
+                    "sensitivity": m.sensitivity,
+                    "scale": m.sigma,
+                    "half_width": m.interval(alpha),
+                    **({"rho": m.rho} if m.rho is not None else {}),
+                }
                 for part, m in zip(parts, gaussians, strict=True)
             )
             scale, sensitivity = gaussians[-1].sigma, gaussians[-1].sensitivity
@@ -430,21 +548,35 @@ class Session:
         """The ε ``query`` would spend (0 for a part with Δ = 0), after all its checks; spends nothing."""
         return self._plan(query).cost
 
-    def run(self, query: Query, *, alpha: float = 0.05, mechanism: str | None = None) -> Release:
-        """Spend, aggregate, add noise once: see the module docstring for the order."""
+    def run(
+        self,
+        query: Query,
+        *,
+        alpha: float = 0.05,
+        mechanism: str | None = None,
+        rho: float | None = None,
+        max_rows: int | None = None,
+    ) -> Release:
+        """Spend, aggregate, add noise once: see the module docstring for the order.
+
+        ``alpha``, ``mechanism``, ``rho`` (a Gaussian at ρ-zCDP, charged ρ; ``query``'s ε then
+        only sizes it) and ``max_rows`` as for the statistic methods; the session's are the defaults."""
         alpha = check_alpha(alpha)
-        plan = self._plan(query, mechanism)
+        plan = self._plan(query, mechanism, rho=rho, max_rows=max_rows)
+        query = plan.query
         cost = plan.spend(query.label)
-        self._accountant.spend(
-            cost.epsilon,
-            cost.label,
-            delta=cost.delta,
-            rho=cost.rho,
-            selection_delta=cost.selection_delta,
-            tv_distance=cost.tv_distance,
-        )
-        # (BudgetExceeded there, before any data is read)
-        seeds = query_streams(self.seed, len(self._accountant.history) - 1, query, len(query.parts) + 1)
+        with self._lock:  # the spend and its position in the history (the seeded stream's index) together
+            self._accountant.spend(
+                cost.epsilon,
+                cost.label,
+                delta=cost.delta,
+                rho=cost.rho,
+                selection_delta=cost.selection_delta,
+                tv_distance=cost.tv_distance,
+            )
+            # (BudgetExceeded there, before any data is read)
+            position = len(self._accountant.history) - 1
+        seeds = query_streams(self.seed, position, query, len(query.parts) + 1)
         try:
             exact = self.engine.aggregate(self._opened(), query, selection_key=selection_key(seeds[0]))
         except Exception as error:
@@ -492,21 +624,39 @@ class Session:
         return view
 
     # --- internals ------------------------------------------------------------------------
-    def _plan(self, query: Query, mechanism: str | None = None) -> Plan:
+    def _plan(self, query: Query, mechanism: str | None = None, *, rho: float | None = None, max_rows: int | None = None) -> Plan:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.queries.Query", query)
         wanted = self.mechanism if mechanism is None else check_mechanism(mechanism)
+        rows = self.max_rows if max_rows is None else check_max_rows(max_rows)
+        if rows is not None and max_rows is not None and not query.explicit_delta and not self._delta_given:
+            query = replace(query, delta=max_delta(rows))  # the default δ follows the bound asked for
+        total = self._accountant.total
+        if rho is not None:
+            check_rho_option(rho, total)
+            if mechanism == "laplace":
+                raise ParameterError("mechanism", "gaussian (or omitted) with rho= (a ρ release is Gaussian)", mechanism)
+            wanted = "gaussian"
+        elif query.explicit_delta and total.delta <= 0 and not total.is_zcdp:
+            raise ParameterError(
+                "delta",
+                "none on this account: its total δ is 0 (pure ε); a release that spends δ needs an account "
+                "opened with delta_budget=…",
+                query.delta,
+            )
         query.check_schema(self._table_schema())
         self.engine.check(self._opened(), query)  # the plan compiles: nothing after the spend fails for the query
-        exposure = self._check_selection_delta(query)
+        exposure = self._check_selection_delta(query, rows)
+        if rho is None:
+            _check_part_epsilons(query)
         # Built (and so validated) before anything is spent; charged for every key a unit can move.
         mechanisms = tuple(
             Laplace(sensitivity=p.sensitivity, epsilon=query.epsilon_of(p), changed_coordinates=p.changed_coordinates)
             for p in query.parts
-        )
-        gaussians, choice = self._gaussian_for(query, mechanisms, wanted)
+        ) if rho is None else ()  # fmt: skip
+        gaussians, choice = self._gaussian_for(query, mechanisms, wanted, rho)
         if gaussians is not None:
-            return Plan(query, cast(tuple[Laplace, ...], gaussians), None, query.delta, None, choice)
+            return Plan(query, cast(tuple[Laplace, ...], gaussians), None, 0.0 if rho is not None else query.delta, None, choice)
         if wanted == "laplace" and query.explicit_delta and not (query.grouped and not query.declared):
             raise ParameterError(
                 "delta",
@@ -521,14 +671,15 @@ class Session:
             # with a relative margin far above those (≈ 1e-8) effects, so δ holds as stated.
             count, sampler = query.parts[0], mechanisms[0].noise
             scale = sampler.scale if sampler is not None else count.sensitivity / query.epsilon_of(count)
-            threshold, _ = partition_threshold(
-                scale=scale, bound=query.contribution, delta=query.delta * PARTITION_DELTA_MARGIN
-            )
+            threshold, _ = partition_threshold(scale=scale, bound=query.contribution, delta=query.delta * PARTITION_DELTA_MARGIN)
             delta = query.delta
         return Plan(query, mechanisms, threshold, delta, exposure, choice)
 
-    def _gaussian_for(self, query: Query, laplace: tuple[Laplace, ...], wanted: str) -> tuple[tuple[Gaussian, ...] | None, str]:
-        """Gaussian mechanisms for ``query`` if ``wanted`` (or if "auto" finds them better), and the note."""
+    def _gaussian_for(
+        self, query: Query, laplace: tuple[Laplace, ...], wanted: str, rho: float | None = None
+    ) -> tuple[tuple[Gaussian, ...] | None, str]:
+        """Gaussian mechanisms for ``query`` if ``wanted`` (or if "auto" finds them better), and the note;
+        with ``rho``, calibrated to ρ-zCDP (each part its share of ρ)."""
         if wanted == "laplace":
             return None, ""
         eligible = (
@@ -538,13 +689,31 @@ class Session:
         )
         total = self._accountant.total
         if not eligible:
+            if rho is not None:
+                raise ParameterError(
+                    "rho", "only for a count, sum or histogram over declared keys (a ρ release is Gaussian)", rho
+                )
             if wanted == "gaussian":
                 expected = "laplace for this query (gaussian: a count, sum or histogram over declared keys)"
                 raise ParameterError("mechanism", expected, wanted)
             return None, "mechanism: laplace (auto: the only one for this query)"
+        if rho is not None:
+            gaussians = tuple(
+                Gaussian(sensitivity=p.l2_sensitivity, rho=rho * p.share, changed_coordinates=p.changed_coordinates)
+                for p in query.parts
+            )
+            main = query.parts[-1]
+            return gaussians, (
+                f"mechanism: gaussian at ρ = {rho:g} (zCDP), σ = {gaussians[-1].sigma:.4g}, L2 Δ = {main.l2_sensitivity:.4g}"
+            )
         if total.delta <= 0 and not total.is_zcdp:
             if wanted == "gaussian":
-                raise ParameterError("delta_budget", "a total δ > 0 (delta_budget=…) or a ρ total for a Gaussian release", 0.0)
+                raise ParameterError(
+                    "mechanism",
+                    "laplace or auto on this account: its total has no δ and no ρ (a Gaussian release needs "
+                    "delta_budget=… or a ρ total)",
+                    wanted,
+                )
             return None, "mechanism: laplace (auto: the account has no δ for a Gaussian release)"
         # L2 Δ per part, derived with its L1 Δ (Query.parts): k·√g for a unit in ≤ g keys, not g·k
         gaussians = tuple(
@@ -567,27 +736,27 @@ class Session:
             f"L2 Δ = {main.l2_sensitivity:.4g} (L1 Δ = {main.sensitivity:g}){why}"
         )
 
-    def _check_selection_delta(self, query: Query) -> float | None:
+    def _check_selection_delta(self, query: Query, max_rows: int | None) -> float | None:
         """A release over undeclared keys costs δ: it needs a declared ``max_rows``, a δ of at
         most 1/(10·max_rows) and a δ budget. Returns max_rows·δ, the bound on the expected
         number of unique keys it exposes (None for declared keys)."""
         if not query.grouped or query.declared:
             return None
-        if self.max_rows is None:
+        if max_rows is None:
             raise ParameterError(
                 "max_rows",
                 "a declared bound on the table's rows (privacy units with privacy_unit) for a release over "
                 "undeclared keys, whose δ is sized to it; or declare the keys",
                 None,
             )
-        cap = max_delta(self.max_rows)
+        cap = max_delta(max_rows)
         if query.delta > cap * (1 + 1e-12):
-            raise ParameterError("delta", f"at most 1/(10·max_rows) = {cap:.3g} for max_rows = {self.max_rows}", query.delta)
+            raise ParameterError("delta", f"at most 1/(10·max_rows) = {cap:.3g} for max_rows = {max_rows}", query.delta)
         if self._accountant.total.delta <= 0:
             raise ParameterError(
                 "delta_budget", "a total δ > 0 (delta_budget=…) for a release over undeclared keys, which costs δ", 0.0
             )
-        return self.max_rows * query.delta
+        return max_rows * query.delta
 
     def _opened(self) -> Any:
         if self._handle is None:
@@ -605,6 +774,45 @@ class Session:
             self._opened()  # the declared schema is checked against the header first
             self._schema = self.declared_schema or self.engine.schema(self._opened())
         return self._schema
+
+
+def check_max_rows(max_rows: Any) -> int:
+    """A declared bound on rows (privacy units with ``privacy_unit``): a whole number ≥ 1."""
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ParameterError("max_rows", "a whole number ≥ 1 (a declared bound on rows or units, not a count)", max_rows)
+    return max_rows
+
+
+def check_rho_option(rho: Any, total: Budget) -> float:
+    """A statistic's ``rho=``: a number > 0, only on an account whose total is ρ."""
+    from dpwitness.errors import check_positive_finite
+
+    value = check_positive_finite("rho", rho)
+    if not total.is_zcdp:
+        raise ParameterError(
+            "rho",
+            f"only on an account whose total is ρ (Session(rho=…)); this account's total is {total}: "
+            "give epsilon= (with delta= and mechanism='gaussian' for a Gaussian release)",
+            rho,
+        )
+    return value
+
+
+def _check_part_epsilons(query: Query) -> None:
+    """Each noisy part's share of ε within the range its noise is calibrated for (a mean's two
+    parts get half each by default): the statistic's ε is refused, saying why, before any spend."""
+    low, high = EPSILON_RANGE
+    shares = [query.epsilon_of(p) for p in query.parts]
+    if len(shares) > 1 and not all(low <= e <= high for e in shares):
+        need = max(low / p.share for p in query.parts)
+        top = min(high / p.share for p in query.parts)
+        split = ", ".join(f"{p.aggregate.value} {p.share:g}" for p in query.parts)
+        raise ParameterError(
+            "epsilon",
+            f"in [{need:g}, {top:g}] for this {query.statistic.value}: its {len(shares)} noisy parts share ε ({split}) and "
+            f"each part's noise is calibrated for ε in [{low:g}, {high:g}] (docs/statistics.md)",
+            query.epsilon,
+        )
 
 
 def _plain_budget(value: Any) -> Any:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-from dpwitness.cli import core, explore, query, redteam, schema, serve, sql
+from dpwitness.cli import check, core, explore, query, redteam, schema, serve, sql
 from dpwitness.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError, missing_part
+from dpwitness.progress import silenced
 
 #: Set to 1 to let an internal error (exit 5) show its traceback.
 DEBUG_VARIABLE = "DPWITNESS_DEBUG"
@@ -44,9 +46,11 @@ class CommandGroup(TyperGroup):
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         core.errors_as_json("--json" in argv)
+        quiet = silenced() if "--json" in argv or "--csv" in argv else nullcontext()
         try:
             try:
-                outcome = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+                with quiet:
+                    outcome = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
                 code = outcome if isinstance(outcome, int) else ExitCode.OK
             except typer.Abort:
                 core.fail("aborted", ExitCode.VIOLATED)
@@ -61,7 +65,10 @@ class CommandGroup(TyperGroup):
                     raise typer.Exit(exit_code) from None
                 core.fail(error.format_message() if hasattr(error, "format_message") else str(error), exit_code)
             except (ParameterError, BudgetExceeded, MissingPart, FileNotFoundError) as error:
-                core.fail(str(error), core.exit_code_for(error), parameter=getattr(error, "parameter", None))
+                if isinstance(error, ParameterError):
+                    error = core.as_flags(error, {})  # the command line names flags, never Python parameters
+                parameter = getattr(error, "parameter", None)
+                core.fail(str(error), core.exit_code_for(error), parameter=parameter, kind=core.error_kind(error))
             except Exception as error:
                 part = missing_part(error, "this command") if isinstance(error, ImportError) else None
                 if part is not None:  # an optional module imported without require(): still one line, exit 4
@@ -149,7 +156,7 @@ def _root(
     """Differential privacy whose every release proves itself."""
 
 
-for _module in (core, query, sql, schema, redteam, explore, serve):
+for _module in (core, query, sql, schema, redteam, check, explore, serve):
     _module.register(app)
 
 

@@ -49,13 +49,23 @@ def exit_code_for(error: BaseException) -> ExitCode:
     return ExitCode.BAD_INPUT
 
 
-def fail(message: str, code: int = ExitCode.BAD_INPUT, *, parameter: str | None = None) -> NoReturn:
+def error_kind(error: BaseException) -> str:
+    """The JSON ``kind`` of an expected error: "refused" for a spend that does not fit (exit 1,
+    like a violated claim, but nothing was wrong with the mechanism), else its exit code's name."""
+    if isinstance(error, BudgetExceeded):
+        return "refused"
+    return exit_code_for(error).name.lower()
+
+
+def fail(message: str, code: int = ExitCode.BAD_INPUT, *, parameter: str | None = None, kind: str | None = None) -> NoReturn:
     """One line on stderr, printed literally (no markup, no emoji codes), then exit with ``code``.
 
-    Under ``--json`` the line is ``{"error": {"message", "exit_code", "kind"[, "parameter"]}}`` on stdout.
+    Under ``--json`` the line is ``{"error": {"message", "exit_code", "kind"[, "parameter"]}}`` on stdout;
+    ``kind`` is the exit code's name ("violated", "bad_input"…) unless given ("refused": a budget refusal).
     """
     if _json_errors:
-        error: dict[str, Any] = {"message": message, "exit_code": int(code), "kind": ExitCode(code).name.lower()}
+        shown = kind if kind is not None else ExitCode(code).name.lower()
+        error: dict[str, Any] = {"message": message, "exit_code": int(code), "kind": shown}
         if parameter is not None:
             error["parameter"] = parameter
         sys.stdout.write(json.dumps({"error": error}, ensure_ascii=False) + "\n")
@@ -74,7 +84,66 @@ def user_errors(*also: type[Exception]) -> Iterator[None]:
     try:
         yield
     except expected as error:
-        fail(str(error), exit_code_for(error), parameter=getattr(error, "parameter", None))
+        fail(str(error), exit_code_for(error), parameter=getattr(error, "parameter", None), kind=error_kind(error))
+
+
+@contextmanager
+def flag_names(flags: dict[str, str] | None = None) -> Iterator[None]:
+    """Re-raise a :class:`ParameterError` naming the command-line flag instead of the Python
+    parameter (``delta_budget`` → ``--delta-budget``; ``flags`` overrides, e.g. epsilon → --budget),
+    with the Python spellings in its message (``raise_budget(delta=…)``, ``max_rows``) as flags too."""
+    try:
+        yield
+    except ParameterError as error:
+        raise as_flags(error, flags or {}) from None
+
+
+def flag_for(parameter: str, flags: dict[str, str]) -> str:
+    """The flag that sets ``parameter`` on the command line."""
+    if parameter.startswith("--") or parameter.startswith("schema"):
+        return parameter
+    return flags.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+_RAISE_CALLS = {"epsilon": "--raise-budget", "delta": "--raise-delta-budget", "rho": "--raise-rho"}
+
+
+def as_flags(error: ParameterError, flags: dict[str, str]) -> ParameterError:
+    """``error`` with its parameter and the Python names in its message spelled as flags."""
+    import re
+
+    text = str(error)
+    rest = text[len(error.parameter) :] if text.startswith(error.parameter) else text
+    rest = re.sub(r"raise_budget\((\w+)=…\)", lambda m: _RAISE_CALLS.get(m.group(1), "--raise-budget"), rest)
+    for name in sorted(_PYTHON_NAMES, key=len, reverse=True):  # a Python spelling in the message
+        rest = re.sub(rf"(?<![\w\-.]){re.escape(name)}(=…|=)?(?![\w(])", flags.get(name, "--" + name.replace("_", "-")), rest)
+    for name, flag in flags.items():  # a keyword argument spelled in the message (epsilon=…)
+        rest = re.sub(rf"(?<![\w\-.]){re.escape(name)}=(…)?", f"{flag} ", rest)
+    flag = flag_for(error.parameter, flags)
+    shown = flag
+    if flag in flags.values() and error.parameter in _PART_OF_A_STATISTIC:
+        shown = f"{flag} ({error.parameter})"  # e.g. "--sum (bounds)": the part of the flag's value that is wrong
+    renamed = ParameterError.__new__(ParameterError)
+    renamed.parameter = flag
+    renamed.expected = error.expected
+    ValueError.__init__(renamed, shown + rest)
+    return renamed
+
+
+#: Parameters that are a piece of a statistic's flag value (``--sum COL:L:U``), not flags of their own.
+_PART_OF_A_STATISTIC = ("bounds", "column", "q")
+
+
+#: Python parameter names that may appear in a message, spelled --like-this on the command line.
+_PYTHON_NAMES = (
+    "delta_budget",
+    "max_rows",
+    "max_contributions",
+    "max_groups",
+    "privacy_unit",
+    "order_by",
+    "mechanism",
+)
 
 
 def _print_json(payload: dict[str, Any]) -> None:

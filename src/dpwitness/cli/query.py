@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,11 +14,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from typer.core import TyperCommand
 
-from dpwitness.cli.core import user_errors
+from dpwitness.cli.core import flag_names, user_errors
 from dpwitness.errors import ParameterError
 from dpwitness.queries import ColumnKind, Query
 from dpwitness.release import Release
@@ -38,18 +40,47 @@ def _bounded(option: str, text: str) -> tuple[str, tuple[float, float]]:
         raise ParameterError(option, "COL:L:U with numbers L and U", text) from None
 
 
-def _listed(text: str | None, kind: ColumnKind | None) -> list[Any] | None:
+def _listed(text: str | None, kind: ColumnKind | None, *, flag: str = "--keys") -> list[Any] | None:
     """Comma-separated keys, read as the key column's kind (so ``--keys 1,2`` matches an integer column)."""
     if text is None:
         return None
     items = [item for item in text.split(",") if item]
+    return [_typed(item, kind, flag=flag, text=text) for item in items]
+
+
+def _typed(item: str, kind: ColumnKind | None, *, flag: str, text: str) -> Any:
     convert: dict[ColumnKind, Any] = {ColumnKind.INTEGER: int, ColumnKind.FLOAT: float, ColumnKind.BOOLEAN: _boolean}
     if kind not in convert:
-        return items
+        return item
     try:
-        return [convert[kind](item) for item in items]
+        return convert[kind](item)
     except ValueError:
-        raise ParameterError("keys", f"comma-separated values of the key column's kind ({kind.value})", text) from None
+        raise ParameterError(flag, f"comma-separated values of the key column's kind ({kind.value})", text) from None
+
+
+def _columns(text: str) -> tuple[str, ...]:
+    """``--by a,b``: the key columns, in order."""
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names) or len(set(names)) != len(names):
+        raise ParameterError("--by", "one column or several distinct columns separated by commas (e.g. sex,income)", text)
+    return names
+
+
+def _key_tuples(text: str, by: tuple[str, ...], kinds: Mapping[str, ColumnKind]) -> list[Any]:
+    """``--keys`` for ``--by a,b``: one ``|``-separated tuple per key, e.g. ``Female|>50K,Male|<=50K``."""
+    if len(by) == 1:
+        return _listed(text, kinds.get(by[0])) or []
+    keys: list[Any] = []
+    for item in (item for item in text.split(",") if item):
+        values = item.split("|")
+        if len(values) != len(by):
+            raise ParameterError(
+                "--keys",
+                f"one {'|'.join(by)} tuple per key for --by {','.join(by)} ({len(by)} values joined by '|', keys by ',')",
+                text,
+            )
+        keys.append(tuple(_typed(v, kinds.get(c), flag="--keys", text=text) for v, c in zip(values, by, strict=True)))
+    return keys
 
 
 def _declared_types(texts: list[str] | None) -> dict[str, str] | None:
@@ -94,10 +125,17 @@ def query(
     bins: Annotated[int | None, typer.Option(help="Bins of [L, U] for --median, --quantile, --min, --max (default 64).")] = None,
     by: Annotated[
         str | None,
-        typer.Option(help="Group the statistic this follows by this column (before any statistic: every groupable one)."),
+        typer.Option(
+            help="Group the statistic this follows by these columns, COL or COL1,COL2 (before any statistic: every "
+            "groupable one)."
+        ),
     ] = None,
     keys: Annotated[
-        str | None, typer.Option(help="Declared (public) keys for the --by before it, comma-separated; else thresholded.")
+        str | None,
+        typer.Option(
+            help="Declared (public) keys for the --by before it, comma-separated; one |-separated tuple per key for "
+            "several columns (Female|>50K,Male|<=50K); else the schema's categories, else thresholded."
+        ),
     ] = None,
     categories: Annotated[str | None, typer.Option(help="Declared categories for --histogram, comma-separated.")] = None,
     neighbours: Annotated[str, typer.Option(help="add-remove or replace-one.")] = "add-remove",
@@ -134,22 +172,36 @@ def query(
     raise_delta_budget: Annotated[
         float | None, typer.Option(help="Raise the ledger account's stored total δ to this (recorded as a ledger event).")
     ] = None,
-    max_rows: Annotated[
-        int | None, typer.Option(help="Declared bound on rows (units with --privacy-unit): needed for undeclared keys.")
+    raise_rho: Annotated[
+        float | None, typer.Option(help="Raise the ledger account's stored total ρ to this (a ρ account; a ledger event).")
     ] = None,
-    account: Annotated[str | None, typer.Option(help="Ledger account (default: the file's resolved path).")] = None,
+    max_rows: Annotated[
+        int | None,
+        typer.Option(
+            help="Declared bound on rows (units with --privacy-unit): needed for undeclared keys (per statistic, like --by)."
+        ),
+    ] = None,
+    account: Annotated[
+        str | None,
+        typer.Option(help="The dataset whose budget this is, in the ledger (default: file:<the file's resolved path>)."),
+    ] = None,
     delta: Annotated[
         float | None,
         typer.Option(
-            help="δ for each undeclared-key release (default and maximum 1/(10·--max-rows)) and for each Gaussian release."
+            help="δ for each undeclared-key release (default and maximum 1/(10·--max-rows)) and for each Gaussian "
+            "release (per statistic, like --by)."
         ),
     ] = None,
     mechanism: Annotated[
         str,
         typer.Option(
-            help="laplace (pure ε), gaussian (ε, --delta; needs --delta-budget or --rho) or auto (the smaller error).",
+            help="laplace (pure ε), gaussian (ε, --delta; needs --delta-budget or --rho) or auto (the smaller error); "
+            "per statistic, like --by.",
         ),
     ] = "laplace",
+    alpha: Annotated[
+        float, typer.Option(help="1 − the intervals' confidence (default 0.05: 95%); per statistic, like --by.")
+    ] = 0.05,
     rho: Annotated[
         float | None, typer.Option(help="A zCDP total ρ for the account instead of a total ε (stored like --budget).")
     ] = None,
@@ -159,6 +211,9 @@ def query(
     ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help='{"releases": [...], "spent": ..., "remaining": ...} on stdout.')
+    ] = False,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", help="One CSV row per released value on stdout: key columns, value, interval, ε, δ, Δ…")
     ] = False,
     html: Annotated[Path | None, typer.Option(help="Write an HTML report with error bars to this path.")] = None,
     round_counts: Annotated[
@@ -172,54 +227,83 @@ def query(
     from dpwitness.budget import Ledger
     from dpwitness.session import Session, _account_for
 
+    del by, keys, alpha  # read by position (they apply to the statistic they follow): see _options_by_position
     with user_errors():
+        positions = _options_by_position(ctx.meta.get(_ARGV, []))
+        defaults = positions.get(("", 0), {})
         store = None if ledger is None else Ledger(ledger)
         name = account if account is not None else _account_for(str(file))
-        raising = raise_budget is not None or raise_delta_budget is not None
+        raising = raise_budget is not None or raise_delta_budget is not None or raise_rho is not None
         if raising:
             if store is None:
-                raise ParameterError("raise-budget", "used with --ledger (it raises a stored account's total)", raise_budget)
-            store.raise_budget(name, epsilon=raise_budget, delta=raise_delta_budget, label="dpwitness query --raise-budget")
-        continuing = store is not None and budget is None and rho is None and store.has_account(name)  # the ledger owns it
-        session = Session(
-            str(file),
-            epsilon=None if continuing or (rho is not None and budget is None) else (budget if budget is not None else epsilon),
-            rho=None if continuing else rho,
-            delta_budget=delta_budget,
-            max_rows=max_rows,
-            neighbours=neighbours,
-            privacy_unit=privacy_unit,
-            max_contributions=max_contributions,
-            max_groups=max_groups,
-            engine=engine,
-            ledger=store,
-            account=name if store is not None else account,
-            seed=seed,
-            delta=delta,
-            dtypes=_declared_types(dtype),
-            schema=schema,
-            order_by=order_by,
-            mechanism=mechanism,
-        )
-        asked: list[tuple[str, str | None, dict[str, Any]]] = []
-        groups = _groups_by_position(ctx.meta.get(_ARGV, []))
-        kinds = session.schema().columns if any(g.get("keys") for g in groups.values()) or categories else {}
+                flag = next(f for f, v in _RAISES(raise_budget, raise_delta_budget, raise_rho) if v is not None)
+                raise ParameterError(flag, "used with --ledger (it raises a stored account's total)", None)
+            with flag_names(_RAISE_FLAGS):
+                store.raise_budget(
+                    name, epsilon=raise_budget, delta=raise_delta_budget, rho=raise_rho, label="dpwitness query --raise-budget"
+                )
+        with flag_names({"epsilon": "--budget" if budget is not None else "--epsilon"}):
+            continuing = store is not None and budget is None and rho is None and store.has_account(name)  # the ledger owns it
+            session = Session(
+                str(file),
+                epsilon=None
+                if continuing or (rho is not None and budget is None)
+                else (budget if budget is not None else epsilon),
+                rho=None if continuing else rho,
+                delta_budget=delta_budget,
+                max_rows=_number("--max-rows", defaults.get("--max-rows"), int),
+                neighbours=neighbours,
+                privacy_unit=privacy_unit,
+                max_contributions=max_contributions,
+                max_groups=max_groups,
+                engine=engine,
+                ledger=store,
+                account=name if store is not None else account,
+                seed=seed,
+                delta=_number("--delta", defaults.get("--delta"), float),
+                dtypes=_declared_types(dtype),
+                schema=schema,
+                order_by=order_by,
+                mechanism=defaults.get("--mechanism", "laplace"),
+            )
+        asked: list[tuple[str, str | None, dict[str, Any], tuple[str, int]]] = []
+        needs_kinds = categories is not None or any("--keys" in o for o in positions.values())
+        kinds = session.schema().columns if needs_kinds else {}
 
-        def group(option: str, index: int) -> dict[str, Any]:
-            chosen = groups.get((option, index), groups.get(("", 0), {}))
-            if option in ("--variance", "--histogram") and (option, index) not in groups:
-                return {}  # a --by before every statistic groups only the groupable ones
-            named = chosen.get("by")
-            return {"by": named, "keys": _listed(chosen.get("keys"), kinds.get(named or ""))} if chosen else {}
+        def group(position: tuple[str, int]) -> dict[str, Any]:
+            own = positions.get(position, {})
+            if "--by" in own or "--keys" in own:
+                chosen = own
+            elif position[0] in ("--variance", "--histogram"):
+                chosen = {}  # a --by before every statistic groups only the groupable ones
+                if "--by" not in own and "--keys" in defaults and "--by" not in defaults:
+                    chosen = defaults
+            else:
+                chosen = defaults
+            if "--by" not in chosen:
+                if "--keys" in chosen:
+                    where_ = "before any statistic" if chosen is defaults else f"after {_occurrence(position)}"
+                    raise ParameterError("--keys", f"given with a --by {where_} (the keys of its columns)", chosen["--keys"])
+                return {}
+            columns = _columns(chosen["--by"])
+            listed = chosen.get("--keys")
+            found = _key_tuples(listed, columns, kinds) if listed is not None else _declared_keys(session, columns)
+            return {"by": columns, "keys": found}
+
+        def add(statistic: str, column: str | None, options: dict[str, Any], position: tuple[str, int]) -> None:
+            asked.append((statistic, column, options, position))
 
         if count:
-            asked.append(("count", None, group("--count", 0)))
+            add("count", None, group(("--count", 0)), ("--count", 0))
         for option, statistic, texts in (("--sum", "sum", sum_), ("--mean", "mean", mean), ("--variance", "variance", variance)):
             for index, text in enumerate(texts or []):
                 column, bounds = _bounded(option, text)
-                asked.append((statistic, column, {"bounds": bounds, **group(option, index)}))
+                add(statistic, column, {"bounds": bounds, **group((option, index))}, (option, index))
         for index, column in enumerate(histogram or []):
-            asked.append(("histogram", column, {"keys": _listed(categories, kinds.get(column)), **group("--histogram", index)}))
+            found = _listed(categories, kinds.get(column), flag="--categories")
+            if found is None:
+                found = _declared_keys(session, (column,))
+            add("histogram", column, {"keys": found, **group(("--histogram", index))}, ("--histogram", index))
         for option, texts, fixed in (
             ("--median", median, 0.5),
             ("--quantile", quantile, None),
@@ -228,9 +312,10 @@ def query(
         ):
             for index, text in enumerate(texts or []):
                 column, bounds, qs = _quantile_spec(option, text, fixed)
-                asked.append(("quantile", column, {"bounds": bounds, "quantiles": qs, "bins": bins, **group(option, index)}))
+                options = {"bounds": bounds, "quantiles": qs, "bins": bins, **group((option, index))}
+                add("quantile", column, options, (option, index))
         if not asked and raising:
-            console.print(f"raised the total of {name!r} to {session.total}")
+            console.print(f"raised the total of {name!r} to {_shown_budget(session.total, session.total)}")
             return
         if not asked:
             raise ParameterError(
@@ -239,17 +324,38 @@ def query(
                 "none",
             )
         share = epsilon / len(asked)
-        queries = [session.query(statistic, column, epsilon=share, where=where, **opts) for statistic, column, opts in asked]
-        if delta is not None and mechanism == "laplace" and not any(q.grouped and not q.declared for q in queries):
+        queries: list[Query] = []
+        runs: list[dict[str, Any]] = []
+        for statistic, col, opts, position in asked:
+            own = {**defaults, **positions.get(position, {})}
+            stat_flag = position[0]
+            flags = {**_QUERY_FLAGS, "bounds": stat_flag, "column": stat_flag, "q": stat_flag}
+            with flag_names(flags):
+                how = {
+                    "mechanism": own.get("--mechanism"),
+                    "max_rows": _number("--max-rows", positions.get(position, {}).get("--max-rows"), int),
+                    "alpha": _number("--alpha", own.get("--alpha"), float),
+                }
+                if how["alpha"] is None:
+                    how["alpha"] = 0.05
+                step_delta = _number("--delta", positions.get(position, {}).get("--delta"), float)
+                q = session.query(statistic, col, epsilon=share, where=where, delta=step_delta, **opts)
+                session.preview(q, alpha=how["alpha"], mechanism=how["mechanism"], max_rows=how["max_rows"])  # every check
+            queries.append(q)
+            runs.append(how)
+        uses_delta = any(
+            (q.grouped and not q.declared) or (r["mechanism"] or session.mechanism) != "laplace"
+            for q, r in zip(queries, runs, strict=True)
+        )
+        if "--delta" in defaults and not uses_delta:
             expected = "no --delta for Laplace releases over declared keys (pure ε: no δ is spent); or --mechanism gaussian"
-            raise ParameterError("delta", expected, delta)
-        for q in queries:
-            session.cost(q)  # every check, before anything is spent or read
+            raise ParameterError("--delta", expected, float(defaults["--delta"]))
         if preview:
-            _show_previews(session, queries, as_json)
+            _show_previews(session, queries, runs, as_json)
             return
-        session.check_budget(queries)  # all of them fit together, or nothing is spent
-        releases = _run(session, queries, large=file.stat().st_size > LARGE_FILE_BYTES)
+        with flag_names(_QUERY_FLAGS):
+            session.check_budget(queries, options=[{k: v for k, v in r.items() if k != "alpha"} for r in runs])
+        releases = _run(session, queries, runs, large=file.stat().st_size > LARGE_FILE_BYTES, quiet=as_json or as_csv)
         releases = [
             _post_processed(r, q, whole=round_counts, non_negative=clip_at_zero) for r, q in zip(releases, queries, strict=True)
         ]
@@ -267,43 +373,76 @@ def query(
             encoding="utf-8",
         )
     if as_json:
-        payload = {"releases": [r.to_dict() for r in releases], **_budget_json(session)}
+        payload = {"releases": [r.to_dict() for r in releases], **_budget_json(session, store)}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return
-    _show_releases(releases, session)
+    if as_csv:
+        from dpwitness.release import releases_frame
+
+        sys.stdout.write(releases_frame(releases).write_csv())
+        return
+    _show_releases(releases, session, store)
     if html is not None:
         console.print(f"report written to {html}")
 
 
-def _run(session: Any, queries: list[Query], *, large: bool) -> list[Release]:
-    errors = Console(stderr=True, emoji=False)
+def _RAISES(epsilon: float | None, delta: float | None, rho: float | None) -> list[tuple[str, float | None]]:
+    return [("--raise-budget", epsilon), ("--raise-delta-budget", delta), ("--raise-rho", rho)]
+
+
+def _number(flag: str, text: str | None, kind: type[int] | type[float]) -> Any:
+    """A per-statistic option's value (read by position), or None when it was not given."""
+    if text is None:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        raise ParameterError(flag, "a whole number" if kind is int else "a number", text) from None
+
+
+def _declared_keys(session: Any, columns: tuple[str, ...]) -> list[Any] | None:
+    """Keys from the declared schema's categories (every combination, for several columns), or
+    None (keys from the data) when a column has none declared."""
+    declared = getattr(session, "declared_schema", None)
+    categories = getattr(declared, "categories", {}) if declared is not None else {}
+    if not columns or not all(c in categories for c in columns):
+        return None
+    combos = list(itertools.product(*(categories[c] for c in columns)))
+    return [c[0] for c in combos] if len(columns) == 1 else combos
+
+
+#: What the Python parameters are called on this command line (errors name the flag typed).
+_RAISE_FLAGS = {
+    "epsilon": "--raise-budget",
+    "delta": "--raise-delta-budget",
+    "rho": "--raise-rho",
+    "raise_budget": "--raise-budget",
+}
+_QUERY_FLAGS = {"rho": "--rho", "delta_budget": "--delta-budget"}
+
+
+def _run(session: Any, queries: list[Query], runs: list[dict[str, Any]], *, large: bool, quiet: bool) -> list[Release]:
+    from dpwitness.progress import progress
+
     releases: list[Release] = []
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=errors,
-        transient=True,
-        disable=not (large and errors.is_terminal),
-    ) as progress:
-        task = progress.add_task("scanning", total=len(queries))
-        for q in queries:
-            progress.update(task, description=f"scanning for {q.label}")
-            releases.append(session.run(q))
-            progress.advance(task)
+    with progress("scanning", total=len(queries), enabled=large and not quiet) as bar:
+        for q, how in zip(queries, runs, strict=True):
+            bar.describe(f"scanning for {q.label}")
+            releases.append(session.run(q, **how))
+            bar.advance()
     return releases
 
 
-def _show_previews(session: Any, queries: list[Query], as_json: bool) -> None:
-    previews = [session.preview(q) for q in queries]
+def _show_previews(session: Any, queries: list[Query], runs: list[dict[str, Any]], as_json: bool) -> None:
+    previews = [session.preview(q, **how) for q, how in zip(queries, runs, strict=True)]
     if as_json:
-        payload = {"previews": [p.to_dict() for p in previews], **_budget_json(session)}
+        payload = {"previews": [p.to_dict() for p in previews], **_budget_json(session, None)}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return
-    table = Table("statistic", "ε", "Δ", "scale b", "95% interval", "notes", title="Preview (nothing spent)")
+    table = Table("statistic", "ε", "Δ", "scale", "interval", "notes", title="Preview (nothing spent)")
     for p in previews:
-        interval = "depends on n (see parts)" if p.interval is None else f"± {p.interval[1]:.4g}"
+        level = f"{1 - p.alpha:.0%}"
+        interval = "depends on n (see parts)" if p.interval is None else f"± {p.interval[1]:.4g} ({level})"
         if "rank_error" in p.parts[0]:  # a quantile: its accuracy is a rank error and a bin width
             interval = f"rank ± {float(p.parts[0]['rank_error']):.4g} rows, bins of {float(p.parts[0]['bin_width']):.4g}"
         if p.threshold is not None:
@@ -312,55 +451,99 @@ def _show_previews(session: Any, queries: list[Query], as_json: bool) -> None:
             f"{part['aggregate']}: {'σ' if part.get('mechanism') == 'gaussian' else 'b'} = {float(part['scale']):.4g}"
             for part in p.parts
         )
-        table.add_row(escape(p.query), f"{p.epsilon:g}", f"{p.sensitivity:.4g}", f"{p.scale:.4g}", interval, parts)
+        shown_epsilon = f"{p.epsilon:.6g}" if math.isfinite(p.epsilon) else "ρ only"
+        table.add_row(escape(p.query), shown_epsilon, f"{p.sensitivity:.4g}", f"{p.scale:.4g}", interval, parts)
     console.print(table)
-    console.print(_budget_line(session))
+    console.print(_budget_line(session, None))
 
 
-def _budget_json(session: Any) -> dict[str, Any]:
-    """spent, remaining and total, each {"epsilon", "delta", "rho"} (null where it does not apply)."""
-    return {"spent": session.spent.to_dict(), "remaining": session.remaining.to_dict(), "total": session.total.to_dict()}
+def _budget_json(session: Any, store: Any) -> dict[str, Any]:
+    """spent, remaining and total, each {"epsilon", "delta", "rho"} (null where it does not apply;
+    ρ only on a ρ account), the account, the ledger, and what happens to the budget without one."""
+    total = session.total
+    payload: dict[str, Any] = {
+        name: _plain_budget(value, total) for name, value in (("spent", session.spent), ("remaining", session.remaining))
+    }
+    payload["total"] = _plain_budget(total, total)
+    payload["account"] = session.account
+    payload["ledger"] = None if store is None else str(store.path)
+    if store is None:
+        payload["budget_note"] = _NO_LEDGER
+    return payload
 
 
-def _budget_line(session: Any) -> str:
-    """ε and δ; ρ too where zCDP composition can matter (a ρ total, or a δ budget)."""
-    total, spent, remaining = session.total, session.spent, session.remaining
-    if not (total.is_zcdp or total.delta > 0):
-        spent, remaining = (type(b)(b.epsilon, b.delta, 0.0) for b in (spent, remaining))
-    return f"spent {spent}; remaining {remaining}"
+_NO_LEDGER = "no --ledger: this budget lasts for this call only (nothing is recorded; use --ledger to keep an account)"
 
 
-def _show_releases(releases: list[Release], session: Any) -> None:
+def _plain_budget(value: Any, total: Any) -> dict[str, float | None]:
+    from dpwitness.figures import tidy
+    from dpwitness.report import shows_rho
+
+    plain = {k: (None if v is None else tidy(v)) for k, v in value.to_dict().items()}
+    if not shows_rho(total):
+        plain["rho"] = None
+    return plain
+
+
+def _shown_budget(value: Any, total: Any) -> str:
+    from dpwitness.report import budget_text
+
+    return budget_text(value, total)
+
+
+def _budget_line(session: Any, store: Any) -> str:
+    total = session.total
+    whose = f"account {session.account!r}" + ("" if store is None else f" in {store.path}")
+    line = f"spent {_shown_budget(session.spent, total)}; remaining {_shown_budget(session.remaining, total)} ({whose})"
+    if store is None:
+        line += f"\n{_NO_LEDGER}"
+    return line
+
+
+def _show_releases(releases: list[Release], session: Any, store: Any) -> None:
+    from dpwitness.figures import figure
+
     relations = sorted({r.neighbours for r in releases if r.neighbours})
     caption = f"neighbours: {'; '.join(relations)}" if relations else None
-    table = Table("statistic", "value", "95% interval", "ε", "Δ", title="Private statistics", caption=caption)
+    levels = {r.alpha for r in releases}
+    heading = f"{1 - levels.pop():.0%} interval" if len(levels) == 1 else "interval"
+    table = Table("statistic", "value", heading, "ε", "Δ", title="Private statistics", caption=caption)
     for r in releases:
         delta = "" if r.delta == 0 else f" (δ = {r.delta:.2g})"
         if r.distribution == "gaussian":
             delta += f", Gaussian σ = {r.scale:.4g}"
+        if len(levels) != 1 and not math.isnan(r.alpha):
+            delta += f", {1 - r.alpha:.0%} interval"
         sensitivity = escape(sensitivity_text(r))
+        shown_epsilon = f"{r.epsilon:.6g}" if math.isfinite(r.epsilon) else f"ρ = {r.rho:g}"
         if isinstance(r.value, dict):
-            table.add_row(escape(r.query), f"{len(r.value)} keys", "", f"{r.epsilon:g}{delta}", sensitivity)
+            table.add_row(escape(r.query), f"{len(r.value)} keys", "", f"{shown_epsilon}{delta}", sensitivity)
             intervals = r.interval
             assert isinstance(intervals, dict)
             for key in list(r.value)[:_SHOWN_KEYS]:
                 low, high = intervals[key]
-                table.add_row(f"  {escape(str(key))}", f"{r.value[key]:,.4f}", f"[{low:,.4f}, {high:,.4f}]", "", "")
+                width = (high - low) / 2
+                shown_key = " | ".join(str(k) for k in key) if isinstance(key, tuple) else str(key)
+                interval = f"[{figure(low, width)}, {figure(high, width)}]"
+                table.add_row(f"  {escape(shown_key)}", figure(r.value[key], width), interval, "", "")
             if len(r.value) > _SHOWN_KEYS:
-                table.add_row(f"  … {len(r.value) - _SHOWN_KEYS} more (use --json)", "", "", "", "")
+                table.add_row(f"  … {len(r.value) - _SHOWN_KEYS} more (use --json or --csv)", "", "", "", "")
         else:
             low, high = (float(x) for x in r.interval)
-            interval = f"[{low:,.4f}, {high:,.4f}]"
-            table.add_row(escape(r.query), f"{float(r.value):,.4f}", interval, f"{r.epsilon:g}{delta}", sensitivity)
+            width = (high - low) / 2
+            interval = f"[{figure(low, width)}, {figure(high, width)}]"
+            table.add_row(escape(r.query), figure(float(r.value), width), interval, f"{shown_epsilon}{delta}", sensitivity)
     console.print(table)
     for r in releases:
         if r.notice:
             console.print(f"[yellow]{escape(r.query)}[/]: {escape(r.notice)}")
-    console.print(_budget_line(session))
+    console.print(escape(_budget_line(session, store)))
 
 
 _ARGV = "dpwitness.query.argv"
 _STATISTIC_OPTIONS = ("--count", "--sum", "--mean", "--variance", "--histogram", "--median", "--quantile", "--min", "--max")
+#: The options of ``query`` that take no value.
+_FLAGS = ("--count", "--preview", "--json", "--csv", "--round", "--clip-at-zero", "--help")
 
 
 class _PositionalCommand(TyperCommand):
@@ -371,9 +554,17 @@ class _PositionalCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
 
-def _groups_by_position(argv: list[str]) -> dict[tuple[str, int], dict[str, str]]:
-    """{(statistic option, its occurrence): {"by": …, "keys": …}}; ("", 0) for a --by before any statistic."""
-    groups: dict[tuple[str, int], dict[str, str]] = {}
+#: Options that apply to the statistic they follow (before any statistic: to every one).
+PER_STATISTIC = ("--by", "--keys", "--mechanism", "--delta", "--alpha", "--max-rows")
+#: Of those, the ones that given once apply to every statistic; repeated, each to the statistic it follows.
+_SHARED = ("--mechanism", "--delta", "--alpha", "--max-rows")
+
+
+def _options_by_position(argv: list[str]) -> dict[tuple[str, int], dict[str, str]]:
+    """{(statistic option, its occurrence): {"--by": …, "--keys": …, …}}; ("", 0) before any statistic.
+
+    A per-statistic option given twice for the same statistic is refused (never silently replaced)."""
+    found: dict[tuple[str, int], dict[str, str]] = {}
     seen: dict[str, int] = {}
     current: tuple[str, int] = ("", 0)
     tokens = iter(argv)
@@ -382,10 +573,35 @@ def _groups_by_position(argv: list[str]) -> dict[tuple[str, int], dict[str, str]
         if name in _STATISTIC_OPTIONS:
             current = (name, seen.get(name, 0))
             seen[name] = current[1] + 1
-        elif name in ("--by", "--keys"):
+            if name != "--count" and not equals:
+                next(tokens, "")  # the statistic's own value (COL or COL:L:U)
+        elif name in PER_STATISTIC:
             value = inline if equals else next(tokens, "")
-            groups.setdefault(current, {})[name.removeprefix("--")] = value
-    return groups
+            options = found.setdefault(current, {})
+            if name in options:
+                where = "before any statistic" if current == ("", 0) else f"after {_occurrence(current)}"
+                raise ParameterError(
+                    name,
+                    f"given once {where} (it applies to the statistic it follows; repeat the statistic for another {name})",
+                    f"{options[name]} and {value}",
+                )
+            options[name] = value
+        elif name.startswith("--") and not equals and name not in _FLAGS:
+            next(tokens, "")  # another option's value: never read as an option name
+    for option in _SHARED:  # given once: for every statistic, wherever it stands
+        holders = [position for position, options in found.items() if option in options]
+        if len(holders) == 1 and holders[0] != ("", 0):
+            found.setdefault(("", 0), {})[option] = found[holders[0]].pop(option)
+    return found
+
+
+def _occurrence(position: tuple[str, int]) -> str:
+    option, index = position
+    return option if index == 0 else f"the {_ordinal(index + 1)} {option}"
+
+
+def _ordinal(n: int) -> str:
+    return {2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
 def _quantile_spec(option: str, text: str, fixed: float | None) -> tuple[str, tuple[float, float], Any]:
@@ -400,7 +616,7 @@ def _quantile_spec(option: str, text: str, fixed: float | None) -> tuple[str, tu
     try:
         return column, bounds, [float(q) for q in listed.split(",")]
     except ValueError:
-        raise ParameterError("q", "comma-separated numbers in [0, 1]", listed) from None
+        raise ParameterError(option, "COL:L:U:Q1,Q2,… with comma-separated numbers in [0, 1]", listed) from None
 
 
 def _post_processed(release: Release, query: Query, *, whole: bool, non_negative: bool) -> Release:
