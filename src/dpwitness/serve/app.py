@@ -23,6 +23,7 @@ query-dependent), CPU contention between concurrent requests, and the server ope
 import logging
 import math
 import os
+import re
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -243,7 +244,7 @@ def open_account(ledger: Ledger, analyst: AnalystConfig, *, raise_budgets: bool)
         field = {"delta_budget": "delta"}.get(error.parameter, error.parameter)
         raise ParameterError(
             f"analysts.{analyst.name}.{field}",
-            error.expected.replace("raise_budget(...) or --raise-budget", "dpwitness serve --raise-budgets"),
+            re.sub(r"raise_budget\(\w+=…\)", "dpwitness serve --raise-budgets", error.expected),
             getattr(analyst, field, None),
         ) from None
 
