@@ -1,0 +1,90 @@
+"""The public cases of ``dpwitness check`` (issue 18): plain functions calling each library as its users do.
+
+Each takes a Polars table and returns the library's release; nothing else. Run one with
+``.venv-anchors/bin/dpwitness check bench/anchors/check_cases.py:NAME --columns … --epsilon 1``
+(the command line and the expected verdicts: :data:`CASES`; the timing: bench_check.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+#: name → (columns JSON for --columns, expected verdict, what it shows)
+CASES: dict[str, tuple[str, str, str]] = {
+    "diffprivlib_laplace": ('{"x": [0.0, 1.0]}', "violated", "diffprivlib 0.6.6 float Laplace at 0 vs 1 (float test)"),
+    "diffprivlib_geometric": ('{"x": [0, 1]}', "not violated", "diffprivlib 0.6.6 Geometric"),
+    "diffprivlib_linear_regression": (
+        '{"x": [0.0, 50.0, 100.0], "y": [0.0, 100.0]}',
+        "violated",
+        "diffprivlib #105: the X² term noised with declared sensitivity 0",
+    ),
+    "diffprivlib_sum": ('{"x": "Float64"}', "violated", "diffprivlib tools.sum releases NaN for a NaN record"),
+    "pydp_laplace": ('{"x": "Float64"}', "not violated", "python-dp 1.1.5 LaplaceMechanism"),
+    "pydp_count": ('{"x": "Int64"}', "not violated", "python-dp 1.1.5 Count"),
+    "pydp_bounded_sum": ('{"x": "Float64"}', "violated", "python-dp 1.1.5 float BoundedSum on [0, 1] (Casacuberta et al.)"),
+    "opendp_laplace": ('{"x": [0.0, 0.5, 1.0]}', "not violated", "OpenDP 0.16 make_laplace on a float sum"),
+    "opendp_geometric": ('{"x": [0, 1, 2]}', "not violated", "OpenDP 0.16 make_geometric on a count"),
+}
+
+
+def diffprivlib_laplace(table: pl.DataFrame) -> Any:
+    from diffprivlib.mechanisms import Laplace
+
+    return Laplace(epsilon=1.0, sensitivity=1.0).randomise(float(table["x"].sum()))
+
+
+def diffprivlib_geometric(table: pl.DataFrame) -> Any:
+    from diffprivlib.mechanisms import Geometric
+
+    return Geometric(epsilon=1.0, sensitivity=1).randomise(int(table["x"].sum()))
+
+
+def diffprivlib_linear_regression(table: pl.DataFrame) -> Any:
+    from diffprivlib.models import LinearRegression
+
+    model = LinearRegression(bounds_X=(0, 100), bounds_y=(0, 100), fit_intercept=False, epsilon=1.0)
+    return model.fit(table.select("x").to_numpy(), table["y"].to_numpy()).coef_
+
+
+def diffprivlib_sum(table: pl.DataFrame) -> Any:
+    from diffprivlib import tools
+
+    return tools.sum(table["x"].to_numpy(), epsilon=1.0, bounds=(0, 1))
+
+
+def pydp_laplace(table: pl.DataFrame) -> Any:
+    from pydp.algorithms.numerical_mechanisms import LaplaceMechanism
+
+    return LaplaceMechanism(epsilon=1.0, sensitivity=1.0).add_noise(float(table.height))
+
+
+def pydp_count(table: pl.DataFrame) -> Any:
+    from pydp.algorithms.laplacian import Count
+
+    return Count(epsilon=1.0, dtype="int").quick_result(table["x"].drop_nulls().to_list())
+
+
+def pydp_bounded_sum(table: pl.DataFrame) -> Any:
+    from pydp.algorithms.laplacian import BoundedSum
+
+    return BoundedSum(epsilon=1.0, lower_bound=0.0, upper_bound=1.0, dtype="float").quick_result(table["x"].drop_nulls().to_list())
+
+
+def opendp_laplace(table: pl.DataFrame) -> Any:
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    values = dp.vector_domain(dp.atom_domain(bounds=(0.0, 1.0)))
+    released_sum = dp.t.make_sum(values, dp.symmetric_distance()) >> dp.m.then_laplace(scale=1.000000009313226)
+    return released_sum(table["x"].to_list())
+
+
+def opendp_geometric(table: pl.DataFrame) -> Any:
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    count = dp.t.make_count(dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance())
+    noise = dp.m.make_geometric(count.output_domain, count.output_metric, scale=1.0)
+    return (count >> noise)(table["x"].to_list())

@@ -1,0 +1,105 @@
+"""``dpwitness check MODULE:FUNCTION``: check a function that calls another DP library."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from dpwitness.cli.core import user_errors
+from dpwitness.errors import ParameterError
+
+console = Console(highlight=False, emoji=False)
+
+
+def check_command(
+    function: Annotated[str, typer.Argument(help="MODULE:FUNCTION: a Polars table → a release made by a covered library.")],
+    columns: Annotated[str, typer.Option(help='JSON {"col": "Float64" (a dtype) or [allowed values]}.')],
+    epsilon: Annotated[float, typer.Option(help="ε the function claims.")],
+    delta: Annotated[float, typer.Option(help="δ the function claims.")] = 0.0,
+    neighbours: Annotated[str, typer.Option(help="'add-remove' or 'replace-one'.")] = "add-remove",
+    trials: Annotated[int, typer.Option(help="Pairs of small tables the search tries.")] = 200,
+    seed: Annotated[int | None, typer.Option(help="A reproducible search and audit.")] = 0,
+    max_seconds: Annotated[float, typer.Option(help="Time for the whole check (searches, then the audit).")] = 100.0,
+    structured: Annotated[bool, typer.Option(help="Also search large structured tables (binade edges, sizes).")] = True,
+    run_audit: Annotated[bool, typer.Option("--audit/--no-audit", help="Audit the worst pair as a black box.")] = True,
+    library: Annotated[list[str] | None, typer.Option(help="Only this library's adapter (repeatable).")] = None,
+    scripts: Annotated[Path | None, typer.Option(help="Write each finding's reproduction script into this folder.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+) -> None:
+    """Record FUNCTION's noise calls, search each against its declared Δ, audit the worst pair.
+
+    Exit 1 when a finding shows a bug, 0 when none and the audit says ok, 3 when inconclusive or
+    outside the library's contract, 5 when an adapter failed (never the library's fault).
+    """
+    from dpwitness.check import check
+    from dpwitness.witness.sensitivity import load_function, parse_columns
+
+    with user_errors():
+        fn = _function(function, load_function)
+        spec = parse_columns(columns)
+        report = check(
+            fn,
+            columns=spec,
+            epsilon=epsilon,
+            delta=delta,
+            neighbours=neighbours,
+            trials=trials,
+            seed=seed,
+            structured=structured,
+            audit=run_audit,
+            max_seconds=max_seconds,
+            libraries=library,
+        )
+    written = []
+    if scripts is not None:
+        scripts.mkdir(parents=True, exist_ok=True)
+        for number, finding in enumerate(report.findings, start=1):
+            if finding.script:
+                target = scripts / f"finding_{number}_{finding.library}_{finding.kind}.py"
+                target.write_text(finding.script, encoding="utf-8")
+                written.append(str(target))
+    if as_json:
+        payload = {**report.to_dict(), "scripts": written}
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+    else:
+        console.print(Text(str(report)), soft_wrap=True)
+        for path in written:
+            console.print(Text(f"reproduction script: {path}"), soft_wrap=True)
+    raise typer.Exit(report.exit_code)
+
+
+def _function(target: str, load_function: Callable[[str], Callable[..., Any]]) -> Callable[..., Any]:
+    """``MODULE:FUNCTION`` (an importable module) or ``path/to/file.py:FUNCTION``."""
+    import importlib.util
+
+    path, _, name = target.rpartition(":")
+    if not path.endswith(".py"):
+        try:
+            return load_function(target)
+        except ParameterError as error:
+            raise ParameterError("FUNCTION", "MODULE:FUNCTION or path/to/file.py:FUNCTION", target) from error
+    file = Path(path)
+    if not file.is_file() or not name:
+        raise ParameterError("FUNCTION", "path/to/file.py:FUNCTION with an existing file", target)
+    spec = importlib.util.spec_from_file_location(file.stem, file)
+    if spec is None or spec.loader is None:
+        raise ParameterError("FUNCTION", "path/to/file.py:FUNCTION with a Python file", target)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[file.stem] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise ParameterError("FUNCTION", f"a function {name!r} in {path}", target)
+    return fn  # type: ignore[no-any-return]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check`` to ``app``."""
+    app.command("check")(check_command)
