@@ -101,7 +101,19 @@ REFUSED = [
     ("SELECT COUNT(*) FROM adult WHERE age IN (SELECT age FROM adult)", "subquer"),
     ("WITH young AS (SELECT * FROM adult WHERE age < 20) SELECT COUNT(*) FROM young", "common table"),
     ("SELECT COUNT(*) FROM adult a JOIN adult b ON a.age = b.age", "private tables"),
-    ("SELECT COUNT(*) FROM adult JOIN countries ON adult.native_country = countries.name", "joins are not supported yet"),
+    ("SELECT COUNT(*) FROM adult JOIN planets ON adult.native_country = planets.name", "only with a declared public table"),
+    ("SELECT COUNT(*) FROM adult LEFT JOIN countries c ON native_country = c.country", "only an inner JOIN"),
+    ("SELECT COUNT(*) FROM adult JOIN countries c ON native_country <> c.country", "ON one equality"),
+    ("SELECT COUNT(*) FROM adult JOIN countries c ON c.region = c.country", "ON one equality"),
+    (
+        "SELECT COUNT(*) FROM adult JOIN countries c ON native_country = c.country "
+        "JOIN languages l ON native_country = l.country",
+        "one JOIN",
+    ),
+    (
+        "SELECT c.population, COUNT(*) FROM adult JOIN countries c ON native_country = c.country GROUP BY c.population",
+        "unknown column",
+    ),
     ("SELECT SUM(age) OVER (PARTITION BY sex) FROM adult", "window function"),
     ("SELECT COUNT(*) FROM adult ORDER BY age", "not in GROUP BY" if False else "row-level output in ORDER BY"),
     ("SELECT COUNT(*) FROM people", "unknown table"),
@@ -126,6 +138,31 @@ REFUSED = [
 ]
 
 
+#: Public (lookup) tables: countries has unique keys (M = 1), languages two rows for Canada (M = 2).
+PUBLIC = {
+    "countries": pl.DataFrame(
+        {
+            "country": ["United-States", "Mexico", "Canada", "Germany", "India"],
+            "region": ["America", "America", "America", "Europe", "Asia"],
+        }
+    ),
+    "languages": pl.DataFrame(
+        {"country": ["United-States", "Mexico", "Canada", "Canada"], "language": ["English", "Spanish", "English", "French"]}
+    ),
+}
+JOINED = [
+    "SELECT COUNT(*) FROM adult a JOIN countries c ON a.native_country = c.country",
+    "SELECT COUNT(*) FROM adult JOIN languages l ON native_country = l.country",
+    "SELECT c.region, COUNT(*) AS n FROM adult a JOIN countries c ON a.native_country = c.country "
+    "GROUP BY c.region ORDER BY n DESC",
+    f"SELECT region, AVG({AGE}), SUM({HOURS}) FROM adult INNER JOIN countries ON native_country = country GROUP BY region",
+    "SELECT language, COUNT(*) FROM adult JOIN languages l ON native_country = l.country GROUP BY language",
+    "SELECT COUNT(*) FROM adult JOIN languages l ON l.country = adult.native_country WHERE l.language = 'English' AND age < 40",
+    f"SELECT sex, COUNT(*), MEDIAN({AGE}) FROM adult JOIN countries c ON native_country = c.country "
+    "WHERE c.region = 'America' AND sex IN ('Male', 'Female') GROUP BY sex",
+]
+
+
 # --- tables ---------------------------------------------------------------------------------------
 
 
@@ -134,12 +171,20 @@ def _generated(path: Path) -> Path:
     rng = random.Random(20)
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["age", "workclass", "sex", "income", "hours_per_week", "pid"])
+        writer.writerow(["age", "workclass", "sex", "income", "hours_per_week", "pid", "native_country"])
         for row in range(4000):
             age = rng.randint(17, 90)
             workclass = "" if rng.random() < 0.06 else rng.choice(["Private", "Private", "State-gov", "Self-emp, inc"])
             writer.writerow(
-                [age, workclass, rng.choice(["Male", "Female"]), rng.choice(["<=50K", ">50K"]), rng.randint(1, 99), row % 1500]
+                [
+                    age,
+                    workclass,
+                    rng.choice(["Male", "Female"]),
+                    rng.choice(["<=50K", ">50K"]),
+                    rng.randint(1, 99),
+                    row % 1500,
+                    rng.choice(["United-States", "United-States", "Mexico", "Canada", "Germany", "", "Laos"]),
+                ]
             )
     return path
 
@@ -199,7 +244,9 @@ def _exact_sql(statement: str) -> str:
 
 def _exact(path: Path, statement: str) -> pl.DataFrame:
     frame = pl.read_csv(path, infer_schema_length=None, null_values=[""])
-    return pl.SQLContext(adult=frame).execute(_exact_sql(statement), eager=True)
+    context = pl.SQLContext(frames={"adult": frame, **PUBLIC})
+    result: pl.DataFrame = context.execute(_exact_sql(statement), eager=True)
+    return result
 
 
 def _close(cell: Cell, value: float) -> bool:
@@ -219,13 +266,24 @@ def _check(answer: Answer, exact: pl.DataFrame, statement: str) -> None:
     # a NULL key is not a group of the library (rows with a null key are dropped, docs/sql.md)
     exact = exact.filter(pl.all_horizontal(pl.col(exact.columns[i]).is_not_null() for i in keyed))
     truth = {tuple(row[i] for i in keyed): row for row in exact.rows()}
+    declared = "IN (" in statement or " JOIN " in statement
+    empty = []  # declared keys with no rows: released (a declared key always is), absent from SQL's answer
     for row in answer.rows:
         key = tuple(row[i] for i in keyed)
+        if key not in truth and declared:
+            empty.append(row)
+            counts = [c for c, name in zip(row, answer.columns, strict=True) if "COUNT" in name or name == "n"]
+            assert all(_close(c, 0.0) for c in counts), (statement, key)
+            continue
         assert key in truth, (statement, key)
         for cell, value in zip(row, truth[key], strict=True):
             if isinstance(cell, Cell):
                 assert _close(cell, float(value)), (statement, key, cell, value)
-    if "LIMIT" not in statement and "HAVING" not in statement and "IN (" not in statement:
+    if empty:
+        assert "LIMIT" not in statement and "HAVING" not in statement
+        assert len(answer.rows) == exact.height + len(empty), statement
+        return
+    if not declared and "LIMIT" not in statement and "HAVING" not in statement:
         # undeclared keys: every group far above the release threshold is released
         big = {k for k, row in truth.items() if all(not isinstance(v, int | float) or v > 50 for v in row)}
         assert big <= {tuple(row[i] for i in keyed) for row in answer.rows}, statement
@@ -251,11 +309,25 @@ def test_accepted_statements_hold_the_exact_answer(statement: str, table: Path) 
     assert math.isclose(session.spent.epsilon, EPSILON)
 
 
+@pytest.mark.parametrize("statement", JOINED)
+def test_joins_with_public_tables_hold_the_exact_answer(statement: str, table: Path) -> None:
+    session = _session(table)
+    answer = session.sql(statement, epsilon=EPSILON, alpha=ALPHA, public=PUBLIC)
+    assert isinstance(answer, Answer)
+    _check(answer, _exact(table, statement), statement)
+    multiplicity = 2 if "languages" in statement else 1
+    for release in answer.release_set():
+        assert f"≤ {multiplicity} row(s) per key" in release["query"]
+        counts = [p["sensitivity"] for p in release["parts"] if p["aggregate"] == "count"]
+        assert all(delta == multiplicity for delta in counts)  # a count's Δ: × M
+    assert any(f"≤ {multiplicity} public row(s) per key" in note for note in answer.notes)
+
+
 @pytest.mark.parametrize(("statement", "reason"), REFUSED)
 def test_refused_statements_spend_nothing(statement: str, reason: str, generated: Path) -> None:
     session = _session(generated)
     with pytest.raises(ParameterError) as raised:
-        session.sql(statement, epsilon=1.0)
+        session.sql(statement, epsilon=1.0, public=PUBLIC)
     message = str(raised.value)
     assert reason.lower() in message.lower(), message
     assert "\n" not in message
@@ -265,7 +337,7 @@ def test_refused_statements_spend_nothing(statement: str, reason: str, generated
 
 
 def test_the_corpus_is_large_enough() -> None:
-    assert len(ACCEPTED) + len(REFUSED) >= 60
+    assert len(ACCEPTED) + len(JOINED) + len(REFUSED) >= 60
 
 
 def test_a_refusal_names_the_construct_and_its_position(generated: Path) -> None:
@@ -278,12 +350,12 @@ def test_a_refusal_names_the_construct_and_its_position(generated: Path) -> None
 def test_refusals_do_not_depend_on_the_data(tmp_path: Path, generated: Path) -> None:
     """The same statements are refused, with the same message, on a table with other values."""
     other = tmp_path / "adult.csv"
-    other.write_text("age,workclass,sex,income,hours_per_week,pid\n", encoding="utf-8")  # header only
+    other.write_text("age,workclass,sex,income,hours_per_week,pid,native_country\n", encoding="utf-8")  # header only
     for statement, _ in REFUSED:
         messages = []
         for path in (generated, other):
             with pytest.raises(ParameterError) as raised:
-                _session(path).sql(statement, epsilon=1.0)
+                _session(path).sql(statement, epsilon=1.0, public=PUBLIC)
             messages.append(str(raised.value))
         assert messages[0] == messages[1], statement
 
@@ -348,7 +420,8 @@ def test_schema_bounds_and_categories_are_used(generated: Path, tmp_path: Path) 
     schema.write_text(
         '[columns.age]\ntype = "integer"\nbounds = [0, 100]\n\n[columns.workclass]\ntype = "string"\n\n'
         '[columns.sex]\ntype = "string"\ncategories = ["Female", "Male"]\n\n[columns.income]\ntype = "string"\n\n'
-        '[columns.hours_per_week]\ntype = "integer"\n\n[columns.pid]\ntype = "integer"\n',
+        '[columns.hours_per_week]\ntype = "integer"\n\n[columns.pid]\ntype = "integer"\n\n'
+        '[columns.native_country]\ntype = "string"\n',
         encoding="utf-8",
     )
     session = _session(generated, schema=str(schema))
@@ -369,6 +442,7 @@ def test_a_frame_is_the_table_data(generated: Path) -> None:
 # --- both engines: the same answers for the same seed -------------------------------------------
 
 SPARK_SUBSET = [
+    "SELECT language, COUNT(*) FROM adult JOIN languages l ON native_country = l.country GROUP BY language",
     "SELECT COUNT(*) FROM adult WHERE age < 20",
     f"SELECT COUNT(*), SUM({AGE}), AVG({AGE}) FROM adult WHERE workclass IS NOT NULL",
     f"SELECT sex, COUNT(*) AS n, AVG({HOURS}) FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex ORDER BY n",
@@ -380,8 +454,8 @@ SPARK_SUBSET = [
 @pytest.mark.spark
 def test_spark_gives_the_same_answers(spark: Any, generated: Path) -> None:
     for statement in SPARK_SUBSET:
-        polars = _session(generated).sql(statement, epsilon=EPSILON, alpha=ALPHA)
-        on_spark = _session(generated, engine="spark").sql(statement, epsilon=EPSILON, alpha=ALPHA)
+        polars = _session(generated).sql(statement, epsilon=EPSILON, alpha=ALPHA, public=PUBLIC)
+        on_spark = _session(generated, engine="spark").sql(statement, epsilon=EPSILON, alpha=ALPHA, public=PUBLIC)
         assert isinstance(polars, Answer) and isinstance(on_spark, Answer)
         assert polars.rows == on_spark.rows, statement
         _check(on_spark, _exact(generated, statement), statement)
@@ -389,7 +463,13 @@ def test_spark_gives_the_same_answers(spark: Any, generated: Path) -> None:
 
 # --- the sensitivity search sweeps the query shapes SQL reaches ---------------------------------
 
+#: A public lookup for the sweep: key "a" matches two rows (M = 2), "b" one, "c" none.
+SWEPT_PUBLIC = {"p": pl.DataFrame({"g": ["a", "a", "b"], "h": ["h1", "h2", "h1"]})}
 SWEPT = [
+    "SELECT COUNT(*) FROM t JOIN p ON t.g = p.g",
+    "SELECT SUM(CLAMP(x, 2, 5)) FROM t JOIN p ON t.g = p.g WHERE p.h = 'h1' OR x > 3",
+    "SELECT h, COUNT(*), AVG(CLAMP(x, 2, 5)) FROM t JOIN p ON t.g = p.g GROUP BY h",
+    "SELECT h, COUNT(*) FROM t JOIN p ON t.g = p.g WHERE pid IS NOT NULL GROUP BY h",
     "SELECT COUNT(*) FROM t WHERE x > 3 OR g = 'a'",
     "SELECT COUNT(x) FROM t WHERE x IS NOT NULL AND NOT g IN ('c')",
     "SELECT SUM(CLAMP(x, 2, 5)) FROM t WHERE x BETWEEN 2.5 AND 4",
@@ -402,6 +482,7 @@ SWEPT = [
 @pytest.mark.parametrize("statement", SWEPT)
 def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str) -> None:
     from dpwitness.engines import engine_for
+    from dpwitness.engines.joins import join_public
     from dpwitness.queries import Query, Schema
     from dpwitness.schema import ColumnKind
     from dpwitness.sql import compile_statement
@@ -413,14 +494,20 @@ def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str
     def build(statistic: str, column: str | None = None, **options: Any) -> Query:
         return Query(statistic=statistic, column=column, privacy_unit=unit, max_contributions=2 if unit else 1, **options)  # type: ignore[arg-type]
 
-    compiled = compile_statement(statement, table="t", schema=Schema(kinds), epsilon=1.0, build=build, privacy_unit=unit)
+    compiled = compile_statement(
+        statement, table="t", schema=Schema(kinds), epsilon=1.0, build=build, privacy_unit=unit, public=SWEPT_PUBLIC
+    )
+    join, on = compiled.join, compiled.join_on
     engine = engine_for("polars")
     key = (1, 2, 3, 4)
     for query in compiled.queries:
         claims = {p.aggregate.value: p.sensitivity for p in query.parts}
 
         def outputs(frame: pl.DataFrame, query: Query = query, claims: dict[str, float] = claims) -> dict[str, Any]:
-            exact = engine.aggregate(engine.open(frame), query, selection_key=key)
+            table = engine.open(frame)
+            if join is not None and on is not None:  # the private rows joined with the public table
+                table = join_public(engine, table, join, left=on)
+            exact = engine.aggregate(table, query, selection_key=key)
             return {name: exact.get(name, 0.0) for name in claims}
 
         results = search_claims(
@@ -434,3 +521,38 @@ def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str
         )
         for name, result in results.items():
             assert result.ok, (statement, name, result)
+
+
+def test_the_sweep_would_catch_a_join_delta_without_its_multiplicity() -> None:
+    """Δ of a count over a join whose keys match 2 rows is 2: claiming 1 (no × M) is found wrong."""
+    from dpwitness.engines import engine_for
+    from dpwitness.engines.joins import join_public
+    from dpwitness.queries import Query, Schema
+    from dpwitness.schema import ColumnKind
+    from dpwitness.sql import compile_statement
+    from dpwitness.witness.sensitivity import search_claims
+
+    def build(statistic: str, column: str | None = None, **options: Any) -> Query:
+        return Query(statistic=statistic, column=column, **options)  # type: ignore[arg-type]
+
+    kinds = {"x": ColumnKind.FLOAT, "g": ColumnKind.STRING}
+    compiled = compile_statement(
+        "SELECT COUNT(*) FROM t JOIN p ON t.g = p.g",
+        table="t",
+        schema=Schema(kinds),
+        epsilon=1.0,
+        build=build,
+        public=SWEPT_PUBLIC,
+    )
+    (query,) = compiled.queries
+    assert query.parts[0].sensitivity == 2.0
+    engine = engine_for("polars")
+    join, on = compiled.join, compiled.join_on
+    assert join is not None and on is not None
+
+    def outputs(frame: pl.DataFrame) -> dict[str, Any]:
+        exact = engine.aggregate(join_public(engine, engine.open(frame), join, left=on), query, selection_key=(1, 2, 3, 4))
+        return {"count": exact["count"]}
+
+    (result,) = search_claims(outputs, columns={"g": ["a", "b", "c", None]}, claims={"count": 1.0}, trials=30, seed=5).values()
+    assert not result.ok

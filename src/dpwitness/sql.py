@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from dpwitness.engines.joins import PublicTable, join_public, prepare_public, read_public
 from dpwitness.errors import BudgetExceeded, ParameterError, check_alpha, check_positive_finite, require
 from dpwitness.predicates import And, Between, ColumnRef, Compare, In, IsNull, Literal, Node, Not, Or, to_text
 from dpwitness.queries import ColumnKind, Key, Query, Schema
@@ -102,6 +103,9 @@ class Statement:
     epsilon_note: str
     explain: bool = False
     notes: tuple[str, ...] = ()
+    #: The public table the private rows are joined with (None: no JOIN) and the private key column.
+    join: PublicTable | None = None
+    join_on: str | None = None
 
     @property
     def queries(self) -> tuple[Query, ...]:
@@ -146,12 +150,14 @@ def compile_statement(
     privacy_unit: str | None = None,
     categories: Mapping[str, Sequence[Key]] | None = None,
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    public: Mapping[str, Any] | None = None,
 ) -> Statement:
     """Compile ``statement`` against ``table`` (its public ``schema``) to a :class:`Statement`.
 
     ``build(statistic, column, epsilon=…, bounds=…, by=…, keys=…, where=…, quantiles=…)``
     makes one :class:`Query` under the session's relation and privacy unit (``Session.query``);
-    ``categories`` and ``bounds`` are the data owner's declared ones (a schema), if any.
+    ``categories`` and ``bounds`` are the data owner's declared ones (a schema), if any;
+    ``public`` the public tables a JOIN may name (name → Polars DataFrame or CSV/Parquet path).
     ``epsilon`` is the statement's total ε, split evenly over the aggregates without an
     ``EPSILON(aggregate, ε)`` of their own. Raises :class:`SqlError` (or ``ParameterError``)
     before anything is spent.
@@ -162,9 +168,12 @@ def compile_statement(
         raise ParameterError("statement", f"at most {MAX_STATEMENT} characters", f"{len(statement)} characters")
     text, explain = _strip_explain(statement)
     tree = _parse(text)
-    return _Compiler(
+    tables = {str(k): read_public(v, str(k)) for k, v in (public or {}).items()}
+    compiler = _Compiler(
         text, tree, table, schema, epsilon, build, privacy_unit, dict(categories or {}), dict(bounds or {}), explain
-    ).compile()
+    )
+    compiler.public_tables = tables
+    return compiler.compile()
 
 
 def _strip_explain(statement: str) -> tuple[str, bool]:
@@ -235,6 +244,13 @@ class _Compiler:
         self.declared_bounds = bounds
         self.explain = explain
         self.aliases: set[str] = {table.lower()}
+        self.public_tables: dict[str, Any] = {}
+        self.public_aliases: set[str] = set()
+        self.public_columns: dict[str, str] = {}  # a public column → its name in the joined rows
+        self.public_kinds: dict[str, ColumnKind] = {}  # joined name → kind
+        self.join: PublicTable | None = None
+        self.join_on: str | None = None
+        self.public_name = ""
         self.calls: list[tuple[str, Any]] = []  # (normalised SQL, node) of each distinct aggregate call
         self.by: tuple[str, ...] = ()
         self.output_names: dict[str, Any] = {}
@@ -248,6 +264,11 @@ class _Compiler:
         exp, tree = self.exp, self.tree
         self._refuse_everywhere()
         self._from()
+        joins = tree.args.get("joins") or []
+        if len(joins) > 1:
+            self.refuse(joins[1], "a second JOIN", "one JOIN with a public table per statement")
+        if joins:
+            self._join(joins[0])
         where = tree.args.get("where")
         predicate = None if where is None else self._predicate(where.this)
         group = tree.args.get("group")
@@ -299,6 +320,8 @@ class _Compiler:
             epsilon_note=self._epsilon_note(aggregates),
             explain=self.explain,
             notes=self._notes(outputs),
+            join=self.join,
+            join_on=self.join_on,
         )
 
     def _refuse_everywhere(self) -> None:
@@ -324,20 +347,63 @@ class _Compiler:
             if value:
                 node = value[0] if isinstance(value, list) else value
                 if name == "joins":
-                    self._join(node)
+                    continue
                 self.refuse(node, name.upper().rstrip("S"), "not supported")
 
-    def _join(self, join: Any) -> NoReturn:
+    def _join(self, join: Any) -> None:
+        """``JOIN public [AS p] ON private.k = p.k``: an inner join with a public (lookup) table."""
+        exp = self.exp
         target = join.this
-        name = target.name if isinstance(target, self.exp.Table) else _sql(target)
+        name = target.name if isinstance(target, exp.Table) else _sql(target)
+        if not isinstance(target, exp.Table):
+            self.refuse(target, "a subquery", "subqueries over private rows are not supported")
         if name.lower() == self.table.lower():
             self.refuse(join, f"JOIN {name}", "joins of private tables with each other are not supported yet")
-        self.refuse(
-            join,
-            f"JOIN {name}",
-            "joins are not supported yet (a join with a declared public lookup table is planned; "
-            f"{name!r} is not a table of this session)",
-        )
+        found = [t for t in self.public_tables if t.lower() == name.lower()]
+        if not found:
+            listed = ", ".join(self.public_tables) or "none is given: Session.sql(public={name: table})"
+            self.refuse(join, f"JOIN {name}", f"joins are only with a declared public table ({listed})")
+        side, kind = join.args.get("side"), join.args.get("kind")
+        if side or (kind and str(kind).upper() != "INNER") or join.args.get("using"):
+            self.refuse(join, _sql(join).split(" ON ")[0], "only an inner JOIN … ON private.column = public.column")
+        self.public_name = found[0]
+        frame = self.public_tables[self.public_name]
+        self.public_aliases = {self.public_name.lower(), *([target.alias.lower()] if target.alias else [])}
+        if self.public_aliases & self.aliases:
+            self.refuse(target, f"alias {target.alias}", "the public table needs an alias of its own")
+        for column, dtype in frame.schema.items():
+            joined = column if column not in self.schema.columns else f"{self.public_name}.{column}"
+            self.public_columns[column] = joined
+            self.public_kinds[joined] = _kind_of(dtype)
+        on = join.args.get("on")
+        if not isinstance(on, exp.EQ) or not isinstance(on.this, exp.Column) or not isinstance(on.expression, exp.Column):
+            self.refuse(on if on is not None else join, "JOIN … ON", "ON one equality of a private column and a public column")
+        sides = [(self._side(c), c) for c in (on.this, on.expression)]
+        if {side for side, _ in sides} != {"private", "public"}:
+            self.refuse(on, _sql(on), "ON one equality of a private column and a public column")
+        private = next(c for side, c in sides if side == "private")
+        public = next(c for side, c in sides if side == "public")
+        left = self.column(private)
+        key = next(c for c in frame.columns if c == public.name or c.lower() == public.name.lower())
+        payload = {c: n for c, n in self.public_columns.items() if c != key}
+        self.public_columns[key] = left  # on joined rows the public key equals the private one
+        self.public_kinds.pop(f"{self.public_name}.{key}" if key in self.schema.columns else key, None)
+        self.join = prepare_public(frame, key=key, private_kind=self.schema.columns[left], columns=payload)
+        self.join_on = left
+
+    def _side(self, node: Any) -> str:
+        qualifier = (node.table or "").lower()
+        if qualifier in self.public_aliases:
+            return "public"
+        if qualifier in self.aliases:
+            return "private"
+        if qualifier:
+            self.refuse(node, f"{node.table}.{node.name}", f"unknown table {node.table!r}")
+        in_private = any(c.lower() == node.name.lower() for c in self.schema.columns)
+        in_public = any(c.lower() == node.name.lower() for c in self.public_columns)
+        if in_private and in_public:
+            self.refuse(node, f"column {node.name!r}", "ambiguous: qualify it with its table")
+        return "public" if in_public else "private"
 
     def _from(self) -> None:
         exp = self.exp
@@ -354,18 +420,29 @@ class _Compiler:
 
     # -- columns --
     def column(self, node: Any) -> str:
-        """The table column a Column node names (qualified by the table or its alias, or bare)."""
+        """The column a Column node names in the rows read (qualified by a table or its alias, or bare):
+        the private table's, or a joined public table's (renamed when its name is taken)."""
         qualifier = node.table
-        if qualifier and qualifier.lower() not in self.aliases:
+        known = self.aliases | self.public_aliases
+        if qualifier and qualifier.lower() not in known:
             self.refuse(node, f"{qualifier}.{node.name}", f"unknown table {qualifier!r} (this session's table is {self.table!r})")
         name = node.name
-        columns = self.schema.columns
-        if name in columns:
-            return str(name)
-        folded = [c for c in columns if c.lower() == name.lower()]
-        if len(folded) == 1 and not node.this.quoted:
-            return folded[0]
-        self.refuse(node, f"column {name!r}", f"unknown column of {self.table!r} ({', '.join(columns)})")
+        if self.join is not None and self._side(node) == "public":
+            columns: Any = self.public_columns
+            where = self.public_name
+        else:
+            columns, where = self.schema.columns, self.table
+        found = name if name in columns else None
+        if found is None and not node.this.quoted:
+            folded = [c for c in columns if c.lower() == name.lower()]
+            found = folded[0] if len(folded) == 1 else None
+        if found is None:
+            self.refuse(node, f"column {name!r}", f"unknown column of {where!r} ({', '.join(columns)})")
+        return str(columns[found]) if columns is self.public_columns else str(found)
+
+    def kind(self, name: str) -> ColumnKind:
+        """The kind of a column of the rows read (private or joined public)."""
+        return self.public_kinds.get(name) or self.schema.columns[name]
 
     def _group(self, group: Any) -> tuple[str, ...]:
         names: list[str] = []
@@ -674,6 +751,8 @@ class _Compiler:
                 query = self.build(statistic, column, **options)
                 if distinct:
                     query = replace(query, max_contributions=1)
+                if self.join is not None:
+                    query = replace(query, join_multiplicity=self.join.multiplicity)
             except ParameterError as error:
                 self.refuse(node, _sql(node), str(error))
             built[index] = Aggregate(_sql(node), kind, query, _position(node, self.text), index, epsilon is not None, reuses)
@@ -682,7 +761,7 @@ class _Compiler:
     def _placeholder_keys(self) -> tuple[Key, ...]:
         """One key of the right kinds, for checking (not releasing) a query whose keys the first releases."""
         blank: dict[ColumnKind, Key] = {ColumnKind.INTEGER: 0, ColumnKind.FLOAT: 0.0, ColumnKind.BOOLEAN: False}
-        values = tuple(blank.get(self.schema.columns[c], "") for c in self.by)
+        values = tuple(blank.get(self.kind(c), "") for c in self.by)
         return (values if len(values) > 1 else values[0],)
 
     def _keys(self, predicate: Node | None) -> tuple[tuple[Key, ...] | None, str]:
@@ -703,6 +782,9 @@ class _Compiler:
             if found is not None:
                 lists.append(found)
                 sources.append(f"{name} from WHERE … IN (…)")
+            elif name in self.public_kinds:  # a public column: its values are public keys
+                lists.append(self._public_values(name))
+                sources.append(f"{name} from the public table {self.public_name}")
             elif name in self.categories:
                 lists.append(tuple(self.categories[name]))
                 sources.append(f"{name} from the schema's categories")
@@ -715,6 +797,13 @@ class _Compiler:
         return tuple(product(*lists)), "declared: " + "; ".join(sources)
 
     # -- WHERE → the predicate tree of dpwitness.predicates --
+    def _public_values(self, joined: str) -> tuple[Key, ...]:
+        assert self.join is not None
+        values = self.join.frame.get_column(joined).drop_nulls().unique().sort().to_list()
+        if not values:
+            return ("",) if self.kind(joined) in (ColumnKind.STRING, ColumnKind.UNTYPED) else (0,)
+        return tuple(values)
+
     def _predicate(self, node: Any) -> Node:
         exp = self.exp
         at = _position(node, self.text)
@@ -791,6 +880,16 @@ class _Compiler:
 
     def _notes(self, outputs: Sequence[tuple[str, Any]]) -> tuple[str, ...]:
         notes: list[str] = []
+        if self.join is not None:
+            m = self.join.multiplicity
+            effect = (
+                "a privacy unit's rows are bounded after the join: Δ unchanged"
+                if self.privacy_unit is not None
+                else ("unique keys: Δ unchanged" if m == 1 else f"one record becomes ≤ {m} rows: Δ × {m}")
+            )
+            notes.append(
+                f"joined with the public table {self.public_name} on {self.join_on}: ≤ {m} public row(s) per key; {effect}"
+            )
         for name, compiled in outputs:
             if compiled[0] not in ("agg", "key"):
                 notes.append(f"{name} is computed from the released (noisy) aggregates: post-processing, no extra cost")
@@ -905,7 +1004,7 @@ class Answer:
         lines.extend("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in body)
         if not body:
             lines.append("(no rows)")
-        lines.append(f"intervals at {1 - self.alpha:.0%}; ε = {self.epsilon:g}, δ = {self.delta:.3g} spent")
+        lines.append(f"intervals at {_level(self.alpha)}; ε = {self.epsilon:g}, δ = {self.delta:.3g} spent")
         for item in self.release_set():
             parts = ", ".join(f"{p['aggregate']} Δ = {p['sensitivity']:g} at ε = {p['epsilon']:g}" for p in item["parts"])
             lines.append(f"  {item['aggregate']}: {item['query']}; {parts}; δ = {item['delta']:.3g}; {item['neighbours']}")
@@ -913,6 +1012,22 @@ class Answer:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+def _kind_of(dtype: Any) -> ColumnKind:
+    """The kind of a public table's column, from its Polars dtype."""
+    if dtype.is_integer():
+        return ColumnKind.INTEGER
+    if dtype.is_float():
+        return ColumnKind.FLOAT
+    text = str(dtype)
+    if text in ("String", "Utf8") or text.startswith(("Categorical", "Enum")):
+        return ColumnKind.STRING
+    return ColumnKind.BOOLEAN if text == "Boolean" else ColumnKind.OTHER
+
+
+def _level(alpha: float) -> str:
+    return f"{(1 - alpha) * 100:.10g}%"
 
 
 def _plain_cell(cell: Any) -> Any:
@@ -960,12 +1075,12 @@ class Explanation:
             reused = " (keys: those the first aggregate releases)" if aggregate.reuses_keys else ""
             lines.append(f"  {aggregate.text} → {preview.query}{reused}")
             for part in preview.parts:
-                extra = f", ± {float(part['half_width']):.4g} at {1 - preview.alpha:.0%}" if "half_width" in part else ""
+                extra = f", ± {float(part['half_width']):.4g} at {_level(preview.alpha)}" if "half_width" in part else ""
                 lines.append(
                     f"      {part['aggregate']}: Δ = {float(part['sensitivity']):g}, ε = {float(part['epsilon']):g}{extra}"
                 )
             if preview.interval is not None:
-                lines.append(f"      expected error: ± {preview.interval[1]:.4g} at {1 - preview.alpha:.0%}")
+                lines.append(f"      expected error: ± {preview.interval[1]:.4g} at {_level(preview.alpha)}")
             lines.extend(f"      note: {n}" for n in preview.notes)
         lines.extend(f"note: {n}" for n in self.notes)
         lines.append(f"would spend ε = {self.epsilon:g}; nothing spent")
@@ -999,7 +1114,14 @@ def table_of(statement: str) -> str | None:
     return str(source.this.name) if source is not None and isinstance(source.this, exp.Table) else None
 
 
-def compile_for(session: Session, statement: str, *, epsilon: float | None, name: str | None = None) -> Statement:
+def compile_for(
+    session: Session,
+    statement: str,
+    *,
+    epsilon: float | None,
+    name: str | None = None,
+    public: Mapping[str, Any] | None = None,
+) -> Statement:
     """Compile ``statement`` against ``session``'s table (reads its schema only; spends nothing)."""
     if name is not None and not (isinstance(name, str) and name):
         raise ParameterError("name", "the table's name in SQL (a non-empty text)", name)
@@ -1015,7 +1137,16 @@ def compile_for(session: Session, statement: str, *, epsilon: float | None, name
         privacy_unit=session.privacy_unit,
         categories=categories,
         bounds=bounds,
+        public=public,
     )
+
+
+def target(session: Session, compiled: Statement) -> Session:
+    """The session the statement's queries run on: ``session``, or over its table joined with the public one."""
+    join, on = compiled.join, compiled.join_on
+    if join is None or on is None:
+        return session
+    return session.over(lambda engine, handle: join_public(engine, handle, join, left=on))
 
 
 def run(
@@ -1026,15 +1157,17 @@ def run(
     alpha: float = 0.05,
     explain: bool = False,
     name: str | None = None,
+    public: Mapping[str, Any] | None = None,
 ) -> Answer | Explanation:
     """Answer ``statement`` on ``session`` (``Session.sql``): compile, check every query and the
     budget for all of them together, then spend and release each aggregate once."""
     alpha = check_alpha(alpha)
-    compiled = compile_for(session, statement, epsilon=epsilon, name=name)
+    compiled = compile_for(session, statement, epsilon=epsilon, name=name, public=public)
+    over = target(session, compiled)
     if explain or compiled.explain:
-        return explain_statement(session, compiled, alpha=alpha)
-    session.check_budget(list(compiled.queries))  # every check of every query, and the budget for all: before any spend
-    return execute(session, compiled, alpha=alpha)
+        return explain_statement(over, compiled, alpha=alpha)
+    over.check_budget(list(compiled.queries))  # every check of every query, and the budget for all: before any spend
+    return execute(over, compiled, alpha=alpha)
 
 
 def explain_statement(session: Session, compiled: Statement, *, alpha: float = 0.05) -> Explanation:

@@ -1,0 +1,90 @@
+"""A private table joined with a public (lookup) table, as each engine reads it.
+
+The public table's values are public (the data owner or the analyst declared it so): it is read
+whole, in Polars, to prepare it (:func:`prepare_public`: the join key cast to the private key's
+type, null keys dropped, the largest number of rows one key matches, M), then handed to the
+engine through its own ``open`` and joined lazily (:func:`join_public`, inner join on one
+equality). Nothing of the private table is read here. Δ of a query over the joined rows is
+derived in :mod:`dpwitness.queries` (``join_multiplicity`` = M).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dpwitness.errors import ParameterError, require
+from dpwitness.queries import ColumnKind
+
+#: The join key's column in a prepared public table (dropped after the join).
+JOIN_KEY = "__dpw_join_key"
+
+
+@dataclass(frozen=True)
+class PublicTable:
+    """A public table ready to join: ``frame`` (a Polars DataFrame with :data:`JOIN_KEY` and the
+    payload columns, renamed as ``columns`` says: public name → name in the joined rows) and ``M``."""
+
+    frame: Any
+    columns: Mapping[str, str]
+    multiplicity: int
+
+
+def read_public(source: Any, name: str) -> Any:
+    """A public table as a Polars DataFrame: a frame, or a CSV/Parquet path (its values are public, so
+    its types may be read from them)."""
+    pl = require("polars", "polars", "public tables")
+    if isinstance(source, pl.DataFrame):
+        return source
+    if isinstance(source, pl.LazyFrame):
+        return source.collect()
+    if isinstance(source, str) or hasattr(source, "__fspath__"):
+        path = str(source)
+        if path.lower().endswith((".parquet", ".pq")):
+            return pl.read_parquet(path)
+        if path.lower().endswith((".csv", ".tsv")):
+            return pl.read_csv(path, separator="\t" if path.lower().endswith(".tsv") else ",", infer_schema_length=None)
+    raise ParameterError(
+        "public", f"a Polars DataFrame or a CSV/Parquet path for the public table {name!r}", type(source).__name__
+    )
+
+
+_POLARS_TYPES = {
+    ColumnKind.INTEGER: "Int64",
+    ColumnKind.FLOAT: "Float64",
+    ColumnKind.STRING: "String",
+    ColumnKind.BOOLEAN: "Boolean",
+}
+
+
+def prepare_public(frame: Any, *, key: str, private_kind: ColumnKind, columns: Mapping[str, str]) -> PublicTable:
+    """The public table keyed for the join: its ``key`` cast to the private key's type (text for an
+    untyped CSV column, compared as text as a filter does), rows with a null key dropped, only the
+    payload ``columns`` kept (renamed), and M = the most rows one key matches (1 if none)."""
+    pl = require("polars", "polars", "public tables")
+    target = getattr(pl, _POLARS_TYPES.get(private_kind, "String"))
+    keyed = frame.select(
+        pl.col(key).cast(target, strict=False).alias(JOIN_KEY), *(pl.col(c).alias(n) for c, n in columns.items())
+    ).filter(pl.col(JOIN_KEY).is_not_null())
+    counts = keyed.group_by(JOIN_KEY).len()
+    multiplicity = int(counts["len"].max() or 1) if counts.height else 1
+    return PublicTable(keyed, dict(columns), multiplicity)
+
+
+def join_public(engine: Any, handle: Any, public: PublicTable, *, left: str) -> Any:
+    """``handle`` (an engine's opened private table) inner-joined with ``public`` on ``left`` = its key,
+    lazily, through the engine's own ``open`` of the public frame: a handle of the same engine."""
+    opened = engine.open(public.frame)
+    if engine.name == "polars":
+        from dpwitness.engines.polars import PolarsTable
+
+        joined = handle.frame.join(opened.frame, left_on=left, right_on=JOIN_KEY, how="inner")
+        return PolarsTable(joined.drop(JOIN_KEY, strict=False), handle.untyped)
+    if engine.name == "spark":
+        from dpwitness.engines.spark import SparkTable
+
+        right = opened.frame
+        joined = handle.frame.join(right, handle.frame[f"`{left}`"] == right[JOIN_KEY], "inner").drop(JOIN_KEY)
+        return SparkTable(joined, handle.untyped)
+    raise ParameterError("engine", "polars or spark for a join with a public table", engine.name)
