@@ -26,6 +26,10 @@ def sql(
         bool, typer.Option("--explain", help="Print the plan (queries, Δ, ε, expected error); spend nothing.")
     ] = False,
     name: Annotated[str | None, typer.Option(help="The table's name in the statement (default: the file's stem).")] = None,
+    public: Annotated[
+        list[str] | None,
+        typer.Option(help="A public (lookup) table the statement may JOIN: NAME=PATH (CSV or Parquet; repeatable)."),
+    ] = None,
     alpha: Annotated[float, typer.Option(help="Intervals hold with probability 1 − alpha.")] = 0.05,
     schema: Annotated[
         Path | None, typer.Option(help="The data owner's declared schema (TOML): types, bounds, categories, unit.")
@@ -70,7 +74,13 @@ def sql(
             seed=seed,
             schema=schema,
         )
-        answer = session.sql(statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name)
+        tables: dict[str, str] = {}
+        for item in public or []:
+            table, _, path = item.partition("=")
+            if not table or not path:
+                raise ParameterError("public", "NAME=PATH (a public CSV or Parquet table)", item)
+            tables[table] = path
+        answer = session.sql(statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=tables)
     if as_json:
         sys.stdout.write(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
         return

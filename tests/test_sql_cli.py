@@ -1,0 +1,75 @@
+"""``dpwitness sql SOURCE STATEMENT``: answers, plans, refusals and outputs from the shell."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from dpwitness.budget import Ledger
+from dpwitness.cli import app
+from dpwitness.errors import ExitCode
+
+runner = CliRunner()
+
+
+def _people(tmp_path: Path) -> Path:
+    path = tmp_path / "people.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["age", "sex", "town"])
+        writer.writerows([[15 + i % 60, "FM"[i % 2], ("Ashby", "Brill", "Crane")[i % 3]] for i in range(600)])
+    return path
+
+
+def test_the_younger_than_20_count_as_json(tmp_path: Path) -> None:
+    people = _people(tmp_path)
+    result = runner.invoke(app, ["sql", str(people), "SELECT COUNT(*) FROM people WHERE age < 20", "--epsilon", "50", "--json"])
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    (cell,) = answer["rows"][0]
+    exact = sum(1 for i in range(600) if 15 + i % 60 < 20)
+    assert abs(cell["value"] - exact) < 2 and answer["releases"][0]["parts"][0]["sensitivity"] == 1.0
+
+
+def test_csv_output_has_each_interval(tmp_path: Path) -> None:
+    people = _people(tmp_path)
+    statement = "SELECT sex, COUNT(*) AS n FROM people WHERE sex IN ('F', 'M') GROUP BY sex"
+    result = runner.invoke(app, ["sql", str(people), statement, "--epsilon", "1", "--csv", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    rows = list(csv.reader(io.StringIO(result.stdout)))
+    assert rows[0] == ["sex", "n", "n_low", "n_high"] and [r[0] for r in rows[1:]] == ["F", "M"]
+
+
+def test_explain_spends_nothing(tmp_path: Path) -> None:
+    people, ledger = _people(tmp_path), tmp_path / "budget.db"
+    statement = "SELECT COUNT(*), AVG(CLAMP(age, 0, 100)) FROM people"
+    args = ["sql", str(people), statement, "--epsilon", "1", "--ledger", str(ledger), "--explain"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "nothing spent" in result.stdout and "Δ = 50" in result.stdout
+    assert Ledger(ledger).history(f"file:{people.resolve()}") == []
+
+
+def test_a_refusal_is_one_line_exit_2_and_spends_nothing(tmp_path: Path) -> None:
+    people, ledger = _people(tmp_path), tmp_path / "budget.db"
+    args = ["sql", str(people), "SELECT age FROM people", "--epsilon", "1", "--ledger", str(ledger), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == ExitCode.BAD_INPUT
+    error = json.loads(result.stdout)["error"]
+    assert error["parameter"] == "statement" and "position 8" in error["message"]
+    assert Ledger(ledger).history(f"file:{people.resolve()}") == []
+
+
+def test_a_join_with_a_public_table(tmp_path: Path) -> None:
+    people = _people(tmp_path)
+    towns = tmp_path / "towns.csv"
+    towns.write_text("town,county\nAshby,North\nBrill,North\nCrane,South\n", encoding="utf-8")
+    statement = "SELECT t.county, COUNT(*) AS n FROM people p JOIN towns t ON p.town = t.town GROUP BY t.county"
+    result = runner.invoke(app, ["sql", str(people), statement, "--epsilon", "50", "--public", f"towns={towns}", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row[0]: row[1]["value"] for row in json.loads(result.stdout)["rows"]}
+    assert abs(rows["North"] - 400) < 2 and abs(rows["South"] - 200) < 2
