@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from dpwitness import BudgetExceeded
+from dpwitness import BudgetExceeded, Release
 from dpwitness.data import adult_path
 from dpwitness.serve.attack import differencing_against_server
 from dpwitness.serve.client import Client, ServiceError
@@ -269,6 +269,27 @@ def test_preview_spends_nothing(server: ServerProcess) -> None:
     assert spent(server, "bob") == before
 
 
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"delta": 1e-6}, "delta"),  # δ on a pure-ε account
+        ({"mechanism": "gaussian"}, "mechanism"),  # a Gaussian without δ or ρ in the budget
+        ({"rho": 0.01, "epsilon": None}, "rho"),  # ρ with an (ε, δ) total
+    ],
+)
+def test_options_conflicting_with_the_budget_are_refused_naming_them(
+    server: ServerProcess, extra: dict[str, Any], named: str
+) -> None:
+    before = spent(server, "bob")
+    body = {"table": "adult", "statistic": "count", "by": ["sex"], "epsilon": 0.1, **extra}
+    body = {k: v for k, v in body.items() if v is not None}
+    for path in ("/v1/query", "/v1/preview"):
+        answer = call(server, "POST", path, TOKENS["bob"], json=body)
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["detail"].startswith(named) and "\n" not in answer.json()["detail"]
+    assert spent(server, "bob") == before
+
+
 def test_rate_limit_per_analyst(server: ServerProcess) -> None:
     statuses = [call(server, "GET", "/v1/budget", TOKENS["limited"]).status_code for _ in range(6)]
     assert statuses[:3] == [200, 200, 200]
@@ -281,11 +302,15 @@ def test_python_client(server: ServerProcess) -> None:
         assert [t["name"] for t in client.tables()] == ["adult", "visits", "people"]
         assert client.schema("people")["columns"][0]["categories"] == ["A", "B", "C"]
         mean = client.mean("adult", "age", epsilon=0.1)
-        assert 17 <= mean["value"] <= 90
+        assert isinstance(mean, Release) and 17 <= float(mean) <= 90 and mean.epsilon == pytest.approx(0.1)
         assert client.last["table"] == "adult"
         grouped = client.sum("people", "salary", epsilon=0.1, by=["dept"])
-        assert set(grouped["value"]) == {"A", "B", "C"}
-        assert set(client.histogram("adult", "income", epsilon=0.1)["value"]) == {"<=50K", ">50K"}
+        assert set(grouped.value) == {"A", "B", "C"} and grouped.key_columns == ("dept",)
+        assert set(client.histogram("adult", "income", epsilon=0.1).value) == {"<=50K", ">50K"}
+        two = client.count("adult", epsilon=0.1, by=["sex", "income"], alpha=0.1)  # keys as columns, not joined strings
+        assert set(two.value) == {(s, i) for s in ("Female", "Male") for i in ("<=50K", ">50K")} and two.alpha == 0.1
+        frame = two.to_polars()
+        assert frame.columns[:2] == ["sex", "income"] and frame.height == 4 and set(frame["mechanism"]) == {"laplace"}
         assert client.preview("adult", "count", epsilon=1.0)["scale"] == pytest.approx(1.0)
         with pytest.raises(ServiceError) as refused:
             client.count("nowhere", epsilon=0.1)
@@ -349,7 +374,7 @@ def test_privacy_unit_bounds_contributions(server: ServerProcess) -> None:
     with Client(server.url, TOKENS["alice"]) as client:
         assert client.schema("visits")["privacy_unit"] == "person"
         count = client.count("visits", epsilon=1.0)
-        assert count["sensitivity"] == 2.0 and count["scale"] == pytest.approx(2.0)
-        assert abs(count["value"] - 80) < 40  # 40 people × 2 rows kept, not 400 (fails with probability < e^-20)
+        assert count.sensitivity == 2.0 and count.scale == pytest.approx(2.0)
+        assert abs(float(count) - 80) < 40  # 40 people × 2 rows kept, not 400 (fails with probability < e^-20)
         total = client.sum("visits", "days", epsilon=1.0, by=["ward"])
-        assert total["sensitivity"] == 20.0 and set(total["value"]) == {"A", "B"}
+        assert total.sensitivity == 20.0 and set(total.value) == {"A", "B"}

@@ -57,7 +57,7 @@ log = logging.getLogger("dpwitness.serve")
 #: ``delta_budget``: the analyst's own total has no δ (or ρ) for a Gaussian release (their configuration, not data).
 _REQUEST_PARAMETERS = {
     *("epsilon", "bounds", "column", "by", "keys", "alpha", "statistic", "categories", "split", "delta", "where"),
-    *("mechanism", "delta_budget"),
+    *("mechanism", "delta_budget", "rho"),
 }
 
 
@@ -351,13 +351,8 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         session = service.session(analyst, compiled.table)
         try:
             with cache_scope(analyst.name):  # what others previewed never makes this one faster
-                result = session.preview(
-                    compiled.statistic,
-                    compiled.column,
-                    alpha=compiled.alpha,
-                    mechanism=compiled.mechanism,
-                    **compiled.session_options(),
-                )
+                query = session.query(compiled.statistic, compiled.column, **compiled.session_options())
+                result = session.preview(query, **compiled.run_options())
         except ParameterError as error:
             raise _parameter_refusal(error) from None
         return PreviewAnswer(table=compiled.table.name, preview=_json_safe(result.to_dict()))
@@ -431,7 +426,7 @@ def scale_rate_limits(config: ServiceConfig, workers: int) -> ServiceConfig:
 def _run(session: Session, compiled: CompiledQuery) -> Release:
     try:
         query = session.query(compiled.statistic, compiled.column, **compiled.session_options())
-        release = session.run(query, alpha=compiled.alpha, mechanism=compiled.mechanism)
+        release = session.run(query, **compiled.run_options())
         session.releases.clear()  # the service keeps no releases in memory
         return release
     except BudgetExceeded as error:

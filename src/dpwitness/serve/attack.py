@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from dpwitness.errors import BudgetExceeded
+from dpwitness.release import Release
 from dpwitness.serve.client import Client, ServiceError
 
 
@@ -79,11 +80,12 @@ def differencing_against_server(
             except _RateLimited:
                 stopped_by = "rate limit"
                 break
-            values: dict[str, float] = grouped["value"]
+            values = grouped.value
+            assert isinstance(values, dict)
             rest = math.fsum(v for k, v in values.items() if k != key)
-            differences.append(total["value"] - rest)
+            differences.append(float(total) - rest)
             direct.append(values[key])
-            scales, keys = (total["scale"], grouped["scale"]), len(values)
+            scales, keys = (total.scale, grouped.scale), len(values)
         spent = client.budget(limit=1)["spent"]["epsilon"] - start_spent
 
     pairs = len(differences)
@@ -131,11 +133,11 @@ class _RateLimited(Exception):
     pass
 
 
-def _retrying(call: Any, waits_left: int) -> dict[str, Any]:
+def _retrying(call: Any, waits_left: int) -> Release:
     """Call, sleeping through 429 answers (the rate limit), up to ``waits_left`` times."""
     for _ in range(max(waits_left, 0) + 1):
         try:
-            result: dict[str, Any] = call()
+            result: Release = call()
             return result
         except ServiceError as error:
             if error.status != 429:

@@ -1,11 +1,14 @@
 """A small Python client for ``dpwitness serve``.
 
 >>> client = Client("http://127.0.0.1:8000", "alice-demo-token-CHANGE-ME")   # doctest: +SKIP
->>> client.mean("adult", "age", epsilon=0.1)["value"]                        # doctest: +SKIP
+>>> client.mean("adult", "age", epsilon=0.1).value                           # doctest: +SKIP
 
-Query methods return the release as a dict (``value``, ``epsilon``, ``sensitivity``,
-``scale``, ``interval``, ...) and raise :class:`dpwitness.BudgetExceeded` when the budget
-would be exceeded, :class:`ServiceError` for any other refusal.
+Query methods return a :class:`dpwitness.Release` (``value``, ``interval``, ``epsilon``,
+``sensitivity``…; grouped keys are tuples of the key columns' values, ``to_polars()`` gives
+one row per key) and raise :class:`dpwitness.BudgetExceeded` when the budget would be
+exceeded, :class:`ServiceError` for any other refusal. Every query method takes the
+service's options where the statistic is asked: ``alpha``, ``mechanism``, ``delta``, and
+``rho`` instead of ``epsilon`` on a ρ account.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 import httpx
 
 from dpwitness.errors import BudgetExceeded
+from dpwitness.release import Release
 
 
 class ServiceError(RuntimeError):
@@ -59,35 +63,56 @@ class Client:
         return self._call("GET", "/v1/budget", params={"limit": limit})
 
     # --- queries ----------------------------------------------------------------------------
-    def query(self, table: str, statistic: str, *, epsilon: float, **options: Any) -> dict[str, Any]:
-        """Run one query (``column``, ``bounds``, ``by``, ``alpha`` as options); return its release."""
+    def query(self, table: str, statistic: str, *, epsilon: float | None = None, **options: Any) -> Release:
+        """Run one query (``column``, ``bounds``, ``by``, ``where``, ``q``, ``bins``, ``alpha``,
+        ``mechanism``, ``delta``, ``rho`` as options: see the service's ``POST /v1/query``); its release."""
         self.last = self._call("POST", "/v1/query", json=_body(table, statistic, epsilon, options))
-        release: dict[str, Any] = self.last["release"]
-        return release
+        return Release.from_dict(self.last["release"])
 
-    def preview(self, table: str, statistic: str, *, epsilon: float, **options: Any) -> dict[str, Any]:
+    def preview(self, table: str, statistic: str, *, epsilon: float | None = None, **options: Any) -> dict[str, Any]:
         """The scale and interval the query would have; spends nothing."""
         preview: dict[str, Any] = self._call("POST", "/v1/preview", json=_body(table, statistic, epsilon, options))["preview"]
         return preview
 
-    def count(self, table: str, *, epsilon: float, by: Sequence[str] | None = None) -> dict[str, Any]:
-        return self.query(table, "count", epsilon=epsilon, by=by)
+    def count(self, table: str, *, epsilon: float | None = None, by: Sequence[str] | None = None, **options: Any) -> Release:
+        """Rows (per declared key with ``by``); ``options`` as for :meth:`query`."""
+        return self.query(table, "count", epsilon=epsilon, by=by, **options)
 
     def sum(
-        self, table: str, column: str, *, epsilon: float, bounds: Sequence[float] | None = None, by: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        return self.query(table, "sum", epsilon=epsilon, column=column, bounds=bounds, by=by)
+        self,
+        table: str,
+        column: str,
+        *,
+        epsilon: float | None = None,
+        bounds: Sequence[float] | None = None,
+        by: Sequence[str] | None = None,
+        **options: Any,
+    ) -> Release:
+        """Σ clamp(column, L, U) (default: the declared bounds); ``options`` as for :meth:`query`."""
+        return self.query(table, "sum", epsilon=epsilon, column=column, bounds=bounds, by=by, **options)
 
     def mean(
-        self, table: str, column: str, *, epsilon: float, bounds: Sequence[float] | None = None, by: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        return self.query(table, "mean", epsilon=epsilon, column=column, bounds=bounds, by=by)
+        self,
+        table: str,
+        column: str,
+        *,
+        epsilon: float | None = None,
+        bounds: Sequence[float] | None = None,
+        by: Sequence[str] | None = None,
+        **options: Any,
+    ) -> Release:
+        """The mean of clamp(column, L, U); ``options`` as for :meth:`query`."""
+        return self.query(table, "mean", epsilon=epsilon, column=column, bounds=bounds, by=by, **options)
 
-    def variance(self, table: str, column: str, *, epsilon: float, bounds: Sequence[float] | None = None) -> dict[str, Any]:
-        return self.query(table, "variance", epsilon=epsilon, column=column, bounds=bounds)
+    def variance(
+        self, table: str, column: str, *, epsilon: float | None = None, bounds: Sequence[float] | None = None, **options: Any
+    ) -> Release:
+        """The variance of clamp(column, L, U); ``options`` as for :meth:`query`."""
+        return self.query(table, "variance", epsilon=epsilon, column=column, bounds=bounds, **options)
 
-    def histogram(self, table: str, column: str, *, epsilon: float) -> dict[str, Any]:
-        return self.query(table, "histogram", epsilon=epsilon, column=column)
+    def histogram(self, table: str, column: str, *, epsilon: float | None = None, **options: Any) -> Release:
+        """Counts per declared category of ``column``; ``options`` as for :meth:`query`."""
+        return self.query(table, "histogram", epsilon=epsilon, column=column, **options)
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self._http.request(method, path, **kwargs)
@@ -103,8 +128,10 @@ class Client:
         return result
 
 
-def _body(table: str, statistic: str, epsilon: float, options: dict[str, Any]) -> dict[str, Any]:
-    body: dict[str, Any] = {"table": table, "statistic": statistic, "epsilon": epsilon}
+def _body(table: str, statistic: str, epsilon: float | None, options: dict[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"table": table, "statistic": statistic}
+    if epsilon is not None:
+        body["epsilon"] = epsilon
     for key, value in options.items():
         if value is not None:
             body[key] = list(value) if isinstance(value, tuple) else value

@@ -45,7 +45,9 @@ class QueryRequest(BaseModel):
 
     table: str = Field(min_length=1, max_length=200, description="a table listed by GET /v1/tables")
     statistic: Statistic = Field(description="count, sum, mean, variance or histogram")
-    epsilon: float = Field(gt=0, description="the ε this query spends (finite, > 0)")
+    epsilon: float | None = Field(
+        default=None, gt=0, description="the ε this query spends (finite, > 0); or give rho on a ρ account"
+    )
     column: str | None = Field(
         default=None, max_length=200, description="the column (sum, mean, variance, histogram; optional for count)"
     )
@@ -70,6 +72,11 @@ class QueryRequest(BaseModel):
     )
     delta: float | None = Field(
         default=None, gt=0, lt=1, description="the δ of a Gaussian release (default 1e-6); refused for a Laplace release"
+    )
+    rho: float | None = Field(
+        default=None,
+        gt=0,
+        description="instead of epsilon, on an analyst whose total is ρ: a Gaussian release at ρ-zCDP (count, sum, histogram)",
     )
 
 
@@ -99,10 +106,12 @@ class CompiledQuery:
     bins: int | None = None
     mechanism: str = "laplace"
     delta: float | None = None
+    rho: float | None = None
 
     def session_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``Session.query``/``Session.preview``."""
-        options: dict[str, Any] = {"epsilon": self.epsilon}
+        """Keyword arguments for ``Session.query``/``Session.preview`` (the query's ε: for ``rho``,
+        the ε of a pure release with that ρ, which only sizes the query; ``run_options`` charge ρ)."""
+        options: dict[str, Any] = {"epsilon": self.epsilon if self.rho is None else math.sqrt(2 * self.rho)}
         if self.bounds is not None:
             options["bounds"] = self.bounds
         if self.by:
@@ -119,6 +128,13 @@ class CompiledQuery:
             options["delta"] = self.delta
         return options
 
+    def run_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``Session.run``/``Session.preview``: how the statistic is released."""
+        options: dict[str, Any] = {"alpha": self.alpha, "mechanism": self.mechanism}
+        if self.rho is not None:
+            options["rho"] = self.rho
+        return options
+
 
 def compile_query(
     request: QueryRequest, *, analyst: AnalystConfig, tables: dict[str, LoadedTable], limits: Limits, alpha: float
@@ -128,7 +144,10 @@ def compile_query(
     if table is None or not analyst.may_read(request.table):
         raise QueryError(404, f"no table named {request.table!r} is available to you (see GET /v1/tables)")
     columns = table.config.columns
-    epsilon = _finite_positive("epsilon", request.epsilon)
+    if (request.epsilon is None) == (request.rho is None):
+        raise QueryError(422, "give epsilon (the ε this query spends) or rho (on a ρ account), exactly one of them")
+    rho = None if request.rho is None else _finite_positive("rho", request.rho)
+    epsilon = math.sqrt(2 * rho) if rho is not None else _finite_positive("epsilon", request.epsilon)
     chosen_alpha = alpha if request.alpha is None else request.alpha
     if not (math.isfinite(chosen_alpha) and 0 < chosen_alpha < 1):
         raise QueryError(422, "alpha must be a number strictly between 0 and 1")
@@ -178,8 +197,20 @@ def compile_query(
         raise QueryError(422, "under replace-one the row count cannot change (Δ = 0): this service releases only noisy values")
     delta = None if request.delta is None else _finite_positive("delta", request.delta)
     return CompiledQuery(
-        table, statistic, epsilon, column, bounds, by, keys, chosen_alpha, where, quantiles, request.bins,
-        mechanism=request.mechanism, delta=delta,
+        table,
+        statistic,
+        epsilon,
+        column,
+        bounds,
+        by,
+        keys,
+        chosen_alpha,
+        where,
+        quantiles,
+        request.bins,
+        mechanism=request.mechanism,
+        delta=delta,
+        rho=rho,
     )
 
 
@@ -213,7 +244,7 @@ def _where(text: str | None, columns: Mapping[str, Any]) -> str | None:
     return text
 
 
-def _finite_positive(name: str, value: float) -> float:
+def _finite_positive(name: str, value: float | None) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
         raise QueryError(422, f"{name} must be a finite number > 0")
     return float(value)
