@@ -123,7 +123,7 @@ def get_membership(
     sensitivity: Sensitivity = 1.0,
     tamper: Tamper = False,
     simulate: bool = False,
-    trials: int = 1000,
+    trials: int = 4000,
     seed: Seed = 1,
 ) -> dict[str, Any]:
     """The attacker's likelihood ratio vs e^ε, the best test's ROC vs its cap; optionally the simulated attack."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 
 from dpwitness import __version__
 from dpwitness.errors import BudgetExceeded, ParameterError
-from dpwitness.explorer import warm
+from dpwitness.explorer import compute, warm
 from dpwitness.explorer.api import router
 from dpwitness.explorer.strings import STATIC
 
@@ -47,10 +48,16 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 STYLESHEET_LINK = '<link rel="stylesheet" href="/static/explorer.css">'
 
 
+LIMITS_MARK = "<!-- limits -->"
+
+
 def page_html() -> str:
-    """index.html with its stylesheet inlined: the first paint then waits for one response, not two."""
+    """index.html with its stylesheet inlined (the first paint waits for one response, not two) and
+    the server's parameter ranges embedded, so the page validates every control with the same ranges."""
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     css = (STATIC / "explorer.css").read_text(encoding="utf-8")
+    limits = json.dumps(compute.limits())
+    html = html.replace(LIMITS_MARK, f'<script type="application/json" id="dpw-limits">{limits}</script>', 1)
     return html.replace(STYLESHEET_LINK, f"<style>\n{css}</style>", 1)
 
 
@@ -85,11 +92,11 @@ def create_app() -> FastAPI:
 
 async def _parameter_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, ParameterError)
-    return JSONResponse(status_code=422, content={"detail": str(error), "parameter": error.parameter})
+    return JSONResponse(status_code=422, content={"detail": str(error), "parameter": error.parameter, "code": "parameter"})
 
 
 async def _budget_exceeded(request: Request, error: Exception) -> JSONResponse:
-    return JSONResponse(status_code=409, content={"detail": str(error), "parameter": "budget"})
+    return JSONResponse(status_code=409, content={"detail": str(error), "parameter": "budget", "code": "budget"})
 
 
 async def _validation_error(request: Request, error: Exception) -> JSONResponse:
@@ -102,8 +109,11 @@ async def _validation_error(request: Request, error: Exception) -> JSONResponse:
         got = item.get("input")
         problems.append({"parameter": parameter, "detail": f"{parameter} must be {expected}; got {got!r}"})
     first = problems[0] if problems else {"parameter": "request", "detail": "invalid request"}
-    return JSONResponse(status_code=422, content={"detail": first["detail"], "parameter": first["parameter"], "errors": problems})
+    return JSONResponse(
+        status_code=422,
+        content={"detail": first["detail"], "parameter": first["parameter"], "code": "parameter", "errors": problems},
+    )
 
 
 async def _value_error(request: Request, error: Exception) -> JSONResponse:
-    return JSONResponse(status_code=400, content={"detail": str(error), "parameter": None})
+    return JSONResponse(status_code=400, content={"detail": str(error), "parameter": None, "code": "invalid"})

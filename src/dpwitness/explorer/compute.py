@@ -44,6 +44,23 @@ CURVE_POINTS = 241
 Curve = list[float]
 
 
+def limits() -> dict[str, Any]:
+    """The ranges every control of the page enforces: the same numbers the checks below refuse outside.
+
+    The page reads them from the HTML (``app.page_html`` embeds them), so a slider, its number box
+    and the server can never disagree about what is allowed.
+    """
+    from dpwitness.noise import GAUSS_EPSILON_RANGE
+
+    return {
+        "epsilon": [MIN_EPSILON, MAX_EPSILON],
+        "sensitivity": [0.0, MAX_SENSITIVITY],
+        "value": [-MAX_VALUE, MAX_VALUE],
+        "releases": [1, MAX_RELEASES],
+        "gauss_epsilon": [GAUSS_EPSILON_RANGE[0], GAUSS_EPSILON_RANGE[1]],
+    }
+
+
 # --- parameters -------------------------------------------------------------------------------
 def rounded(value: float) -> float:
     """6 significant digits: the cache key and the value actually used."""

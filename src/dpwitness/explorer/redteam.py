@@ -106,12 +106,21 @@ def membership_simulation(epsilon: float, trials: int, seed: int) -> dict[str, A
     population = np.array([age for _, age in PEOPLE], dtype=np.float64)
     target = float(population.max())
     result = membership_attack(population, target_value=target, bounds=BOUNDS, epsilon=epsilon, trials=trials, seed=seed)
+    tpr = float(result.tpr_at_fpr(0.01))
+    # 95% Wilson interval of the TPR: `trials` releases with the target in (the FPR's own
+    # sampling error, from as many releases without it, is not included).
+    z = 1.959963984540054
+    centre = (tpr + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(tpr * (1 - tpr) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
     return {
         "available": True,
         "target_value": target,
+        "sensitivity": BOUNDS[1] - BOUNDS[0],
+        "trials": trials,
         "auc": float(result.auc),
         "advantage": float(result.advantage),
-        "tpr_at_1pct": float(result.tpr_at_fpr(0.01)),
+        "tpr_at_1pct": tpr,
+        "tpr_at_1pct_interval": [max(0.0, centre - half), min(1.0, centre + half)],
         "bound": json_safe(result.bound),
         "result": json_safe(result.to_dict()),
     }

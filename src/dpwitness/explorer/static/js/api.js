@@ -1,11 +1,20 @@
-// GET a JSON endpoint; a 4xx answer becomes an Error carrying the server's message.
+// GET a JSON endpoint; a 4xx answer becomes an Error carrying the server's parameter and code
+// (the page words it from its own strings table: see i18n.errorText).
 export async function getJSON(path, params = {}, signal = undefined) {
   const query = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) query.set(k, String(v));
   const response = await fetch(`/api/${path}?${query}`, { signal });
   const body = await response.json();
-  if (!response.ok) throw new Error(body.detail || response.statusText);
+  if (!response.ok) throw refusal(response, body);
   return body;
+}
+
+export function refusal(response, body) {
+  const error = new Error(body.detail || response.statusText);
+  error.status = response.status;
+  error.parameter = body.parameter || null;
+  error.code = body.code || null;
+  return error;
 }
 
 // Run `fn` once input has been quiet for `ms` milliseconds.

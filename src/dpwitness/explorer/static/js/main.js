@@ -1,23 +1,24 @@
-// Entry point: strings first (an unknown language falls back to English with a note), then
-// each part of the page; records the load time for tests.
-import { LANGUAGE_NAMES, loadStrings, t } from "./i18n.js";
+// Entry point: the setting from the URL, strings next (an unknown language falls back to English
+// with a note), then each part of the page; records the load time for tests.
+import { LANGUAGE_NAMES, loadStrings, t, setText } from "./i18n.js";
 import { initLive } from "./live.js";
 import { initMyths } from "./myths.js";
 import { initPlanner } from "./planner.js";
 import { initRedTeam } from "./redteam.js";
-import { probe } from "./state.js";
-import { initWalkthrough } from "./walkthrough.js";
+import { onChange, probe } from "./state.js";
+import { queryString, readUrl, writeUrl } from "./url.js";
+import { go, initWalkthrough } from "./walkthrough.js";
 
 async function start() {
-  const asked = new URLSearchParams(location.search).get("lang") || "en";
+  const asked = readUrl();
   let info;
   try {
-    info = await loadStrings(asked);
+    info = await loadStrings(asked.lang);
   } catch (error) {
     info = await loadStrings("en");
     const note = document.getElementById("lang-note");
     note.hidden = false;
-    note.textContent = t("page.lang_fallback", { lang: asked });
+    setText(note, t("page.lang_fallback", { lang: asked.lang }));
   }
   const picker = document.getElementById("lang");
   for (const code of info.languages) {
@@ -27,12 +28,13 @@ async function start() {
     option.selected = code === info.lang;
     picker.append(option);
   }
+  // A language switch reloads the page with the whole setting in the URL: nothing is lost.
   picker.addEventListener("change", () => {
-    const query = new URLSearchParams(location.search);
-    query.set("lang", picker.value);
-    location.search = `?${query}`;
+    location.search = `?${queryString(picker.value)}`;
   });
+  onChange(writeUrl);
   await Promise.all([initLive(), initWalkthrough(), initRedTeam(), initMyths(), initPlanner()]);
+  if (asked.step > 1) await go(asked.step - 1);
   probe.loadMs = performance.now();
   probe.ready = true;
   document.body.dataset.ready = "true";
@@ -41,5 +43,6 @@ async function start() {
 start().catch((error) => {
   const box = document.getElementById("fatal");
   box.hidden = false;
-  box.textContent = `Error: ${error.message}`;
+  setText(box, t("page.fatal"));
+  console.error(error);
 });

@@ -1,6 +1,6 @@
 // The myths, each cut or kept with its reason; the numbers come from /api/myths.
 import { getJSON } from "./api.js";
-import { t } from "./i18n.js";
+import { setText, t } from "./i18n.js";
 
 export async function initMyths() {
   const data = await getJSON("myths", { epsilon: 1 });
@@ -18,17 +18,17 @@ export async function initMyths() {
     const title = document.createElement("h3");
     const verdict = document.createElement("span");
     verdict.className = `verdict${myth.kept ? " kept" : ""}`;
-    verdict.textContent = t(myth.kept ? "myth.verdict_kept_corrected" : "myth.verdict_cut");
+    setText(verdict, t(myth.kept ? "myth.verdict_kept_corrected" : "myth.verdict_cut"));
     verdict.dataset.verdict = myth.kept ? "kept" : "cut";
     title.append(verdict, document.createTextNode(t(myth.claim)));
     const reason = document.createElement("p");
-    reason.textContent = myth.reason;
+    setText(reason, myth.reason);
     card.append(title, reason);
     if (myth.factors) {
       const ul = document.createElement("ul");
       for (const f of myth.factors) {
         const li = document.createElement("li");
-        li.textContent = t("myth3.factor", { eps: f.epsilon, factor: f.factor });
+        setText(li, t("myth3.factor", { eps: f.epsilon, factor: f.factor }));
         ul.append(li);
       }
       card.append(ul);

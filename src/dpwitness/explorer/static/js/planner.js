@@ -2,7 +2,8 @@
 // expected error against ε and the plan's disclosure risk, then release it through a real
 // dpwitness.Session whose ledger refuses a second release once the plan's budget is spent.
 import { getJSON } from "./api.js";
-import { fmt, t } from "./i18n.js";
+import { announce } from "./announce.js";
+import { errorText, fmt, setText, t } from "./i18n.js";
 import { linePlot } from "./plot.js";
 
 const $ = (id) => document.getElementById(id);
@@ -34,10 +35,10 @@ function drawTotal() {
   const over = sum > plan.total * (1 + 1e-12);
   box.classList.toggle("over", over);
   const gaussian = GAUSSIAN_QUERIES.filter((q) => plan.mechanism[q] === "gaussian" && plan[q] > 0).length;
-  box.textContent = t(over ? "plan.composition_over" : "plan.composition", {
+  setText(box, t(over ? "plan.composition_over" : "plan.composition", {
     parts: QUERIES.map((q) => fmt(plan[q])).join(" + "), sum: Number(sum.toPrecision(6)), total: plan.total,
     dsum: gaussian ? plan.delta : 0, dtotal: plan.delta,
-  });
+  }));
   $("plan-release").disabled = over;
 }
 
@@ -48,20 +49,21 @@ async function refresh() {
   try {
     data = await getJSON("planner", params());
   } catch (error) {
-    if (mine === sequence) $("plan-status").textContent = t("common.error", { message: error.message });
+    if (mine === sequence) $("plan-status").textContent = errorText(error);
     return;
   }
   if (mine !== sequence) return;
   last = data;
-  $("plan-data").textContent = t(data.data === "adult" ? "plan.data_adult" : "plan.data_generated", { rows: String(data.rows) });
+  setText($("plan-data"), t(data.data === "adult" ? "plan.data_adult" : "plan.data_generated", { rows: String(data.rows) }));
   for (const q of data.queries) {
-    $(`plan-${q.name}-info`).textContent = t(q.mechanism === "gaussian" ? "plan.gaussian_info" : `plan.${q.name}_info`, {
+    // ε = 0 leaves the query out of the plan: no error to state (never "± NaN").
+    setText($(`plan-${q.name}-info`), !(q.epsilon > 0) ? t("plan.left_out") : t(q.mechanism === "gaussian" ? "plan.gaussian_info" : `plan.${q.name}_info`, {
       delta: q.sensitivity.map((v) => fmt(v)).join(", "), sd: q.expected_sd ?? NaN, eps: q.epsilon, d: q.delta,
-    });
+    }));
   }
   const series = [], points = [];
   for (const q of data.queries) {
-    series.push({ x: q.curve.epsilon, y: q.curve.sd, cls: CLASSES[q.name], label: t(`plan.${q.name}`) });
+    series.push({ x: q.curve.epsilon, y: q.curve.sd, cls: `${CLASSES[q.name]}${q.name === "histogram" ? " dashed" : ""}`, label: t(`plan.${q.name}`) });
     if (q.epsilon > 0) points.push({ x: q.epsilon, y: q.expected_sd, cls: `dot ${CLASSES[q.name]}` });
   }
   const ys = data.queries.flatMap((q) => q.curve.sd).filter((v) => v > 0);
@@ -74,10 +76,11 @@ async function refresh() {
   const r = data.risk;
   linePlot($("plot-plan-risk"), {
     title: t("plan.plot_risk"), xLabel: t("plan.axis_prior"), yLabel: t("plan.axis_posterior"), xMin: 0, xMax: 1, yMin: 0, yMax: 1,
-    alt: t("plan.risk_text", { eps: r.epsilon, delta: r.delta, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage }),
+    alt: t("plan.risk_text", { eps: r.epsilon, delta: r.delta, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage, posterior_note: "" }),
     series: [{ x: r.prior, y: r.posterior, cls: "bound", label: t("plan.posterior_label", { eps: fmt(r.epsilon) }) }, { x: [0, 1], y: [0, 1], cls: "marker", label: t("plan.no_release") }],
   });
-  $("plan-risk").textContent = t("plan.risk_text", { eps: r.epsilon, delta: r.delta, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage });
+  const note = t(r.delta > 0 ? "plan.posterior_delta" : "plan.posterior_pure", { delta: r.delta });
+  setText($("plan-risk"), t("plan.risk_text", { eps: r.epsilon, delta: r.delta, p1: r.posterior_at_1pct, p50: r.posterior_at_half, adv: r.advantage, posterior_note: note }));
   linePlot($("plot-plan-adv"), {
     title: t("plan.plot_advantage"), xLabel: t("plan.axis_epsilon"), yLabel: t("plan.axis_advantage"), xlog: true, xMin: 0.01, xMax: 10, yMin: 0, yMax: 1,
     alt: t("plan.advantage_text", { eps: r.epsilon, adv: r.advantage }),
@@ -87,21 +90,23 @@ async function refresh() {
 }
 
 async function release() {
-  $("plan-status").textContent = t("common.loading");
+  setText($("plan-status"), t("common.loading"));
   const query = new URLSearchParams({ plan_id: planId, ...Object.fromEntries(Object.entries(params()).map(([k, v]) => [k, String(v)])) });
   const response = await fetch(`/api/planner/release?${query}`, { method: "POST" });
   const body = await response.json();
   if (!response.ok) {
-    $("plan-status").textContent = t(response.status === 409 ? "plan.refused" : "common.error", { message: body.detail });
+    setText($("plan-status"), response.status === 409 ? t("plan.refused_spent") : t("error.parameter", { name: t(`param.${body.parameter}`) }));
     $("plan-status").dataset.state = response.status === 409 ? "refused" : "error";
+    announce($("plan-status").textContent);
     return;
   }
   $("plan-status").dataset.state = "released";
-  $("plan-status").textContent = t("plan.released", { spent: body.spent, total: body.total_epsilon, dspent: body.spent_delta, dtotal: body.total_delta });
+  setText($("plan-status"), t("plan.released", { spent: body.spent, total: body.total_epsilon, dspent: body.spent_delta, dtotal: body.total_delta }));
+  announce(t("plan.released_short"));
   const rows = [];
   for (const answer of body.answers) {
     if (answer.value !== null && typeof answer.value === "object") {
-      for (const [key, value] of Object.entries(answer.value)) rows.push([`${t(`plan.${answer.name}`)}: ${key}`, answer.epsilon, value, answer.interval[key]]);
+      for (const [key, value] of Object.entries(answer.value)) rows.push([t("plan.answer_key", { query: t(`plan.${answer.name}`), key }), answer.epsilon, value, answer.interval[key]]);
     } else rows.push([t(`plan.${answer.name}`), answer.epsilon, answer.value, answer.interval]);
     if (answer.mechanism === "gaussian") rows[rows.length - 1][0] += ` (${t("plan.mech_gaussian")})`;
   }
@@ -109,12 +114,12 @@ async function release() {
     const tr = document.createElement("tr");
     for (const text of [label, fmt(eps), fmt(value, 6), interval ? `${fmt(interval[0], 6)} … ${fmt(interval[1], 6)}` : "—"]) {
       const td = document.createElement("td");
-      td.textContent = text;
+      setText(td, text); // a category is the data's own value: set as code (never translated)
       tr.append(td);
     }
     return tr;
   }));
-  $("plan-ledger").textContent = t("plan.ledger", { id: body.plan_id, spent: body.spent, remaining: body.remaining, relation: body.answers[0]?.neighbours || "" });
+  setText($("plan-ledger"), t("plan.ledger", { id: body.plan_id, spent: body.spent, remaining: body.remaining, relation: t(String(body.answers[0]?.neighbours || "").startsWith("replace") ? "plan.relation_replace" : "plan.relation_add_remove") }));
   $("plan-answers-card").hidden = false;
 }
 
@@ -124,7 +129,7 @@ export function initPlanner() {
     const wrap = document.createElement("div");
     wrap.className = "control plan-query";
     wrap.innerHTML = `<label for="plan-${q}"></label><div class="pair"><input type="range" id="plan-${q}" min="0" max="2" step="0.05"><output id="plan-${q}-out" for="plan-${q}"></output></div><p class="small muted" id="plan-${q}-info"></p>`;
-    wrap.querySelector("label").textContent = t(`plan.${q}_label`);
+    setText(wrap.querySelector("label"), t(`plan.${q}_label`));
     if (GAUSSIAN_QUERIES.includes(q)) {
       const label = document.createElement("label");
       label.className = "inline";
@@ -134,7 +139,7 @@ export function initPlanner() {
       for (const m of ["laplace", "gaussian"]) {
         const option = document.createElement("option");
         option.value = m;
-        option.textContent = t(`plan.mech_${m}`);
+        setText(option, t(`plan.mech_${m}`));
         select.append(option);
       }
       label.append(select);
@@ -176,7 +181,7 @@ export function initPlanner() {
   $("plan-release").addEventListener("click", release);
   $("plan-new").addEventListener("click", () => {
     planId = newId();
-    $("plan-status").textContent = t("plan.new_done");
+    setText($("plan-status"), t("plan.new_done"));
     $("plan-status").dataset.state = "new";
     $("plan-answers-card").hidden = true;
   });

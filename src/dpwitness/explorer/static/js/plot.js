@@ -1,14 +1,36 @@
 // Small SVG plotting helpers. They draw numbers given to them; every plot gets a text
 // alternative (aria-label: its title and a one-line summary of what it shows).
+import { plain, t } from "./i18n.js";
+
 const NS = "http://www.w3.org/2000/svg";
 const drawers = new WeakMap();
 
 function el(name, attrs = {}, parent = null, text = null) {
   const node = document.createElementNS(NS, name);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (text !== null) node.textContent = text;
+  if (text !== null) svgText(node, plain(String(text)));
   if (parent) parent.appendChild(node);
   return node;
+}
+
+// Text in a plot: "e^ε" and "e^−ε" set with a real superscript (a tspan), never a caret.
+const POWER = /\^(\([^)]*\)|[−-]?[^\s=·),;]+)/g;
+function svgText(node, text) {
+  if (!text.includes("^")) {
+    node.textContent = text;
+    return;
+  }
+  let last = 0;
+  for (const match of text.matchAll(POWER)) {
+    if (match.index > last) node.appendChild(document.createTextNode(text.slice(last, match.index)));
+    const sup = document.createElementNS(NS, "tspan");
+    sup.setAttribute("baseline-shift", "super");
+    sup.setAttribute("font-size", "75%");
+    sup.textContent = match[1].replace(/^\((.*)\)$/, "$1");
+    node.appendChild(sup);
+    last = match.index + match[0].length;
+  }
+  if (last < text.length) node.appendChild(document.createTextNode(text.slice(last)));
 }
 
 const sizes = new WeakMap();
@@ -55,7 +77,7 @@ function frame(svg, spec, xr, yr) {
   svg.replaceChildren();
   const { width, height } = size(svg);
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.setAttribute("aria-label", [spec.title, spec.alt].filter(Boolean).join(". "));
+  svg.setAttribute("aria-label", plain([spec.title, spec.alt].filter(Boolean).join(". ")));
   if (spec.ylog) svg.dataset.ylog = "true"; else delete svg.dataset.ylog;
   const left = spec.yLabel ? 58 : 16;
   const rows = layoutLegend(spec.legendItems || [], width - left - 12);
@@ -67,10 +89,11 @@ function frame(svg, spec, xr, yr) {
   const sx = (v) => m.left + ((tx(v) - x0) / (x1 - x0 || 1)) * w;
   const sy = (v) => m.top + h - ((ty(v) - y0) / (y1 - y0 || 1)) * h;
   const axis = el("g", { class: "axis" }, svg);
-  const xt = spec.xlog ? decadeTicks(xr[0], xr[1]) : ticks(xr[0], xr[1], Math.max(2, Math.floor(w / 80)));
+  // Categories (spec.xCategories: one name per whole x = 1, 2, …) are named, never given fractional ticks.
+  const xt = spec.xCategories ? spec.xCategories.map((_, i) => i + 1) : spec.xlog ? decadeTicks(xr[0], xr[1]) : ticks(xr[0], xr[1], Math.max(2, Math.floor(w / 80)));
   for (const v of xt) {
     el("line", { class: "grid", x1: sx(v), x2: sx(v), y1: m.top, y2: m.top + h }, axis);
-    el("text", { x: sx(v), y: m.top + h + 16, "text-anchor": "middle", class: "tick x" }, axis, tickLabel(v));
+    el("text", { x: sx(v), y: m.top + h + 16, "text-anchor": "middle", class: "tick x" }, axis, spec.xCategories ? spec.xCategories[v - 1] : tickLabel(v));
   }
   if (!spec.noY) {
     const yt = spec.ylog ? decadeTicks(yr[0], yr[1]) : ticks(yr[0], yr[1], Math.max(2, Math.floor(h / 45)));
@@ -115,7 +138,94 @@ function legend(svg, f) {
 
 function render(svg, draw) {
   drawers.set(svg, draw);
+  delete svg.dataset.empty;
   draw();
+}
+
+// A plot with nothing to show for this setting: no old curve left, and a sentence saying why.
+export function emptyPlot(svg, message) {
+  drawers.delete(svg);
+  svg.replaceChildren();
+  const { width, height } = size(svg);
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("aria-label", message);
+  svg.dataset.empty = "true";
+  el("text", { x: width / 2, y: height / 2, "text-anchor": "middle", class: "empty-note" }, svg, message);
+  tables.set(svg, null);
+  refreshTable(svg);
+}
+
+// --- a data table behind every plot (built when opened, from the numbers last drawn) ----------------
+const tables = new WeakMap();
+const TABLE_ROWS = 11;
+
+function sampleIndices(n) {
+  if (n <= TABLE_ROWS) return [...Array(n).keys()];
+  return Array.from({ length: TABLE_ROWS }, (_, i) => Math.round((i * (n - 1)) / (TABLE_ROWS - 1)));
+}
+
+function cell(tag, text, attrs = {}) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  node.textContent = text;
+  return node;
+}
+
+// Rows of the table for a line plot: x and every labelled series (and histogram, and points).
+function lineRows(spec) {
+  const series = (spec.series || []).filter((s) => s.label && s.x && s.x.length > 2);
+  if (!series.length) {
+    if (spec.bins) {
+      const b = spec.bins;
+      return { head: [plain(spec.xLabel || "x"), plain(b.label || "")], rows: b.counts.map((c, i) => [`${tickLabel(b.edges[i])} … ${tickLabel(b.edges[i + 1])}`, tickLabel(c)]) };
+    }
+    const points = (spec.series || []).filter((s) => s.label);
+    return { head: [plain(spec.xLabel || "x"), plain(spec.yLabel || "y")], rows: points.map((s) => [tickLabel(s.x[0]), `${tickLabel(s.y[s.y.length - 1])} (${plain(s.label)})`]) };
+  }
+  const first = series[0];
+  const idx = sampleIndices(first.x.length);
+  const head = [plain(spec.xLabel || "x"), ...series.map((s) => plain(s.label))];
+  const rows = idx.map((i) => [tickLabel(first.x[i]), ...series.map((s) => (s.y.length === first.y.length ? tickLabel(s.y[i]) : "—"))]);
+  return { head, rows };
+}
+
+function refreshTable(svg) {
+  const details = svg.nextElementSibling && svg.nextElementSibling.classList.contains("plot-data") ? svg.nextElementSibling : null;
+  if (!details || !details.open) return;
+  const data = tables.get(svg);
+  const body = details.querySelector(".table-wrap");
+  body.replaceChildren();
+  if (!data) { body.append(cell("p", svg.getAttribute("aria-label") || "")); return; }
+  const table = document.createElement("table");
+  table.className = "sheet";
+  table.append(cell("caption", plain(data.caption)));
+  const tr = document.createElement("tr");
+  for (const h of data.head) tr.append(cell("th", h, { scope: "col" }));
+  table.append(tr);
+  for (const row of data.rows) {
+    const line = document.createElement("tr");
+    row.forEach((v, i) => line.append(cell(i === 0 ? "th" : "td", v, i === 0 ? { scope: "row" } : {})));
+    table.append(line);
+  }
+  body.append(table);
+}
+
+// Keep `data` ({caption, head, rows}) as the table behind `svg`; the <details> is made once.
+function attachTable(svg, data) {
+  tables.set(svg, data);
+  let details = svg.nextElementSibling;
+  if (!details || !details.classList || !details.classList.contains("plot-data")) {
+    if (!svg.parentNode) return;
+    details = document.createElement("details");
+    details.className = "plot-data";
+    details.append(cell("summary", t("plot.data_table")));
+    const wrap = document.createElement("div");
+    wrap.className = "table-wrap";
+    details.append(wrap);
+    details.addEventListener("toggle", () => refreshTable(svg));
+    svg.after(details);
+  }
+  refreshTable(svg);
 }
 
 // Redraw every plot at its new size when the window is resized.
@@ -222,6 +332,7 @@ export function linePlot(svg, spec) {
     }
     legend(svg, f);
   });
+  attachTable(svg, { caption: spec.title || "", ...lineRows(spec) });
 }
 
 export function numberLine(svg, spec) {
@@ -243,6 +354,7 @@ export function numberLine(svg, spec) {
       el("text", { x: f.sx(p.x), y: y + 22 + (i % 2) * 14, "text-anchor": "middle" }, svg, p.label);
     });
   });
+  attachTable(svg, { caption: spec.title || "", head: [plain(spec.xLabel || ""), ""], rows: spec.points.map((p) => [plain(p.label), tickLabel(p.x)]) });
 }
 
 // One arrow per possible one-person change; the longest arrow on this table is orange and
@@ -271,6 +383,7 @@ export function arrowFan(svg, spec) {
     el("text", { x: f.sx(spec.delta), y: y - 6, "text-anchor": spec.delta > 0 ? "end" : "start" }, svg, `Δ = ${tickLabel(spec.delta)}`);
     legend(svg, f);
   });
+  attachTable(svg, { caption: spec.title || "", head: [plain(spec.legendArrow || ""), plain(spec.xLabel || "")], rows: [...spec.arrows.map((a) => [plain(a.label), tickLabel(a.delta)]), ["Δ", tickLabel(spec.delta)]] });
 }
 
 // Horizontal bars; with `log`, a log10 axis whose ticks are powers of ten.
@@ -289,10 +402,11 @@ export function bars(svg, spec) {
     spec.bars.forEach((b, i) => {
       const top = f.m.top + rowH * i;
       const x0 = f.sx(xr[0]), x1 = f.sx(Math.max(b.value, xr[0]));
-      el("text", { x: x0 + 2, y: top + 14 }, svg, `${b.label}: ${tickLabel(b.value)}`);
+      el("text", { x: x0 + 2, y: top + 14 }, svg, `${b.label}: ${b.text || tickLabel(b.value)}`);
       el("rect", { class: b.cls || `bar${i % 2}`, x: x0, y: top + 20, width: Math.max(2, x1 - x0), height: Math.max(6, rowH - 28) }, svg);
     });
   });
+  attachTable(svg, { caption: spec.title || "", head: [plain(spec.xLabel || ""), ""], rows: spec.bars.map((b) => [plain(b.label), b.text || tickLabel(b.value)]) });
 }
 
 // A diagram of boxes joined by arrows, left to right (wrapping to a column when narrow).
@@ -302,7 +416,7 @@ export function flow(svg, spec) {
     svg.replaceChildren();
     const { width, height } = size(svg);
     svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-    svg.setAttribute("aria-label", [spec.title, spec.alt].filter(Boolean).join(". "));
+    svg.setAttribute("aria-label", plain([spec.title, spec.alt].filter(Boolean).join(". ")));
     const n = spec.boxes.length;
     const vertical = width < 560;
     const gap = 18;

@@ -1,7 +1,8 @@
 // The red team's windows: membership inference, differencing, the floating-point leak.
 import { debounce, getJSON } from "./api.js";
-import { fmt, t } from "./i18n.js";
-import { bars, linePlot } from "./plot.js";
+import { announce } from "./announce.js";
+import { errorText, fmt, setText, t } from "./i18n.js";
+import { bars, emptyPlot, linePlot } from "./plot.js";
 import { onChange, state } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
@@ -9,13 +10,21 @@ const pct = (v) => `${fmt(100 * v, 3)}%`;
 let lastKey = "";
 
 function fail(id, error) {
-  $(id).textContent = t("common.error", { message: error.message });
+  $(id).textContent = errorText(error);
 }
 
 async function membership() {
+  if (!state.valid) {
+    lastKey = "";
+    for (const id of ["plot-lr", "plot-roc"]) emptyPlot($(id), t("common.not_computed"));
+    for (const id of ["membership-result", "membership-sim"]) { setText($(id), t("common.not_computed")); $(id).classList.add("stale"); }
+    return;
+  }
   const key = `${state.epsilon}|${state.sensitivity}|${state.tamper}`;
   if (key === lastKey) return;
   lastKey = key;
+  $("membership-result").classList.remove("stale");
+  if ($("membership-sim").classList.contains("stale")) { $("membership-sim").textContent = ""; $("membership-sim").classList.remove("stale"); }
   let data;
   try {
     data = (await getJSON("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, tamper: state.tamper })).analytic;
@@ -26,8 +35,8 @@ async function membership() {
   // A log axis: the cap e^ε and its mirror e^−ε stay visible whatever ε is.
   const high = Math.max(data.cap, data.max_likelihood_ratio) * 3, low = Math.min(1 / data.cap, ...data.likelihood_ratio) / 3;
   const lrSeries = data.no_noise
-    ? [{ x: [-1, 1], y: [1, 1], cls: "s4", label: "p(z | in) / p(z | out) = 1" }]
-    : [{ x: data.z, y: data.likelihood_ratio, cls: "s4", label: "p(z | in) / p(z | out)" }];
+    ? [{ x: [-1, 1], y: [1, 1], cls: "s4", label: `${t("red.lr_label")} = 1` }]
+    : [{ x: data.z, y: data.likelihood_ratio, cls: "s4", label: t("red.lr_label") }];
   linePlot($("plot-lr"), {
     title: t("red.membership_lr"), xLabel: t("live.axis_z"), yLabel: t("red.axis_lr_log"), yMin: low, yMax: high, ylog: true, legend: true,
     alt: t("alt.lr", { lr: fmt(data.max_likelihood_ratio), cap: fmt(data.cap) }),
@@ -43,16 +52,20 @@ async function membership() {
       { x: [0, 1], y: [0, 1], cls: "marker", label: "" },
     ],
   });
-  $("membership-result").textContent = data.no_noise ? t("red.membership_no_noise", { cap: data.cap }) : t("red.membership_result", {
+  setText($("membership-result"), data.no_noise ? t("red.membership_no_noise", { cap: data.cap }) : t("red.membership_result", {
     lr: data.max_likelihood_ratio, cap: data.cap, tpr: pct(data.tpr_at_1pct), captpr: pct(data.tpr_cap_at_1pct),
-  });
+  }));
 }
 
 async function simulate() {
-  $("membership-sim").textContent = t("common.loading");
+  setText($("membership-sim"), t("common.loading"));
   try {
     const sim = (await getJSON("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, simulate: true, seed: state.seed })).simulation;
-    $("membership-sim").textContent = t("red.membership_sim_result", { auc: sim.auc, tpr: pct(sim.tpr_at_1pct), adv: sim.advantage, bound: sim.bound });
+    const [low, high] = sim.tpr_at_1pct_interval;
+    setText($("membership-sim"), t("red.membership_sim_result", {
+      trials: sim.trials, delta: sim.sensitivity, age: sim.target_value, auc: sim.auc, tpr: pct(sim.tpr_at_1pct), low: pct(low), high: pct(high), adv: sim.advantage, bound: sim.bound,
+    }));
+    announce(t("red.membership_sim_short", { tpr: pct(sim.tpr_at_1pct) }));
   } catch (error) {
     fail("membership-sim", error);
   }
@@ -61,7 +74,7 @@ async function simulate() {
 async function differencing(noisy) {
   $("diff-exact").setAttribute("aria-pressed", String(!noisy));
   $("diff-noisy").setAttribute("aria-pressed", String(noisy));
-  $("diff-result").textContent = t("common.loading");
+  setText($("diff-result"), t("common.loading"));
   let data;
   try {
     data = await getJSON("redteam/differencing", noisy ? { epsilon: state.epsilon, seed: state.seed } : { seed: state.seed });
@@ -72,7 +85,7 @@ async function differencing(noisy) {
   const rows = data.patients.map((p, i) => {
     const tr = document.createElement("tr");
     if (i === data.patients.length - 1) tr.className = "changed";
-    for (const v of [p.name, String(p.diagnosis), String(data.patients_d2[i].diagnosis)]) {
+    for (const v of [t("red.patient_name", { n: i + 1 }), String(p.diagnosis), String(data.patients_d2[i].diagnosis)]) {
       const td = document.createElement("td");
       td.textContent = v;
       tr.append(td);
@@ -83,26 +96,29 @@ async function differencing(noisy) {
   for (const [name, id] of [["d1", "diff-result"], ["d2", "diff-result-d2"]]) {
     const part = data[name], label = name === "d1" ? "D₁" : "D₂";
     const e = part.exact, n = part.noisy;
-    $(id).textContent = noisy
+    setText($(id), noisy
       ? t("red.differencing_noisy_result", { db: label, eps: data.epsilon, b: n.scale, q5: n.q5, q4: n.q4, diff: n.difference, guess: n.guess, verdict: t(n.right ? "red.right" : "red.wrong") })
-      : t("red.differencing_exact_result", { db: label, q5: e.q5, q4: e.q4, diff: e.difference });
+      : t("red.differencing_exact_result", { db: label, q5: e.q5, q4: e.q4, diff: e.difference }));
   }
+  announce(noisy ? t("red.differencing_noisy_short") : t("red.differencing_exact_short"));
   const a = data.attack;
-  $("diff-attack").textContent = noisy
+  setText($("diff-attack"), noisy
     ? t("red.differencing_attack", { p: a.success_probability, bound: a.bound, trials: a.trials, eps: data.epsilon })
-    : t("red.differencing_exact_verdict");
+    : t("red.differencing_exact_verdict"));
 }
 
 async function floatingPoint() {
-  $("fp-result").textContent = t("common.loading");
+  setText($("fp-result"), t("common.loading"));
+  if (!state.valid) { $("fp-result").textContent = t("common.not_computed"); return; }
   try {
     const data = await getJSON("redteam/floating-point", { epsilon: state.epsilon, seed: state.seed });
-    $("fp-result").textContent = t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples });
+    setText($("fp-result"), t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples, x: 0, y: 1, eps: state.epsilon }));
+    announce(t("red.floating_short", { naive: pct(data.naive_rate) }));
     $("fp-figure").hidden = false;
     bars($("plot-fp"), {
       title: t("red.floating_plot"), xLabel: t("red.floating_plot"), max: 1,
-      alt: t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples }),
-      bars: [{ label: t("red.naive"), value: data.naive_rate, cls: "bar1" }, { label: t("red.dpwitness"), value: data.dpwitness_rate, cls: "bar0" }],
+      alt: t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples, x: 0, y: 1, eps: state.epsilon }),
+      bars: [{ label: t("red.naive"), value: data.naive_rate, text: pct(data.naive_rate), cls: "bar1" }, { label: t("red.dpwitness"), value: data.dpwitness_rate, text: pct(data.dpwitness_rate), cls: "bar0" }],
     });
   } catch (error) {
     fail("fp-result", error);

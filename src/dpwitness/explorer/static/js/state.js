@@ -1,6 +1,8 @@
 // The live panel's settings, shared by every part of the page. d is kept as a fraction of Δ
-// (dRatio), so that d follows Δ when Δ moves.
-export const state = { epsilon: 0.5, sensitivity: 1, value: 42, dRatio: 1, seed: 1, tamper: false, releases: 1, gaussDelta: 0.01 };
+// (dRatio), so that d follows Δ when Δ moves. `valid` is false while any control holds a value
+// outside the server's range: then nothing is computed and every number derived from the setting
+// says so (never the previous setting's values beside the new one).
+export const state = { epsilon: 0.5, sensitivity: 1, value: 42, dRatio: 1, seed: 1, tamper: false, releases: 1, gaussDelta: 0.01, valid: true };
 Object.defineProperty(state, "d", {
   get() { return Number((this.dRatio * this.sensitivity).toPrecision(6)); },
   enumerable: true,
@@ -17,4 +19,4 @@ export function changed() {
 
 // What tests and curious users can read: server round trips (ms), frames drawn in the page,
 // a version counter per server answer drawn, and the load time.
-export const probe = (window.dpwExplorer = { ready: false, redraws: [], fetchMs: [], frames: 0, liveVersion: 0, loadMs: null });
+export const probe = (window.dpwExplorer = { ready: false, redraws: [], fetchMs: [], frames: 0, liveVersion: 0, refusals: 0, loadMs: null });

@@ -4,12 +4,13 @@
 // in the page.
 import { debounce, getJSON } from "./api.js";
 import { grid, histogram, laplaceDensity } from "./gauss.js";
-import { fmt, t } from "./i18n.js";
+import { errorText, fmt, setText, t } from "./i18n.js";
 import { arrowFan, bars, flow, linePlot, numberLine } from "./plot.js";
 import { onChange, state } from "./state.js";
+import { setStep } from "./url.js";
 
 const $ = (id) => document.getElementById(id);
-const local = { query: "sum", relation: "add-remove", row: 1, replacement: 100, z: null };
+const local = { query: "sum", relation: "add-remove", row: 1, replacement: 100, z: null, s0: 0, sw: 2 };
 let current = 0;
 // Where the step being drawn puts its picture and controls (swapped in when complete).
 let body = null;
@@ -18,8 +19,54 @@ let controls = null;
 function h(tag, attrs = {}, text = null) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  if (text !== null) node.textContent = text;
+  if (text !== null) setText(node, text);
   return node;
+}
+
+// A slider of this step that moves one of the live panel's controls (the same state, the same checks).
+function liveSlider(label, targetId, { min, max, step, value, text }) {
+  const wrap = h("label");
+  wrap.append(h("span", {}, label));
+  const input = h("input", { type: "range", id: `walk-${targetId}`, min: String(min), max: String(max), step: String(step), value: String(value) });
+  input.setAttribute("aria-valuetext", text(value));
+  const shown = h("output", { for: `walk-${targetId}` }, text(value));
+  input.addEventListener("input", () => {
+    const target = document.getElementById(targetId);
+    target.value = input.value;
+    target.dispatchEvent(new Event("input"));
+    shown.textContent = text(Number(input.value));
+    input.setAttribute("aria-valuetext", text(Number(input.value)));
+  });
+  wrap.append(input, shown);
+  controls.append(wrap);
+}
+
+// A slider local to this step.
+function localSlider(label, key, { min, max, step, text }) {
+  const wrap = h("label");
+  wrap.append(h("span", {}, label));
+  const input = h("input", { type: "range", id: `walk-${key}`, min: String(min), max: String(max), step: String(step), value: String(local[key]) });
+  input.setAttribute("aria-valuetext", text(local[key]));
+  const shown = h("output", { for: `walk-${key}` }, text(local[key]));
+  input.addEventListener("input", debounce(() => { local[key] = Number(input.value); render(); }, 16));
+  input.addEventListener("input", () => { shown.textContent = text(Number(input.value)); input.setAttribute("aria-valuetext", text(Number(input.value))); });
+  wrap.append(input, shown);
+  controls.append(wrap);
+}
+
+// The exact dpwitness call behind a panel's numbers, copyable.
+function codeBlock(body, source) {
+  const wrap = h("div", { class: "code" });
+  const pre = h("pre");
+  const code = h("code", {}, null);
+  code.textContent = source;
+  pre.append(code);
+  const copy = h("button", { type: "button", class: "copy" }, t("common.copy"));
+  copy.addEventListener("click", async () => {
+    try { await navigator.clipboard.writeText(source); copy.textContent = t("common.copied"); } catch { copy.textContent = t("common.copy_failed"); }
+  });
+  wrap.append(h("p", { class: "muted small" }, t("common.call")), pre, copy);
+  body.append(wrap);
 }
 
 function svg(cls = "plot") {
@@ -72,7 +119,7 @@ function neighbourControls(withPerson) {
   select(t("step1.query"), "query", [["count", t("step1.query.count")], ["sum", t("step1.query.sum")]], (v) => (local.query = v));
   select(t("step1.relation"), "relation", [["add-remove", t("step1.relation.add-remove")], ["replace-one", t("step1.relation.replace-one")]], (v) => (local.relation = v));
   if (!withPerson) return;
-  select(t("step1.person"), "row", [0, 1, 2, 3, 4, 5].map((i) => [i, ["Ana", "Ben", "Chen", "Dara", "Eli", "Fay"][i]]), (v) => (local.row = Number(v)));
+  select(t("step1.person"), "row", PEOPLE.map((name, i) => [i, person(name)]), (v) => (local.row = Number(v)));
   if (local.relation === "replace-one") {
     const wrap = h("label");
     wrap.append(h("span", {}, t("step1.replacement")));
@@ -87,6 +134,10 @@ function neighbourParams() {
   return { query: local.query, relation: local.relation, row: local.row, replacement: local.replacement };
 }
 
+// The fictional spreadsheet's people (compute.PEOPLE), named in the page's language.
+const PEOPLE = ["Ana", "Ben", "Chen", "Dara", "Eli", "Fay"];
+const person = (name) => (PEOPLE.includes(name) ? t(`people.${PEOPLE.indexOf(name)}`) : name);
+
 const unit = () => t(local.query === "count" ? "unit.count" : "unit.sum");
 
 async function stepNeighbour(body) {
@@ -100,7 +151,7 @@ async function stepNeighbour(body) {
   data.people.forEach((p, i) => {
     const row = h("tr", i === data.row ? { class: "changed" } : {});
     const changedTo = i === data.row ? (data.relation === "add-remove" ? ` → ${t("step1.removed")}` : ` → ${fmt(local.replacement)}`) : "";
-    row.append(h("td", {}, p.name), h("td", {}, `${fmt(p.age)}${changedTo}`));
+    row.append(h("td", {}, person(p.name)), h("td", {}, `${fmt(p.age)}${changedTo}`));
     table.append(row);
   });
   body.append(table, h("p", { id: "step-result" }, t("step1.result", { f1: data.f_d1, f2: data.f_d2, gap: data.gap })));
@@ -121,8 +172,8 @@ async function stepSensitivity(body) {
   const arrows = data.fan.map((a) => ({
     delta: a.delta,
     longest: Math.abs(a.delta) === longest && longest > 0,
-    label: a.change === "remove" ? t("step2.arrow_remove", { person: a.person })
-      : a.change === "add" ? t("step2.arrow_add", { age: a.age }) : t("step2.arrow_replace", { person: a.person, age: a.age }),
+    label: a.change === "remove" ? t("step2.arrow_remove", { person: person(a.person) })
+      : a.change === "add" ? t("step2.arrow_add", { age: a.age }) : t("step2.arrow_replace", { person: person(a.person), age: a.age }),
   }));
   const plot = figure(body, caption, "plot tall");
   plot.parentElement.querySelector("figcaption").id = "step2-caption";
@@ -155,11 +206,15 @@ async function stepDefinition(body) {
   const L = live();
   const { eps, b, f1, f2 } = L;
   body.append(h("p", { class: "formula", id: "set-form" }, t("step3.set_form")), h("p", { class: "formula" }, t("step3.density_form")));
-  // The set S = [s, s + 2b] to the right of f(D₁): its two probabilities from the Laplace CDF.
-  const s0 = f1, s1 = f1 + 2 * b;
+  body.append(h("p", { id: "side-knowledge" }, t("step3.side_knowledge")), h("p", { id: "discrete" }, t("step3.discrete")));
+  // The set S = [s, s + w] (the learner drags both, in units of b from f(D₁)): its two probabilities from the Laplace CDF.
+  localSlider(t("step3.s_start"), "s0", { min: -6, max: 6, step: 0.25, text: (v) => `s = f(D₁) ${v < 0 ? "−" : "+"} ${fmt(Math.abs(v))}·b` });
+  localSlider(t("step3.s_width"), "sw", { min: 0.25, max: 8, step: 0.25, text: (v) => `w = ${fmt(v)}·b` });
+  const s0 = f1 + local.s0 * b, s1 = s0 + local.sw * b;
   const cdf = (x, c) => (x < c ? 0.5 * Math.exp((x - c) / b) : 1 - 0.5 * Math.exp(-(x - c) / b));
   const pr1 = cdf(s1, f1) - cdf(s0, f1), pr2 = cdf(s1, f2) - cdf(s0, f2);
   body.append(h("p", { id: "step-result" }, t("step3.result", { eps, s0, s1, pr1, pr2, ratio: pr1 / pr2, cap: Math.exp(eps) })));
+  body.querySelector("#step-result").dataset.ratio = String(pr1 / pr2);
   twoDensities(body, t("step3.plot_set"), L, (z, p1, p2) => ({
     areas: [
       { x: z, low: z.map(() => 0), high: z.map((v, i) => (v >= s0 && v <= s1 ? p1[i] : 0)), cls: "set-area", label: `Pr[A(D₁) ∈ S] = ${fmt(pr1)}` },
@@ -175,9 +230,11 @@ async function stepDefinition(body) {
     series: [{ x: z, y: ratio, cls: "s4", label: "p(z | D₁) / p(z | D₂)" }],
     hlines: [{ y: cap, label: `e^ε = ${fmt(cap)}` }, { y: 1 / cap, label: `e^−ε = ${fmt(1 / cap)}` }],
   });
+  codeBlock(body, `from dpwitness import Laplace\nmechanism = Laplace(sensitivity=${fmt(L.delta)}, epsilon=${fmt(eps)})\nmechanism.privacy_loss(${fmt(Math.abs(f1 - f2))})  # ≤ ε`);
 }
 
 async function stepLaplace(body) {
+  liveSlider(t("step4.slide_d"), "shift", { min: -1, max: 1, step: 0.05, value: state.dRatio, text: (r) => t("live.d_value", { d: fmt(r * state.sensitivity), r: fmt(r) }) });
   const L = live();
   const data = await getJSON("walkthrough/tails", { epsilon: state.epsilon, sensitivity: state.sensitivity || 1 });
   const last = data.z.length - 1;
@@ -264,23 +321,25 @@ async function stepDerivation(body) {
 }
 
 // A small sketch of one edge case: two Laplace densities (or a point mass) on a log ratio scale.
-function mini(container, title, { b, f1, f2, eps, spike = false }) {
+// Every sketch on the same axes (x and y), so that "flat and wide" looks flat and wide and a tall
+// narrow peak looks tall and narrow; a curve higher than the axes is clipped at the top.
+function mini(container, title, { b, f1, f2, eps, spike = false }, axes) {
   const fig = h("figure");
   const plot = svg("plot");
   fig.append(plot, h("figcaption", {}, title));
   container.append(fig);
-  const span = Math.max(Math.abs(f1 - f2), 1) + 6 * (spike ? 1 : b);
-  const z = grid(Math.min(f1, f2) - span, Math.max(f1, f2) + span, 121);
+  const z = grid(axes.xMin, axes.xMax, 241);
   const series = spike
-    ? [{ x: [f1, f1], y: [0, 1], cls: "s0 spike", label: "" }]
+    ? [{ x: [f1, f1], y: [0, axes.yMax], cls: "s0 spike", label: "" }]
     : [{ x: z, y: z.map((v) => laplaceDensity(v, f1, b)), cls: "s0", label: "" }, { x: z, y: z.map((v) => laplaceDensity(v, f2, b)), cls: "s1", label: "" }];
-  linePlot(plot, { title, alt: title, xMin: z[0], xMax: z[z.length - 1], yMin: 0, yMax: spike ? 1.1 : 1.2 / (2 * b), series, noY: true });
+  linePlot(plot, { title, alt: title, xLabel: "z", xMin: axes.xMin, xMax: axes.xMax, yMin: 0, yMax: axes.yMax, series, clip: true, yLabel: t("live.axis_density") });
+  plot.dataset.axes = `${axes.xMin}|${axes.xMax}|${axes.yMax}`;
   return eps;
 }
 
 async function stepEdges(body) {
   const data = await getJSON("walkthrough/edge-cases", { epsilon: state.epsilon, sensitivity: state.sensitivity || 1 });
-  $("step-what").textContent = t("step7.what", { delta: data.sensitivity, eps: data.epsilon });
+  setText($("step-what"), t("step7.what", { delta: data.sensitivity, eps: data.epsilon }));
   const list = h("ul", { class: "edge-list", id: "step-result" });
   const n = data.negative, f = data.far_tail;
   for (const text of [
@@ -289,20 +348,25 @@ async function stepEdges(body) {
     t("step7.tails", { z: f.z, lap: f.laplace_log_ratio, gauss: f.gauss_log_ratio }),
     t("step7.small", { eps: data.small_epsilon.epsilon, b: data.small_epsilon.scale, w: data.small_epsilon.half_width }),
     t("step7.large", { eps: data.large_epsilon.epsilon, b: data.large_epsilon.scale, w: data.large_epsilon.half_width }),
-    t("step7.zero", { guarantee: data.zero_sensitivity.guarantee }),
+    t("step7.zero"),
   ]) list.append(h("li", {}, text));
   const D = data.sensitivity, e = data.epsilon, b = D / e;
   const minis = h("div", { class: "minis", id: "edge-pictures" });
-  mini(minis, t("step7.pic_d0"), { b, f1: 0, f2: 0, eps: e });
-  mini(minis, t("step7.pic_negative"), { b, f1: 0, f2: D, eps: e });
-  mini(minis, t("step7.pic_small", { eps: data.small_epsilon.epsilon }), { b: D / data.small_epsilon.epsilon, f1: D, f2: 0, eps: data.small_epsilon.epsilon });
-  mini(minis, t("step7.pic_large", { eps: 20 }), { b: D / 20, f1: D, f2: 0, eps: 20 });
-  mini(minis, t("step7.pic_zero"), { b: 1, f1: 0, f2: 0, eps: e, spike: true });
-  const rows = data.relations.map((r) => [r.query, fmt(r.add_remove), fmt(r.replace_one)]);
+  const large = data.large_epsilon.epsilon, small = data.small_epsilon.epsilon;
+  // Shared axes: x wide enough for the setting's own curve (±7.6·b), y tall enough for its peak,
+  // so the ε = 0.01 curve is a flat line near 0 and the ε → ∞ curve a spike clipped at the top.
+  const shared = { xMin: -Math.max(3 * D, 7.6 * b), xMax: D + Math.max(3 * D, 7.6 * b), yMax: 1.6 / (2 * b) };
+  mini(minis, t("step7.pic_d0"), { b, f1: 0, f2: 0, eps: e }, shared);
+  mini(minis, t("step7.pic_negative"), { b, f1: 0, f2: D, eps: e }, shared);
+  mini(minis, t("step7.pic_small", { eps: small }), { b: D / small, f1: D, f2: 0, eps: small }, shared);
+  mini(minis, t("step7.pic_large", { eps: large }), { b: D / large, f1: D, f2: 0, eps: large }, shared);
+  mini(minis, t("step7.pic_zero"), { b: 1, f1: 0, f2: 0, eps: e, spike: true }, shared);
+  const rows = data.relations.map((r) => [t(`step7.query.${r.key || r.query}`), fmt(r.add_remove), fmt(r.replace_one)]);
   body.append(list, minis, h("p", {}, t("step7.relations")), table(rows, [t("step7.col_query"), t("step7.col_add"), t("step7.col_replace")]));
 }
 
 function stepComposition(body) {
+  liveSlider(t("step8.choose_k"), "releases", { min: 1, max: 50, step: 1, value: state.releases, text: (k) => t("live.k_value", { k }) });
   const eps = state.epsilon, k = Math.max(1, state.releases);
   const K = Math.max(k, 10);
   body.append(
@@ -332,7 +396,7 @@ function stepComposition(body) {
 
 async function stepWorked(body) {
   const data = await getJSON("walkthrough/worked-example", { epsilon: 1 });
-  $("step-what").textContent = t("step9.what", { n: data.n, low: data.bounds[0], high: data.bounds[1], delta: data.sensitivity, b: data.scale, std: data.std, w: data.half_width });
+  setText($("step-what"), t("step9.what", { n: data.n, low: data.bounds[0], high: data.bounds[1], delta: data.sensitivity, b: data.scale, std: data.std, w: data.half_width }));
   const trap = data.trap_no_division, p = data.trap_private_n;
   const box = h("div", { id: "step-result" });
   box.append(
@@ -388,7 +452,7 @@ async function stepVector(body) {
   const n = data.groups.length;
   const xs = data.groups.map((_, i) => i + 1);
   linePlot(figure(body, t("step11.plot")), {
-    title: t("step11.plot"), xLabel: t("step11.axis"), yLabel: t("unit.count"), xMin: 0.5, xMax: n + 0.5,
+    title: t("step11.plot"), xLabel: t("step11.axis"), yLabel: t("unit.count"), xMin: 0.5, xMax: n + 0.5, xCategories: data.groups,
     yMin: Math.min(0, ...data.noisy) - 1, yMax: Math.max(...data.counts, ...data.noisy) + 1,
     alt: t("step11.result", { delta: data.sensitivity, eps: data.epsilon, b: data.scale, k: data.draws, young: data.younger_than_20 }),
     bins: { edges: [0.5, ...xs.map((i) => i + 0.5)], counts: data.counts, cls: "hist", label: t("step11.col_true") },
@@ -452,10 +516,10 @@ let renderSeq = 0;
 export async function render() {
   const mine = ++renderSeq;
   const step = STEPS[current];
-  $("step-count").textContent = t("common.step_of", { n: current + 1, total: STEPS.length });
-  $("step-title").textContent = t(`${step.key}.title`);
-  $("step-what").textContent = t(`${step.key}.what`);
-  $("step-why").textContent = t(`${step.key}.why`);
+  setText($("step-count"), t("common.step_of", { n: current + 1, total: STEPS.length }));
+  setText($("step-title"), t(`${step.key}.title`));
+  setText($("step-what"), t(`${step.key}.what`));
+  setText($("step-why"), t(`${step.key}.why`));
   $("step-prev").disabled = current === 0;
   $("step-next").disabled = current === STEPS.length - 1;
   for (const [i, button] of [...$("step-list").querySelectorAll("button")].entries()) {
@@ -470,9 +534,10 @@ export async function render() {
   controls = h("div", { id: "step-controls", class: "controls" });
   const myBody = body, myControls = controls;
   try {
-    await step.draw(myBody);
+    if (step.live && !state.valid) myBody.append(h("p", { class: "stale", id: "step-result" }, t("common.not_computed_step")));
+    else await step.draw(myBody);
   } catch (error) {
-    myBody.replaceChildren(h("p", { class: "error", role: "alert" }, t("common.error", { message: error.message })));
+    myBody.replaceChildren(h("p", { class: "error stale", role: "alert" }, errorText(error)));
   }
   if (mine !== renderSeq) return;
   $("step-controls").replaceWith(myControls);
@@ -481,9 +546,12 @@ export async function render() {
   if (focused && focused.startsWith("walk-") && document.getElementById(focused)) document.getElementById(focused).focus();
 }
 
-export function go(index) {
+export function go(index, focus = false) {
   current = Math.max(0, Math.min(STEPS.length - 1, index));
-  return render();
+  setStep(current + 1);
+  const done = render();
+  if (focus) done.then(() => $("step-title").focus());
+  return done;
 }
 
 export function initWalkthrough() {
@@ -491,6 +559,7 @@ export function initWalkthrough() {
   STEPS.forEach((step, i) => {
     const item = h("li");
     const button = h("button", { type: "button", id: `step-button-${i + 1}` }, t(`${step.key}.title`));
+    button.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(i, true); } });
     button.addEventListener("click", () => go(i));
     item.append(button);
     list.append(item);
