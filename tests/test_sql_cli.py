@@ -73,3 +73,13 @@ def test_a_join_with_a_public_table(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     rows = {row[0]: row[1]["value"] for row in json.loads(result.stdout)["rows"]}
     assert abs(rows["North"] - 400) < 2 and abs(rows["South"] - 200) < 2
+
+
+def test_without_sqlglot_the_command_names_the_extra(tmp_path: Path) -> None:
+    """A real import failure (the module blocked in a subprocess): one line, exit 4, the `sql` extra."""
+    from test_cli_conventions import run_without
+
+    people = _people(tmp_path)
+    result = run_without("sqlglot", ["sql", str(people), "SELECT COUNT(*) FROM people", "--epsilon", "1"], tmp_path)
+    assert result.returncode == ExitCode.MISSING_PART, result.stderr
+    assert "pip install 'dpwitness[sql]'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
