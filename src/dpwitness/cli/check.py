@@ -88,6 +88,9 @@ def _function(target: str, load_function: Callable[[str], Callable[..., Any]]) -
     file = Path(path)
     if not file.is_file() or not name:
         raise ParameterError("FUNCTION", "path/to/file.py:FUNCTION with an existing file", target)
+    folder = str(file.resolve().parent)  # as when the file is run: its folder is importable
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(file.stem, file)
     if spec is None or spec.loader is None:
         raise ParameterError("FUNCTION", "path/to/file.py:FUNCTION with a Python file", target)

@@ -186,22 +186,30 @@ def plain_value(value: Any) -> Any:
 
 
 def call_sites(package_roots: tuple[str, ...], skip: int) -> tuple[str, str]:
-    """(the innermost library line outside the hooks, the first line outside the library)."""
-    frame = sys._getframe(skip)
+    """(the innermost library line that called the primitive, the first line outside the library).
+
+    Frames of dpwitness itself (the hooks, the check) are passed over; ``skip`` drops the hook's
+    own frames (the frame of the patched primitive's caller comes next).
+    """
+    frame = sys._getframe(skip + 1)
     site = caller = ""
-    hooks_dir = __file__.rpartition("/")[0]
     while frame is not None:
         filename = frame.f_code.co_filename
+        if filename.startswith(_PACKAGE):
+            frame = frame.f_back  # type: ignore[assignment]
+            continue
         inside = any(root and filename.startswith(root) for root in package_roots)
-        if filename.startswith(hooks_dir):
-            pass
-        elif inside and not site:
+        if inside and not site:
             site = f"{_short(filename)}:{frame.f_lineno}"
         elif not inside:
             caller = f"{_short(filename)}:{frame.f_lineno}"
             break
         frame = frame.f_back  # type: ignore[assignment]
     return site or caller, caller
+
+
+#: dpwitness's own source folder (its frames are never a call site).
+_PACKAGE = __file__.rpartition("/")[0].rpartition("/")[0] + "/"
 
 
 def _short(filename: str) -> str:
@@ -251,7 +259,8 @@ class Adapter:
             try:
                 package = importlib.import_module(self.module)
                 root = getattr(package, "__file__", None) or ""
-                self.package_roots = (root.rpartition("/")[0] + "/",) if root else ()
+                folder = root.rpartition("/")[0] + "/"
+                self.package_roots = (folder if root.endswith("__init__.py") else root,) if root else ()
                 self.install()
             except AdapterError:
                 self.uninstall()

@@ -1,0 +1,157 @@
+"""dw.check and dpwitness check on a small library written as people write one (no anchors needed)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import targets_toyuser as user
+from dpwitness.check import CheckReport, check
+from dpwitness.witness.structured import Runs, Shape, structured_search
+
+pl = pytest.importorskip("polars")
+pytest.importorskip("hypothesis")
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def sum_report() -> CheckReport:
+    return check(user.released_sum, columns={"x": pl.Float64}, epsilon=1.0, libraries=["toylib"], audit=False, trials=50)
+
+
+def test_the_structured_search_finds_the_float_sum_class_on_its_own(sum_report: CheckReport) -> None:
+    report = sum_report
+    assert report.verdict == "violated"
+    (finding,) = report.findings
+    assert finding.kind == "sensitivity" and finding.claimed == 1.0
+    assert finding.witnessed > 1 + 2**-30  # far beyond the search's 1e-9 tolerance, exact
+    assert finding.largest is not None and finding.largest >= 1 + 2**-13  # grown to ≥ 2^20 rows
+    assert finding.d.rows > 2**14 and abs(finding.d.rows - finding.d_prime.rows) == 1
+    assert finding.site.endswith("targets_toylib.py:42")
+
+
+def test_small_tables_alone_cannot_see_it() -> None:
+    report = check(
+        user.released_sum, columns={"x": pl.Float64}, epsilon=1.0, libraries=["toylib"], audit=False, trials=50, structured=False
+    )
+    assert report.verdict == "inconclusive" and not report.findings
+
+
+def test_an_exact_sum_raises_no_false_alarm() -> None:
+    report = check(user.released_exact_sum, columns={"x": pl.Float64}, epsilon=1.0, libraries=["toylib"], audit=False, trials=50)
+    assert not report.findings and report.verdict == "inconclusive"
+
+
+def test_a_changed_number_of_noise_calls_is_a_finding() -> None:
+    report = check(user.released_counts, columns={"k": ["a", "b"]}, epsilon=1.0, libraries=["toylib"], audit=False, trials=50)
+    assert [f.kind for f in report.findings] == ["noise-calls"]
+    finding = report.findings[0]
+    assert abs(finding.d.rows - finding.d_prime.rows) == 1 and finding.claimed != finding.witnessed
+
+
+def test_the_audit_certifies_a_bound_on_the_worst_pair() -> None:
+    report = check(user.released_counts, columns={"k": ["a", "b"]}, epsilon=1.0, libraries=["toylib"], trials=20, max_seconds=30)
+    assert report.audit is not None and report.audit.violated
+    assert [f.kind for f in report.findings] == ["noise-calls", "audit"]
+    assert report.findings[1].witnessed > 1.0 and report.findings[1].confidence == 0.95
+
+
+def test_outside_the_contract_is_unsupported_never_violated() -> None:
+    report = check(user.released_large, columns={"x": [0.0]}, epsilon=1.0, libraries=["toylib"], audit=False, trials=20)
+    assert report.verdict == "unsupported" and not report.findings
+
+
+def test_the_reproduction_script_runs_alone_and_shows_the_bug(tmp_path: Path, sum_report: CheckReport) -> None:
+    report = sum_report
+    script = tmp_path / "repro.py"
+    script.write_text(report.findings[0].script, encoding="utf-8")
+    assert "dpwitness" not in report.findings[0].script.replace("dpwitness finding", "")
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(TESTS)}, timeout=120
+    )
+    assert run.returncode == 1, run.stderr
+    assert "BUG: the shift exceeds the declared sensitivity" in run.stdout
+
+
+def test_the_runs_of_a_table_round_trip() -> None:
+    frame = pl.DataFrame({"x": [1.0, 1.0, math.nan, math.nan, None, 2.0], "k": ["a", "a", "b", "b", "b", "c"]})
+    runs = Runs.of_frame(frame)
+    assert [n for _, n in runs.runs] == [2, 2, 1, 1]
+    assert runs.frame(dict(frame.schema)).equals(frame)
+    assert runs.to_dicts()[1] == {"row": {"x": "nan", "k": "b"}, "times": 2}
+
+
+def test_a_shape_sits_at_its_binade_edge() -> None:
+    shape = Shape(1.0, 0.5 + 2**-10, 1.0, "remove-big", "first", True)
+    pair = shape.pair(12, (0.0,), 0, ("x",))
+    assert pair is not None
+    with_record, without = pair
+    assert with_record.rows == without.rows + 1
+    big = {row[0]: n for row, n in with_record.runs}
+    assert big[1.0] == 2**12 and math.isclose(min(big), 2**-40 * (0.5 + 2**-10))  # ulp(2^12) = 2^-40
+
+
+def test_the_structured_search_alone_on_a_plain_function() -> None:
+    def total(frame: object) -> dict[str, float]:
+        value = 0.0
+        for x in frame["x"].to_list():  # type: ignore[index]
+            value += min(max(x, 0.0), 1.0) if keep_nan or x == x else 0.0
+        return {"sum": value}
+
+    keep_nan = False
+    found = structured_search(total, columns={"x": pl.Float64}, claims={"sum": 1.0}, seconds=6)
+    assert found.results["sum"].violated and found.pairs["sum"][0].rows >= 2**14
+    keep_nan = True  # a NaN record makes the sum NaN: an out-of-range outlier shows it on small tables
+    outlier = structured_search(total, columns={"x": pl.Float64}, claims={"sum": 1.0}, seconds=6)
+    assert outlier.results["sum"].shift == math.inf and outlier.pairs["sum"][0].rows <= 2**11 + 1
+    exact = structured_search(
+        lambda frame: {"sum": math.fsum(min(max(x, 0.0), 1.0) for x in frame["x"].to_list() if x == x)},
+        columns={"x": pl.Float64},
+        claims={"sum": 1.0},
+        seconds=10,
+    )
+    assert not exact.results["sum"].violated
+
+
+def test_the_command_line(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dpwitness",
+            "check",
+            str(TESTS / "targets_toyuser.py") + ":released_counts",
+            "--columns",
+            '{"k": ["a", "b"]}',
+            "--epsilon",
+            "1",
+            "--no-audit",
+            "--trials",
+            "20",
+            "--library",
+            "toylib",
+            "--scripts",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1, run.stderr
+    payload = json.loads(run.stdout)
+    assert payload["verdict"] == "violated" and payload["findings"][0]["kind"] == "noise-calls"
+    assert payload["calls"][0]["library"] == "toylib"
+    bad = subprocess.run(
+        [sys.executable, "-m", "dpwitness", "check", "nosuch.py:f", "--columns", '{"x": "Float64"}', "--epsilon", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "FUNCTION" in bad.stderr
