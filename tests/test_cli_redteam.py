@@ -176,12 +176,12 @@ def test_attack_floating_point_json_contract(tmp_path: Path) -> None:
 
 def test_attack_tamper_flags_every_mistake(tmp_path: Path) -> None:
     result = runner.invoke(app, ["attack", "tamper", "--samples", "200000", "--seed", "5", "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # every mistake flagged: claims violated (the README's exit 1)
     payload = json.loads(result.stdout)
     assert payload["all_flagged"] is True and len(payload["mistakes"]) == 6
     plot = tmp_path / "tamper.png"
     one = runner.invoke(app, ["attack", "tamper", "--name", "invert", "--samples", "20000", "--seed", "5", "--plot", str(plot)])
-    assert one.exit_code == 0, one.output
+    assert one.exit_code == 1, one.output
     assert "invert" in one.output and plot.stat().st_size > 10_000
     assert runner.invoke(app, ["attack", "tamper", "--name", "nonsense"]).exit_code == 2
 

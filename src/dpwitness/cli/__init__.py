@@ -65,8 +65,8 @@ class CommandGroup(TyperGroup):
                     raise typer.Exit(exit_code) from None
                 core.fail(error.format_message() if hasattr(error, "format_message") else str(error), exit_code)
             except (ParameterError, BudgetExceeded, MissingPart, FileNotFoundError) as error:
-                if isinstance(error, ParameterError):
-                    error = core.as_flags(error, {})  # the command line names flags, never Python parameters
+                if isinstance(error, ParameterError):  # the command line names flags, never Python parameters
+                    error = core.as_flags(error, core.command_flags(_command_for(self, argv)))
                 parameter = getattr(error, "parameter", None)
                 core.fail(str(error), core.exit_code_for(error), parameter=parameter, kind=core.error_kind(error))
             except Exception as error:
@@ -96,6 +96,17 @@ class CommandGroup(TyperGroup):
         if command is not None:
             _tidy(command)
         return command
+
+
+def _command_for(group: Any, argv: list[str]) -> Any:
+    """The (sub)command that ``argv`` names, for its flags."""
+    command = group
+    for token in argv:
+        commands = getattr(command, "commands", None)
+        if not commands or token not in commands:
+            break
+        command = commands[token]
+    return command
 
 
 def _tidy(command: Any) -> None:

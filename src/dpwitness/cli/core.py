@@ -84,6 +84,8 @@ def user_errors(*also: type[Exception]) -> Iterator[None]:
     try:
         yield
     except expected as error:
+        if isinstance(error, ParameterError):
+            error = as_flags(error, current_flags())
         fail(str(error), exit_code_for(error), parameter=getattr(error, "parameter", None), kind=error_kind(error))
 
 
@@ -95,14 +97,36 @@ def flag_names(flags: dict[str, str] | None = None) -> Iterator[None]:
     try:
         yield
     except ParameterError as error:
-        raise as_flags(error, flags or {}) from None
+        raise as_flags(error, {**current_flags(), **(flags or {})}) from None
+
+
+def command_flags(command: Any) -> dict[str, str]:
+    """{Python parameter name: the flag (or ARGUMENT) that sets it} for a click command."""
+    flags: dict[str, str] = {}
+    for param in getattr(command, "params", ()):
+        if param.name is None:
+            continue
+        if param.param_type_name == "argument":
+            flags[param.name] = param.name.upper()
+        elif param.opts:
+            flags[param.name] = max(param.opts, key=len)
+            flags.setdefault(param.name.rstrip("_"), flags[param.name])  # sum_ → --sum
+    return flags
+
+
+def current_flags() -> dict[str, str]:
+    """The flags of the command now running (empty outside a command)."""
+    from typer._click.globals import get_current_context  # typer 0.29 runs its own click (pinned in the lock)
+
+    context = get_current_context(silent=True)
+    return command_flags(context.command) if context is not None else {}
 
 
 def flag_for(parameter: str, flags: dict[str, str]) -> str:
-    """The flag that sets ``parameter`` on the command line."""
-    if parameter.startswith("--") or parameter.startswith("schema"):
+    """The flag that sets ``parameter`` on the command line (``parameter`` itself if none does)."""
+    if parameter.startswith("--"):
         return parameter
-    return flags.get(parameter, "--" + parameter.replace("_", "-"))
+    return flags.get(parameter, parameter)
 
 
 _RAISE_CALLS = {"epsilon": "--raise-budget", "delta": "--raise-delta-budget", "rho": "--raise-rho"}
@@ -116,9 +140,11 @@ def as_flags(error: ParameterError, flags: dict[str, str]) -> ParameterError:
     rest = text[len(error.parameter) :] if text.startswith(error.parameter) else text
     rest = re.sub(r"raise_budget\((\w+)=…\)", lambda m: _RAISE_CALLS.get(m.group(1), "--raise-budget"), rest)
     for name in sorted(_PYTHON_NAMES, key=len, reverse=True):  # a Python spelling in the message
-        rest = re.sub(rf"(?<![\w\-.]){re.escape(name)}(=…|=)?(?![\w(])", flags.get(name, "--" + name.replace("_", "-")), rest)
+        if name in flags:
+            rest = re.sub(rf"(?<![\w\-.]){re.escape(name)}(=…|=)?(?![\w(])", flags[name], rest)
     for name, flag in flags.items():  # a keyword argument spelled in the message (epsilon=…)
-        rest = re.sub(rf"(?<![\w\-.]){re.escape(name)}=(…)?", f"{flag} ", rest)
+        if flag.startswith("--"):
+            rest = re.sub(rf"(?<![\w\-.]){re.escape(name)}=(…)?(?![\w'\"])", f"{flag} ", rest)
     flag = flag_for(error.parameter, flags)
     shown = flag
     if flag in flags.values() and error.parameter in _PART_OF_A_STATISTIC:

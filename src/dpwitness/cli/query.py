@@ -315,6 +315,10 @@ def query(
                 options = {"bounds": bounds, "quantiles": qs, "bins": bins, **group((option, index))}
                 add("quantile", column, options, (option, index))
         if not asked and raising:
+            if as_json:
+                payload = {"raised": _plain_budget(session.total, session.total), **_budget_json(session, store)}
+                sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+                return
             console.print(f"raised the total of {name!r} to {_shown_budget(session.total, session.total)}")
             return
         if not asked:

@@ -28,6 +28,8 @@ attack_app = typer.Typer(
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")]
+
+
 def _plot_needs_matplotlib(path: Path | None) -> Path | None:
     """Check for matplotlib while the options are parsed: before any run, not after."""
     if path is not None:
@@ -427,7 +429,8 @@ def tamper_command(
     as_json: JsonOption = False,
     plot: PlotOption = None,
 ) -> None:
-    """Run each classic mistake through the witness and the auditor; exit 1 unless the auditor flags all."""
+    """Run each classic mistake through the witness and the auditor; exit 1 when they are flagged (claims violated),
+    3 if the auditor could not flag every one (inconclusive)."""
     from dpwitness.attacks.tamper import MISTAKES, tamper_attack
 
     with _user_errors():
@@ -480,7 +483,9 @@ def tamper_command(
             )
         plot_panels(plot, panels)
         _plot_done(plot)
-    raise typer.Exit(0 if all(r.flagged for r in results) else 1)
+    # Every mistake violates its claim: flagging them all is the README's "a claim was violated" (1);
+    # one the auditor could not flag leaves the run inconclusive (3).
+    raise typer.Exit(ExitCode.VIOLATED if all(r.flagged for r in results) else ExitCode.INCONCLUSIVE)
 
 
 def register(app: typer.Typer) -> None:
