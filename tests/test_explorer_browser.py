@@ -66,6 +66,17 @@ WIDTHS = (1366, 375)
 LANGUAGES = ("en", "zh")
 TIMINGS: dict[str, Any] = {}
 
+# --- axe-core: 0 serious or critical violations on every step, both languages, both widths -----------------
+AXE = Path(__file__).resolve().parent / "vendor" / "axe-core" / "axe.min.js"
+AXE_RUN = """async (selector) => {
+  const result = await axe.run(selector ? document.querySelector(selector) : document, {
+    resultTypes: ['violations'],
+    runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice']},
+  });
+  return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+    .map(v => [v.id, v.impact, v.nodes.length, v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | ')]);
+}"""
+
 
 def _oversubscription() -> float:
     """Runnable processes per CPU over the last minute, at least 1 (1 on an idle machine).
@@ -229,9 +240,11 @@ def test_every_step_in_each_language_and_width_renders_marked_without_errors(
     browser: Any, server: dict[str, Any], lang: str
 ) -> None:
     """Screenshots of every step; the current step is marked; no console error; nothing overflows;
-    every drawn plot has a text alternative."""
+    every drawn plot has a text alternative; axe-core finds no serious or critical violation."""
+    violations: list[Any] = []
     for width in WIDTHS:
         page, problems = _open(browser, server["url"], width, query=f"?lang={lang}")
+        page.add_script_tag(path=str(AXE))
         assert page.is_hidden("#fatal")
         title = _text(page, "h1")
         assert title == ("dpwitness explorer" if lang == "en" else "dpwitness 探索器")
@@ -250,6 +263,8 @@ def test_every_step_in_each_language_and_width_renders_marked_without_errors(
             widths = page.evaluate("[document.getElementById('step').scrollWidth, document.getElementById('step').clientWidth]")
             assert widths[0] <= widths[1], (lang, width, step, widths)  # e.g. step 7's table at 375 px
             _shot(page, f"{lang}-{width}/step-{step:02d}", "#step")
+            violations += [[width, step, *v] for v in page.evaluate(AXE_RUN, "#step")]
+        violations += [[width, "page", *v] for v in page.evaluate(AXE_RUN, None)]
         _shot(page, f"{lang}-{width}/page")
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         unlabelled = page.evaluate(
@@ -259,6 +274,7 @@ def test_every_step_in_each_language_and_width_renders_marked_without_errors(
         assert unlabelled == []
         assert problems == [], (lang, width, problems)
         page.context.close()
+    assert violations == [], violations
 
 
 def test_language_switch_and_unknown_language_fallback(browser: Any, server: dict[str, Any]) -> None:

@@ -221,6 +221,7 @@ function attachTable(svg, data) {
     details.append(cell("summary", t("plot.data_table")));
     const wrap = document.createElement("div");
     wrap.className = "table-wrap";
+    wrap.tabIndex = 0;
     details.append(wrap);
     details.addEventListener("toggle", () => refreshTable(svg));
     svg.after(details);

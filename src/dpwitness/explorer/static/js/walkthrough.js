@@ -57,7 +57,7 @@ function localSlider(label, key, { min, max, step, text }) {
 // The exact dpwitness call behind a panel's numbers, copyable.
 function codeBlock(body, source) {
   const wrap = h("div", { class: "code" });
-  const pre = h("pre");
+  const pre = h("pre", { tabindex: "0" });
   const code = h("code", {}, null);
   code.textContent = source;
   pre.append(code);
@@ -85,7 +85,7 @@ function figure(body, caption, cls) {
 }
 
 function table(rows, head, cls = "sheet") {
-  const wrap = h("div", { class: "table-wrap" });
+  const wrap = h("div", { class: "table-wrap", tabindex: "0" }); // scrollable at 375 px: reachable by keyboard
   const node = h("table", { class: cls });
   if (head) {
     const tr = h("tr");
