@@ -363,17 +363,22 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         responses={402: {"description": "budget exceeded"}},
     )
     def sql(body: SqlRequest, analyst: Analyst) -> dict[str, Any]:
-        with cache_scope(analyst.name):
-            answer = answer_sql(
-                body,
-                analyst=analyst,
-                tables=service.tables,
-                limits=config.limits,
-                alpha=config.alpha,
-                session_for=lambda table: service.session(analyst, table),
-            )
+        request_id = uuid.uuid4().hex
+        label = LABEL_PREFIX.set(f"{request_id} sql: ")
+        try:
+            with cache_scope(analyst.name):
+                answer = answer_sql(
+                    body,
+                    analyst=analyst,
+                    tables=service.tables,
+                    limits=config.limits,
+                    alpha=config.alpha,
+                    session_for=lambda table: service.session(analyst, table),
+                )
+        finally:
+            LABEL_PREFIX.reset(label)
         spent, left = service.standing(analyst)
-        return {**answer, "spent": spent.model_dump(), "remaining": left.model_dump()}
+        return {"request_id": request_id, **answer, "spent": spent.model_dump(), "remaining": left.model_dump()}
 
     @app.get("/v1/budget", summary="Your own total, spent and remaining ε and δ (or ρ), and your recent spends")
     def budget(analyst: Analyst, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> BudgetAnswer:
