@@ -105,10 +105,10 @@ def test_the_structured_search_alone_on_a_plain_function() -> None:
         return {"sum": value}
 
     keep_nan = False
-    found = structured_search(total, columns={"x": pl.Float64}, claims={"sum": 1.0}, seconds=6)
+    found = structured_search(total, columns={"x": pl.Float64}, claims={"sum": 1.0}, seconds=6, max_rows=2**17)
     assert found.results["sum"].violated and found.pairs["sum"][0].rows >= 2**14
     keep_nan = True  # a NaN record makes the sum NaN: an out-of-range outlier shows it on small tables
-    outlier = structured_search(total, columns={"x": pl.Float64}, claims={"sum": 1.0}, seconds=6)
+    outlier = structured_search(total, columns={"x": pl.Float64}, claims={"sum": 1.0}, seconds=6, max_rows=2**17)
     assert outlier.results["sum"].shift == math.inf and outlier.pairs["sum"][0].rows <= 2**11 + 1
     exact = structured_search(
         lambda frame: {"sum": math.fsum(min(max(x, 0.0), 1.0) for x in frame["x"].to_list() if x == x)},

@@ -69,7 +69,8 @@ def pydp_count(table: pl.DataFrame) -> Any:
 def pydp_bounded_sum(table: pl.DataFrame) -> Any:
     from pydp.algorithms.laplacian import BoundedSum
 
-    return BoundedSum(epsilon=1.0, lower_bound=0.0, upper_bound=1.0, dtype="float").quick_result(table["x"].drop_nulls().to_list())
+    released_sum = BoundedSum(epsilon=1.0, lower_bound=0.0, upper_bound=1.0, dtype="float")
+    return released_sum.quick_result(table["x"].drop_nulls().to_list())
 
 
 def opendp_laplace(table: pl.DataFrame) -> Any:

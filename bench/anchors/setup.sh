@@ -14,8 +14,12 @@
 # then skip it with a message. The exit status is 0 when the venv exists and at least one anchor
 # imports, so a partial set never blocks the other benchmarks.
 #
-# The venv is for benchmarks only: no test needs it, and CI never builds it. It is gitignored
-# (.venv*/ in .gitignore).
+# Then installs dpwitness itself (editable, with the audit extra at the lock's pins: scipy,
+# hypothesis) so that `dpwitness check` runs the user's function in the interpreter where the
+# library lives:  "$DPW_ANCHORS_VENV"/bin/dpwitness check bench/anchors/check_cases.py:NAME …
+#
+# The venv is for benchmarks and for tests/test_targets_anchors.py (skipped, with a message,
+# when it is absent); CI never builds it. It is gitignored (.venv*/ in .gitignore).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -68,12 +72,30 @@ done
 status_json="${status_json%, }}"
 printf '%s\n' "$status_json" >"$venv/anchors-status.json"
 
+# dpwitness itself, editable, with the audit extra's tools pinned as in the lock (polars stays at
+# OpenDP's 1.36.1: the lock's polars is not forced on the anchors).
+pins=()
+for dist in scipy hypothesis typer rich; do
+    pin="$(grep -i "^$dist==" "$repo/requirements/lock.txt" | head -n 1)"
+    [ -n "$pin" ] && pins+=("$pin")
+done
+if "$py" -c "import dpwitness, hypothesis, scipy" >/dev/null 2>&1 && [ -x "$venv/bin/dpwitness" ]; then
+    log "dpwitness: present (editable), imports"
+else
+    log "dpwitness: installing -e $repo with ${pins[*]}"
+    if ! "$py" -m pip install --quiet -e "$repo" "${pins[@]}" >"$venv/pip-dpwitness.log" 2>&1; then
+        log "dpwitness: pip install FAILED (see $venv/pip-dpwitness.log)"
+        tail -n 5 "$venv/pip-dpwitness.log" >&2
+    fi
+fi
+"$py" -c "import dpwitness.check, dpwitness.targets" >/dev/null 2>&1 && log "dpwitness: OK ($venv/bin/dpwitness check …)"
+
 # The pins must hold together: pip check catches a later install that broke one.
 "$py" -m pip check >&2 || log "warning: pip check reports conflicts (see above)"
 
 "$py" - <<'EOF' >&2
 import importlib.metadata as md
-for dist in ("opendp", "polars", "diffprivlib", "scikit-learn", "python-dp", "numpy"):
+for dist in ("opendp", "polars", "diffprivlib", "scikit-learn", "python-dp", "numpy", "dpwitness", "hypothesis", "scipy"):
     try:
         print(f"[anchors]   {dist:<13} {md.version(dist)}")
     except md.PackageNotFoundError:

@@ -1,0 +1,100 @@
+"""The public cases of ``dpwitness check`` (issue 18), run as a user runs them: the CLI of the
+anchors venv on each function of check_cases.py. Prints one Markdown row per case (verdict,
+expected, CPU seconds of the check's process, wall seconds, the findings) and the load.
+
+    bash bench/anchors/setup.sh
+    python3 bench/anchors/bench_check.py            # every case
+    python3 bench/anchors/bench_check.py pydp_bounded_sum diffprivlib_sum
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+VENV = Path(os.environ.get("DPW_ANCHORS_VENV", REPO / ".venv-anchors"))
+CLI = VENV / "bin" / "dpwitness"
+sys.path.insert(0, str(HERE))
+
+from check_cases import CASES  # noqa: E402  (the cases live beside this script)
+
+
+def run_case(name: str, *, scripts: Path | None = None, max_seconds: float = 100.0) -> dict[str, Any]:
+    """One case through ``dpwitness check --json``: its report, exit code, CPU and wall seconds."""
+    columns, expected, what = CASES[name]
+    command = [str(CLI), "check", f"{HERE / 'check_cases.py'}:{name}", "--columns", columns, "--epsilon", "1"]
+    command += ["--max-seconds", str(max_seconds), "--json"]
+    if scripts is not None:
+        command += ["--scripts", str(scripts)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=600)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    try:
+        report = json.loads(run.stdout)
+    except json.JSONDecodeError:
+        report = {"verdict": f"no report (exit {run.returncode}): {run.stderr.strip()[-300:]}"}
+    return {
+        "name": name,
+        "what": what,
+        "expected": expected,
+        "verdict": report.get("verdict"),
+        "exit": run.returncode,
+        "cpu": cpu,
+        "wall": wall,
+        "report": report,
+    }
+
+
+def agrees(result: dict[str, Any]) -> bool:
+    expected, verdict = result["expected"], result["verdict"]
+    return verdict == "violated" if expected == "violated" else verdict in ("ok", "inconclusive")
+
+
+def summary(report: dict[str, Any]) -> str:
+    parts = []
+    for finding in report.get("findings", []):
+        if finding["kind"] == "audit":
+            parts.append(f"audit ε_lb {float(finding['witnessed']):.3g} > ε = 1")
+        elif finding["kind"] == "sensitivity":
+            parts.append(f"{finding['mechanism']} at {finding['site']}: shift {finding['witnessed']} > Δ {finding['claimed']}")
+        else:
+            parts.append(f"noise calls changed at {finding['site']}")
+    audit = report.get("audit")
+    if not parts and audit:
+        parts.append(f"audit {audit['verdict']}, ε_lb {audit['epsilon_lower_bound']:.3g}")
+    return "; ".join(parts) or "-"
+
+
+def main(names: list[str]) -> int:
+    if not CLI.exists():
+        print(f"no {CLI}: run bash bench/anchors/setup.sh first", file=sys.stderr)
+        return 2
+    print(f"load before: {os.getloadavg()[0]:.2f} (1-min average), {os.cpu_count()} cores")
+    print("| case | expected | verdict | CPU s | wall s | what it found |")
+    print("|---|---|---|---|---|---|")
+    bad = 0
+    for name in names or list(CASES):
+        result = run_case(name)
+        bad += not agrees(result) or result["cpu"] > 120
+        print(
+            f"| {result['what']} | {result['expected']} | {result['verdict']} | {result['cpu']:.1f} | {result['wall']:.1f} | "
+            f"{summary(result['report'])} |",
+            flush=True,
+        )
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
