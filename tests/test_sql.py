@@ -415,6 +415,18 @@ def test_count_distinct_unit_counts_units(generated: Path) -> None:
     assert releases[0]["parts"][0]["sensitivity"] == 1.0 and releases[1]["parts"][0]["sensitivity"] == 3.0
 
 
+def test_count_distinct_unit_per_group(generated: Path) -> None:
+    """Per group, each unit once: exact when every unit is in at most max_groups groups (here 2 sexes)."""
+    statement = "SELECT sex, COUNT(DISTINCT pid) AS people FROM adult WHERE sex IN ('Female', 'Male') GROUP BY sex"
+    with pytest.raises(SqlError, match="max_groups"):
+        _session(generated, privacy_unit="pid", max_contributions=3).sql(statement, epsilon=1.0)
+    session = _session(generated, privacy_unit="pid", max_contributions=3, max_groups=2)
+    answer = session.sql(statement, epsilon=EPSILON, alpha=ALPHA)
+    assert isinstance(answer, Answer)
+    _check(answer, _exact(generated, statement), statement)
+    assert answer.release_set()[0]["parts"][0]["sensitivity"] == 2.0  # one row in each of ≤ 2 groups
+
+
 def test_schema_bounds_and_categories_are_used(generated: Path, tmp_path: Path) -> None:
     schema = tmp_path / "adult.schema.toml"
     schema.write_text(
@@ -556,3 +568,25 @@ def test_the_sweep_would_catch_a_join_delta_without_its_multiplicity() -> None:
 
     (result,) = search_claims(outputs, columns={"g": ["a", "b", "c", None]}, claims={"count": 1.0}, trials=30, seed=5).values()
     assert not result.ok
+
+
+def test_sql_releases_what_the_python_api_releases(generated: Path) -> None:
+    """The same queries in the same order with the same seed: the same noisy values, bit for bit."""
+    statement = f"SELECT sex, COUNT(*), AVG({AGE}) FROM adult WHERE sex IN ('Female', 'Male') AND age > 30 GROUP BY sex"
+    answer = _session(generated).sql(statement, epsilon=2.0)
+    api = _session(generated)
+    keys = ["Female", "Male"]
+    where = "(sex in ['Female', 'Male']) and (age > 30)"
+    count = api.count(epsilon=1.0, by="sex", keys=keys, where=where)
+    mean = api.mean("age", (0, 100), epsilon=1.0, by="sex", keys=keys, where=where)
+    assert isinstance(answer, Answer) and isinstance(count.value, dict) and isinstance(mean.value, dict)
+    assert [(row[0], row[1].value, row[2].value) for row in answer.rows] == [(k, count.value[k], mean.value[k]) for k in keys]
+
+
+@pytest.mark.parametrize("statement", ACCEPTED[:12] + [s for s in ACCEPTED if "GROUP BY" in s][:4])
+def test_replace_one_sessions_answer_within_the_interval(statement: str, generated: Path) -> None:
+    session = _session(generated, neighbours="replace-one")
+    answer = session.sql(statement.removeprefix("EXPLAIN "), epsilon=EPSILON, alpha=ALPHA)
+    assert isinstance(answer, Answer)
+    _check(answer, _exact(generated, statement.removeprefix("EXPLAIN ")), statement)
+    assert all("replace one record" in r["neighbours"] for r in answer.release_set())

@@ -750,6 +750,13 @@ class _Compiler:
             try:
                 query = self.build(statistic, column, **options)
                 if distinct:
+                    if self.by and query.max_groups is None:
+                        self.refuse(
+                            node,
+                            _sql(node),
+                            "COUNT(DISTINCT unit) with GROUP BY needs the session's max_groups "
+                            "(each unit is then counted once in each of at most max_groups of its groups)",
+                        )
                     query = replace(query, max_contributions=1)
                 if self.join is not None:
                     query = replace(query, join_multiplicity=self.join.multiplicity)
