@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 #: The separators a CSV may declare, by name and as written in a regular expression.
 SEPARATORS = {",": ",", ";": ";", "\t": r"\t", "|": r"\|"}
 _LINE = "_dpw_line"
+_FIELDS = "_dpw_fields"
+_QUOTED = "_dpw_quoted"
 _BOM = "\ufeff"
 _HEADER_LIMIT = 1 << 24  # a header line longer than 16 MiB is not a header
 
@@ -174,13 +176,21 @@ def scan_polars(path: Path, *, separator: str | None = None) -> pl.LazyFrame:
         schema={_LINE: pl.String},
         encoding="utf8-lossy",
     )
-    line = pl.col(_LINE).fill_null("")
+    line = pl.col(_LINE).fill_null("")  # an empty line: one empty field, so a record of nulls
+    quoted = line.str.contains('"', literal=True)
     plain = line.str.split(dialect.separator)
     readable = (line + pl.lit(dialect.separator)).str.extract(dialect.readable, 1)
-    parsed = readable.str.extract_all(dialect.field).list.eval(pl.element().str.head(-1))
-    fields = pl.when(line.str.contains('"', literal=True)).then(parsed).otherwise(plain)
-    return lines.select([_polars_cell(fields.list.get(i, null_on_oob=True)).alias(name) for i, name in enumerate(names)])
-
+    parsed = readable.str.extract_all(dialect.field)  # each field with its separator
+    lines = lines.select(quoted.alias(_QUOTED), pl.when(quoted).then(parsed).otherwise(plain).alias(_FIELDS))
+    # Each step its own projection: an expression is computed once, not once per use.
+    raw = [
+        pl.when(pl.col(_QUOTED))
+        .then(pl.col(_FIELDS).list.get(i, null_on_oob=True).str.head(-1))
+        .otherwise(pl.col(_FIELDS).list.get(i, null_on_oob=True))
+        .alias(name)
+        for i, name in enumerate(names)
+    ]
+    return lines.select(raw).select([_polars_cell(pl.col(name)).alias(name) for name in names])
 
 def read_spark(spark: SparkSession, path: Path, *, separator: str | None = None) -> DataFrame:
     """A Spark frame of ``path`` under the rules above: every column text, one line one record.
