@@ -11,17 +11,26 @@ import pytest
 
 from dpwitness import audit
 from dpwitness.attacks.tamper import MISTAKES
+from dpwitness.witness.audit import accepts_size
 from dpwitness.witness.catalogue import (
+    DP_SNIPER_PUBLISHED,
     Case,
     SniperCase,
+    bloom_filter,
     buggy_cases,
     correct_cases,
     dp_sniper_cases,
+    dp_sniper_table,
+    numerical_svt_once,
+    prefix_sum_once,
+    rappor_once,
     snapping,
     sparse_vector,
+    svt34_parallel_once,
     truncated_geometric,
     truncated_geometric_loss,
     unit_slip_loss,
+    wide_gaussian_cases,
 )
 
 #: Runs per input: enough for every known bug at a fixed seed, in about a second each.
@@ -159,3 +168,57 @@ def test_no_false_alarm_across_seeds_on_the_correct_mechanisms() -> None:
             flagged += result.violated
             audited += 1
     assert audited == 30 and flagged == 0
+
+
+# --- DP-Sniper's whole table, one run per call (issue 18, part 5) ------------------------------
+
+#: Rows whose bug shows at 2·10⁴ runs per input; the others need the benchmark's budget.
+FLAGGED_AT_20K = {"NoisyHist2", "SparseVectorTechnique5", "PrefixSum"}
+
+
+@pytest.mark.parametrize("entry", dp_sniper_table(), ids=lambda e: e.case.name)
+def test_dp_sniper_table_rows_are_audited_one_call_at_a_time(entry: SniperCase) -> None:
+    case = entry.case
+    assert not accepts_size(case.mechanism)  # written as a user's function: one run per call
+    result = audit(case.mechanism, case.d, case.d_prime, epsilon=case.epsilon, samples=20_000, seed=2021)
+    if case.private:
+        assert not result.violated, result  # no false alarm on a correct mechanism
+    else:
+        assert result.verdict != "ok", result  # a broken mechanism is never passed
+    if case.name in FLAGGED_AT_20K:
+        assert result.violated, result
+    if not math.isnan(case.true_loss):
+        assert result.epsilon_lower_bound <= case.true_loss * (1 + 1e-9)
+
+
+def test_the_dp_sniper_table_matches_dp_sniper() -> None:
+    table = {entry.case.name: entry for entry in dp_sniper_table()}
+    assert len(table) == 20 and set(table) == set(DP_SNIPER_PUBLISHED)
+    # the RAPPOR filters of 1 and 0 differ in 6 bits, as DP-Sniper's (its weights load 6 bits): loss 6·ln(0.5125/0.4875)
+    assert int(np.sum(bloom_filter(1) ^ bloom_filter(0))) == 6
+    assert table["Rappor"].case.true_loss == pytest.approx(6 * math.log(0.5125 / 0.4875))
+    assert table["OneTimeRappor"].case.true_loss == pytest.approx(6 * math.log(0.525 / 0.475))
+    rng = np.random.default_rng(3)
+    reports = np.array([rappor_once([1], rng, f=0.75, instantaneous=True) for _ in range(40_000)])
+    set_bits = bloom_filter(1)
+    assert reports[:, set_bits].mean() == pytest.approx(0.5125, abs=0.01)
+    assert reports[:, ~set_bits].mean() == pytest.approx(0.4875, abs=0.01)
+    # numerical SVT stops after c = 2 answers above the threshold; prefix sums are running sums
+    runs = [numerical_svt_once([50.0] * 10, rng, epsilon=0.1) for _ in range(200)]
+    assert all(sum(v != 0.0 for v in run) <= 2 for run in runs) and any(len(run) < 10 for run in runs)
+    sums = prefix_sum_once([1.0] * 10, np.random.default_rng(4), epsilon=1e9)  # negligible noise
+    np.testing.assert_allclose(sums, np.arange(1, 11), atol=1e-6)
+    three, four = svt34_parallel_once([50.0] * 10, rng, epsilon=0.1)
+    assert isinstance(three[-1], float) and all(isinstance(x, bool) for x in four)
+    # DP-Sniper's parameters: SVT c = 1 with threshold 0.5 for Alg. 1 and 1 otherwise, its pairs
+    svt1 = table["SparseVectorTechnique1"].case.mechanism
+    assert svt1.keywords == {"epsilon": 0.1, "variant": 1, "cutoff": 1, "threshold": 0.5}
+    assert table["SparseVectorTechnique3"].case.d_prime == [2.0] * 5 + [0.0] * 5
+    assert table["SparseVectorTechnique4"].case.true_loss == pytest.approx(0.175)
+
+
+@pytest.mark.parametrize("case", wide_gaussian_cases(), ids=lambda c: c.name)
+def test_gaussian_claimed_pure_at_a_wide_sigma_is_caught_by_the_adaptive_audit(case: Case) -> None:
+    result = audit(case.mechanism, case.d, case.d_prime, epsilon=case.epsilon, seed=2017)
+    assert result.violated, result
+    assert result.epsilon_lower_bound > case.epsilon

@@ -67,12 +67,17 @@ GROWTH = 4
 #: Default cap on runs per input (10⁷ runs in all) and on wall-clock time.
 MAX_SAMPLES = 5_000_000
 MAX_SECONDS = 60.0
+#: Rows over which the search's fixed costs are spread when planning the next round's time.
+SEARCH_FIXED_ROWS = 50_000
 #: Search samples kept from earlier rounds.
 SEARCH_CAP = 1_000_000
 #: Most numbers kept per input for the tight mode's search sample (memory bound).
 TIGHT_STORE = 10_000_000
 #: Rows per chunk of the tight mode's final measurement (counted, then dropped).
 TIGHT_CHUNK = 1_000_000
+#: The least search time per row (and input) the tight mode plans with: a search measured on a small
+#: sample underestimates the cost of sorting millions of rows.
+TIGHT_SEARCH_ROW_SECONDS = 1e-6
 #: Shares of the tight mode's time: search sample, selection sample (the rest: final measurement).
 TIGHT_SEARCH_SHARE, TIGHT_SELECT_SHARE = 0.2, 0.1
 #: Events certified together on the tight mode's final sample for vector outputs (the best two
@@ -81,6 +86,12 @@ TIGHT_EVENTS = 2
 #: Share of α the tight mode's certification gets (the fast verdict gets the rest): the tight
 #: bound is the one meant to be sharp, and a bound above ε is a violation whichever phase found it.
 TIGHT_ALPHA_SHARE = 0.8
+#: Share of ``max_seconds`` the fast verdict may use in tight mode (its samples feed the tight search).
+TIGHT_FAST_SHARE = 0.3
+#: A per-call mechanism's run time may depend on its outputs, so the clock must not choose where its
+#: tight measurement stops: it is planned with this share of the time left and certified at the
+#: last of ``PER_CALL_CHECKPOINTS`` sizes fixed in advance that it reached (α shared among them).
+PER_CALL_FINAL_SHARE, PER_CALL_CHECKPOINTS = 0.9, 4
 #: The float test has power only on outputs that lie on a grid 2^k·ℤ at least this many bits
 #: coarser than the doubles' spacing at the largest output (:func:`precision_bits` ≤ 53 − this):
 #: there every grid value is exact and the value families see the whole support. Outputs that use
@@ -292,6 +303,10 @@ class Encoder:
         return "o"
 
 
+_PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+_PLAIN_BOOLEANS = frozenset({bool, np.bool_})
+
+
 def nan_mark(mask: npt.NDArray[np.bool_]) -> str:
     """The part of a shape signature that says which values are NaN outputs ("" when none)."""
     return f"·NaN@{np.flatnonzero(mask).tolist()}" if mask.any() else ""
@@ -413,15 +428,49 @@ class Sampler:
         kinds = set(map(type, outputs))
         if len(kinds) == 1:
             kind = kinds.pop()
-            if kind in (float, int, np.float64, np.float32, np.int64, np.int32):
+            if kind in _PLAIN_NUMBERS:
                 return self._stacked(np.asarray(outputs, dtype=np.float64).reshape(-1, 1), "n")
-            if kind in (bool, np.bool_):
+            if kind in _PLAIN_BOOLEANS:
                 return self._stacked(np.asarray(outputs, dtype=np.float64).reshape(-1, 1), "b")
             if kind is np.ndarray and len({(o.shape, o.dtype.kind) for o in outputs}) == 1 and outputs[0].dtype.kind in "biuf":
                 shape = outputs[0].shape
                 if outputs[0].size:
                     return self._stacked(np.stack(outputs).reshape(len(outputs), -1).astype(np.float64), f"a{shape}")
+            if kind in (list, tuple):
+                flat = self._flat_sequences(outputs, "(", ")")
+                if flat is not None:
+                    return flat
         return self.encoder.rows(outputs, label)
+
+    def _flat_sequences(self, outputs: list[Any], opening: str, closing: str) -> FloatArray | None:
+        """Lists (or tuples) of plain numbers and booleans, of any lengths, stacked group by group of
+        the same element types; None when some element is anything else (the Encoder then walks them)."""
+        groups: dict[tuple[type, ...], list[int]] = {}
+        for i, output in enumerate(outputs):
+            groups.setdefault(tuple(map(type, output)), []).append(i)
+        codes = np.empty(len(outputs))
+        width = max(len(key) for key in groups)
+        rows = np.full((len(outputs), 2 + width), np.nan)
+        for key, members in groups.items():
+            if not all(t in _PLAIN_NUMBERS or t in _PLAIN_BOOLEANS for t in key):
+                return None
+            index = np.asarray(members)
+            values = np.asarray([outputs[i] for i in members], dtype=np.float64).reshape(len(members), len(key))
+            nan = np.isnan(values)
+            kinds = ["b" if t in _PLAIN_BOOLEANS else "n" for t in key]
+            if nan.any():  # rows with NaN outputs: the Encoder's signatures, one row at a time
+                for r in np.flatnonzero(nan.any(axis=1)):
+                    marked = [k + nan_mark(np.array([bool(nan[r, j])])) if k == "n" else k for j, k in enumerate(kinds)]
+                    codes[index[r]] = self.encoder.shape_code(opening + ",".join(marked) + closing)
+                clean = ~nan.any(axis=1)
+            else:
+                clean = np.ones(len(members), dtype=bool)
+            if clean.any():
+                codes[index[clean]] = self.encoder.shape_code(opening + ",".join(kinds) + closing)
+            rows[index, 1] = len(key)
+            rows[index, 2 : 2 + len(key)] = values
+        rows[:, 0] = codes
+        return rows
 
 
 # --- the audit -------------------------------------------------------------------------------
@@ -584,7 +633,7 @@ def audit(
         d, d_prime = _freeze(mechanism, d, "d"), _freeze(mechanism, d_prime, "d_prime")
         mechanism = replay
     deadline = started + max_seconds
-    fast_deadline = started + (max_seconds / 2 if tight else max_seconds)  # tight mode: half the time for the fast verdict
+    fast_deadline = started + max_seconds * (TIGHT_FAST_SHARE if tight else 1.0)  # tight mode: the rest for the tight bound
     sampler = Sampler(mechanism, deadline=fast_deadline)
     sizes = _schedule(samples, max_samples)
     rounds = len(sizes)
@@ -638,7 +687,8 @@ def audit(
             probe = Scorer(len(sa), len(ma), delta=dlt, alpha=alpha / (rounds * 8))
             searching = time.perf_counter()
             candidates, families = search(sa, sb, probe, float_test=float_test, rng=search_rng, names=names, start=start)
-            sampler.search_seconds_per_row = (time.perf_counter() - searching) / max(len(sa), 1)
+            # the search has fixed costs (quantile grids, histograms): amortised as if over SEARCH_FIXED_ROWS rows at least
+            sampler.search_seconds_per_row = (time.perf_counter() - searching) / max(len(sa), SEARCH_FIXED_ROWS)
             if not candidates:
                 last = None
                 reason = "the outputs take a single value, the same on both inputs: no event separates them"
@@ -862,7 +912,7 @@ def _tight(
     started = time.perf_counter()
     seeds = root.spawn(1)[0].spawn(4)
     draw_rate = max(sampler.recent_seconds_per_run, 1e-9)  # seconds per run per input
-    search_rate = max(sampler.search_seconds_per_row, 1e-9)  # search seconds per row of each input
+    search_rate = max(sampler.search_seconds_per_row, TIGHT_SEARCH_ROW_SECONDS)  # search seconds per row of each input
     total = deadline - started
     width = kept_a.shape[1]
     cap = max(10_000, TIGHT_STORE // max(width, 1))
@@ -923,14 +973,19 @@ def _tight(
 
         selecting = time.perf_counter()
         select_n = _stream(sampler, d, d_prime, seeds[2], select_n, structured, tally, until=deadline, width=width)
+        if select_n == 0:
+            return replace(fast, tight_reason="no time left to choose among the tight proposals within max_seconds")
         per_run = (time.perf_counter() - selecting) / select_n  # both inputs, every candidate judged
         per_run_one = 2 * draw_rate + (per_run - 2 * draw_rate) / len(candidates)
-        final_n = int((deadline - time.perf_counter()) * 0.9 / max(per_run_one, 1e-9))
+        share = 0.9 if sampler.sized else PER_CALL_FINAL_SHARE
+        final_n = int((deadline - time.perf_counter()) * share / max(per_run_one, 1e-9))
         if sampler.sized:  # stopped by the clock at a chunk boundary (see below): plan generously
             final_n *= 4
         if final_n < 1000:
             return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
-        selector = Scorer(select_n, final_n, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK)
+        # the selection ranks proposals on fresh counts, shrunk as much as the fast search shrinks its own
+        # (a rare proposal that got lucky here must not win): the winner's curse is what costs tightness
+        selector = Scorer(select_n, final_n, delta=delta, alpha=alpha)
         forward = np.array([1 if c.direction == 1 else 0 for c in candidates], dtype=bool)
         h1 = np.where(forward, counts[:, 0], counts[:, 1])
         h2 = np.where(forward, counts[:, 1], counts[:, 0])
@@ -946,16 +1001,33 @@ def _tight(
                 hits[i] += (ha, hb) if candidate.direction == 1 else (hb, ha)
 
         # A vectorised mechanism's time does not depend on the values it draws, so stopping the final
-        # sample at the deadline (chunk by chunk) leaves the counts binomial; a per-call mechanism's
-        # time may (an SVT that stops early is faster), so it must finish the planned size or claim nothing.
-        until = deadline if sampler.sized else math.inf
-        final_n = _stream(sampler, d, d_prime, seeds[3], final_n, structured, measure, until=until, width=width)
+        # sample at the deadline (chunk by chunk) leaves the counts binomial. A per-call mechanism's
+        # time may (an SVT that stops early is faster): its final sample has PER_CALL_CHECKPOINTS sizes
+        # fixed in advance, the counts are kept at each, and the bound is taken at the last one reached,
+        # with α shared among them (Bonferroni), so that the clock never chooses the counts.
+        if sampler.sized:
+            checkpoints = [final_n]
+            final_n = _stream(sampler, d, d_prime, seeds[3], final_n, structured, measure, until=deadline, width=width)
+            counted = hits.copy()
+        else:
+            checkpoints = [final_n * (k + 1) // PER_CALL_CHECKPOINTS for k in range(PER_CALL_CHECKPOINTS)]
+            sampler.deadline = deadline + 0.05 * total  # past it, the last checkpoint reached is kept
+            counted, reached, streams = hits.copy(), 0, seeds[3].spawn(len(checkpoints))
+            try:
+                for size, stream in zip(checkpoints, streams, strict=True):
+                    _stream(sampler, d, d_prime, stream, size - reached, structured, measure, width=width)
+                    reached, counted = size, hits.copy()
+            except _OutOfTime:
+                pass
+            final_n = reached
     except _OutOfTime:
-        return replace(fast, tight_reason="the mechanism ran out of time during the tight measurement; no tight bound is claimed")
+        return replace(fast, tight_reason="the mechanism ran out of time during the tight search; no tight bound is claimed")
     if final_n == 0:
         return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
-    # Bonferroni over the few events certified together (their number is fixed before measuring).
-    lowers = epsilon_lower_bound(hits[:, 0], hits[:, 1], final_n, delta=delta, alpha=alpha / len(chosen))
+    hits = counted
+    # Bonferroni over the few events certified together and the checkpoints (both fixed before measuring).
+    share = alpha / (len(chosen) * len(checkpoints))
+    lowers = epsilon_lower_bound(hits[:, 0], hits[:, 1], final_n, delta=delta, alpha=share)
     best = int(np.argmax(lowers))
     tight = replace(
         fast,

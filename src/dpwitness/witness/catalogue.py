@@ -19,9 +19,11 @@ instead of True), as long as the queries answered.
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import math
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import numpy as np
@@ -29,7 +31,17 @@ import numpy.typing as npt
 
 from dpwitness.cases import Case, mistake_cases
 
-__all__ = ["SVT_PAIR", "Case", "SniperCase", "buggy_cases", "catalogue", "correct_cases", "dp_sniper_cases"]
+__all__ = [
+    "SVT_PAIR",
+    "Case",
+    "SniperCase",
+    "buggy_cases",
+    "catalogue",
+    "correct_cases",
+    "dp_sniper_cases",
+    "dp_sniper_table",
+    "wide_gaussian_cases",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -348,6 +360,25 @@ def catalogue() -> list[Case]:
     return correct_cases() + buggy_cases()
 
 
+def wide_gaussian_cases() -> list[Case]:
+    """Gaussian noise claimed as pure ε at wider σ (relative to Δ/ε) than :func:`buggy_cases`: the
+    log density ratio passes ε only in the tails, so they need the adaptive audit's millions of
+    runs (a fixed 2·10⁵ runs shows a bound below the claim, never more)."""
+    return [
+        Case(
+            f"Gaussian σ = {sigma:g}·Δ/ε claimed pure ε = {e:g}",
+            partial(gaussian_as_pure, sigma=sigma / e),
+            0.0,
+            1.0,
+            e,
+            False,
+            math.inf,
+            "log density ratio (1 − 2x)/(2σ²): above ε only beyond x ≈ −σ²ε",
+        )
+        for sigma, e in ((3.0, 1.0), (2.0, 0.5))
+    ]
+
+
 # --- DP-Sniper's table (Bichsel, Steffen, Bogunovic, Vechev, S&P 2021), at ε = 0.1 -------------
 
 
@@ -555,4 +586,263 @@ def dp_sniper_cases(epsilon: float = 0.1) -> list[SniperCase]:
             (0.0979, 0.0979),
             True,
         ),
+    ]
+
+
+# --- DP-Sniper's whole table, written as people write them: one run per call -------------------
+#
+# Each function takes (data, rng) and returns one output, as a user's mechanism does; the auditor
+# calls it once per run. Pairs and parameters are DP-Sniper's (eth-sri/dp-sniper,
+# ``dpsniper/experiments/exp_default.py`` and the witness pairs of its reference logs).
+
+
+def laplace_once(answer: Any, rng: np.random.Generator, *, epsilon: float) -> float:
+    """f + Lap(1/ε) for a sensitivity-1 answer."""
+    return float(answer[0]) + rng.laplace(0.0, 1.0 / epsilon)
+
+
+@lru_cache(maxsize=64)
+def _geometric_table(count: int, epsilon: float, n: int) -> tuple[int, ...]:
+    return tuple(truncated_geometric_cdf(count, epsilon=epsilon, n=n))
+
+
+def truncated_geometric_once(count: Any, rng: np.random.Generator, *, epsilon: float, n: int = 5) -> int:
+    """GeoSample on {0, …, n} by inverse CDF: a uniform integer in 1..D looked up in the exact CDF."""
+    cdf = _geometric_table(int(count[0]), epsilon, n)
+    return bisect.bisect_left(cdf, int(rng.integers(1, cdf[-1] + 1)))
+
+
+def noisy_histogram_once(counts: Any, rng: np.random.Generator, *, scale: float) -> FloatArray:
+    """counts + Lap(scale) per bin (NoisyHist1: scale 1/ε; NoisyHist2, the bug: scale ε)."""
+    q = np.asarray(counts, dtype=np.float64)
+    return q + rng.laplace(0.0, scale, len(q))
+
+
+def report_noisy_max_once(answers: Any, rng: np.random.Generator, *, epsilon: float, noise: str, value: bool) -> float:
+    """argmax (or, the bug, max) of q + Lap(2/ε) or q + Exp(2/ε)."""
+    q = np.asarray(answers, dtype=np.float64)
+    noisy = q + (rng.laplace(0.0, 2.0 / epsilon, len(q)) if noise == "laplace" else rng.exponential(2.0 / epsilon, len(q)))
+    return float(noisy.max()) if value else int(noisy.argmax())
+
+
+def bloom_filter(value: Any, *, hashes: int = 4, size: int = 20) -> npt.NDArray[np.bool_]:
+    """The bits of ``value`` in a Bloom filter of ``size`` bits, ``hashes`` salted SHA-256 hashes."""
+    bits = np.zeros(size, dtype=bool)
+    for i in range(hashes):
+        bits[int.from_bytes(hashlib.sha256(f"{i}:{value}".encode()).digest()[:8], "big") % size] = True
+    return bits
+
+
+def rappor_once(value: Any, rng: np.random.Generator, *, f: float, p: float = 0.45, q: float = 0.55, instantaneous: bool) -> Any:
+    """RAPPOR (Erlingsson, Pihur, Korolova, CCS 2014), steps 1–3 (one-time RAPPOR: steps 1–2):
+    Bloom filter, permanent randomised response (each bit set with prob. f/2, cleared with f/2),
+    then instantaneous randomised response (report 1 with prob. q on a 1, p on a 0)."""
+    bits = bloom_filter(value[0])
+    u = rng.random(len(bits))
+    permanent = np.where(u < f / 2, True, np.where(u < f, False, bits))
+    if not instantaneous:
+        return permanent
+    return np.where(permanent, rng.random(len(bits)) < q, rng.random(len(bits)) < p)
+
+
+def rappor_loss(*, f: float, p: float, q: float, differing: int) -> float:
+    """The exact loss of RAPPOR's report between two values whose filters differ in ``differing`` bits."""
+    one = (1 - f / 2) * q + f / 2 * p  # P(report 1 | bit 1)
+    zero = f / 2 * q + (1 - f / 2) * p  # P(report 1 | bit 0)
+    return differing * max(math.log(one / zero), math.log((1 - zero) / (1 - one)))
+
+
+def parallel_laplace_once(answer: Any, rng: np.random.Generator, *, epsilon: float, copies: int) -> FloatArray:
+    """``copies`` Laplace releases of one answer at ε/copies each (ε in all)."""
+    return float(answer[0]) + rng.laplace(0.0, copies / epsilon, copies)
+
+
+def prefix_sum_once(answers: Any, rng: np.random.Generator, *, epsilon: float) -> FloatArray:
+    """Wang et al. (PLDI 2019): the running sums of q_i + Lap(1/ε)."""
+    q = np.asarray(answers, dtype=np.float64)
+    return np.cumsum(q + rng.laplace(0.0, 1.0 / epsilon, len(q)))
+
+
+def numerical_svt_once(
+    answers: Any, rng: np.random.Generator, *, epsilon: float, cutoff: int = 2, threshold: float = 1.0
+) -> list[float]:
+    """Numerical sparse vector (Wang et al., PLDI 2019): for each query above the noisy threshold
+    a fresh noisy answer q + Lap(3c/ε), else 0; stops after c answers. ε-DP."""
+    noisy_threshold = threshold + rng.laplace(0.0, 3.0 / epsilon)
+    out: list[float] = []
+    answered = 0
+    for answer in answers:
+        if float(answer) + rng.laplace(0.0, 6.0 * cutoff / epsilon) >= noisy_threshold:
+            out.append(float(answer) + rng.laplace(0.0, 3.0 * cutoff / epsilon))
+            answered += 1
+            if answered >= cutoff:
+                break
+        else:
+            out.append(0.0)
+    return out
+
+
+def svt34_parallel_once(
+    answers: Any, rng: np.random.Generator, *, epsilon: float, cutoff: int = 2
+) -> tuple[list[Any], list[Any]]:
+    """SVT Alg. 3 and Alg. 4 run side by side on the same answers (each claiming ε)."""
+    return (
+        sparse_vector(answers, rng, epsilon=epsilon, variant=3, cutoff=cutoff, threshold=1.0),
+        sparse_vector(answers, rng, epsilon=epsilon, variant=4, cutoff=cutoff, threshold=1.0),
+    )
+
+
+#: DP-Sniper's published 90% lower confidence bounds at ε = 0.1 (logistic regression, neural
+#: network): eth-sri/dp-sniper's reference logs, the table in ../shared/data/dpsniper_reference_table.csv.
+DP_SNIPER_PUBLISHED: dict[str, tuple[float, float]] = {
+    "LaplaceMechanism": (0.097, 0.098),
+    "TruncatedGeometricMechanism": (0.116, 0.116),
+    "NoisyHist1": (0.098, 0.098),
+    "NoisyHist2": (4.602, 4.601),
+    "ReportNoisyMax1": (0.092, 0.092),
+    "ReportNoisyMax2": (0.098, 0.098),
+    "ReportNoisyMax3": (0.248, 0.249),
+    "ReportNoisyMax4": (0.346, 0.353),
+    "SparseVectorTechnique1": (0.086, 0.086),
+    "SparseVectorTechnique2": (0.086, 0.085),
+    "SparseVectorTechnique3": (0.172, 0.182),
+    "SparseVectorTechnique4": (0.169, 0.170),
+    "SparseVectorTechnique5": (1.761, 1.761),
+    "SparseVectorTechnique6": (0.272, 0.270),
+    "Rappor": (0.293, 0.301),
+    "OneTimeRappor": (0.598, 0.600),
+    "LaplaceParallel": (0.035, 0.030),
+    "SVT34Parallel": (0.261, 0.262),
+    "PrefixSum": (0.504, 0.577),
+    "NumericalSVT": (0.034, 0.035),
+}
+
+
+def dp_sniper_table(epsilon: float = 0.1) -> list[SniperCase]:
+    """All 20 mechanisms of DP-Sniper's table, one run per call, on DP-Sniper's witness pairs.
+
+    Case names are DP-Sniper's class names. ``epsilon`` of a case is its claim (ε = 0.1, or
+    RAPPOR's own claim from f); ``true_loss`` the exact loss on the pair where known (NaN
+    otherwise); ``private`` whether the mechanism is ε-DP for its claim.
+    """
+    e = epsilon
+    down_up = ([0.0] * 5 + [1.0] * 5, [1.0] * 5 + [0.0] * 5)
+    ones_vs_split = ([1.0] * 10, [2.0] * 5 + [0.0] * 5)
+    ones, shifted = [1.0] * 5, [0.0, 2.0, 2.0, 2.0, 2.0]
+    p, q = 0.45, 0.55
+    differing = int(np.sum(bloom_filter(1) ^ bloom_filter(0)))
+
+    def rappor_claim(f: float, hashes: int = 4) -> float:  # RAPPOR's ε∞ of the permanent response: 2h·ln((1 − f/2)/(f/2))
+        return 2 * hashes * math.log((1 - f / 2) / (f / 2))
+
+    svt_loss4 = (1 + 6 * 1) / 4 * e  # Lyu–Su–Li: Alg. 4 is ((1 + 6c)/4)ε-DP
+    rows: list[tuple[str, Any, Any, Any, float, bool, float, str]] = [
+        ("LaplaceMechanism", partial(laplace_once, epsilon=e), [1.0], [2.0], e, True, e, "f + Lap(1/ε)"),
+        (
+            "TruncatedGeometricMechanism",
+            partial(truncated_geometric_once, epsilon=e),
+            [2],
+            [1],
+            e,
+            False,
+            truncated_geometric_loss(epsilon=e, n=5, first=2, second=1),
+            "GeoSample, n = 5",
+        ),
+        ("NoisyHist1", partial(noisy_histogram_once, scale=1 / e), [0, 1, 1, 1, 1], [1] * 5, e, True, e, "counts + Lap(1/ε)"),
+        ("NoisyHist2", partial(noisy_histogram_once, scale=e), [0, 1, 1, 1, 1], [1] * 5, e, False, 1 / e, "counts + Lap(ε)"),
+        (
+            "ReportNoisyMax1",
+            partial(report_noisy_max_once, epsilon=e, noise="laplace", value=False),
+            ones,
+            shifted,
+            e,
+            True,
+            math.nan,
+            "argmax q + Lap(2/ε)",
+        ),
+        (
+            "ReportNoisyMax2",
+            partial(report_noisy_max_once, epsilon=e, noise="exponential", value=False),
+            ones,
+            shifted,
+            e,
+            True,
+            math.nan,
+            "argmax q + Exp(2/ε)",
+        ),
+        (
+            "ReportNoisyMax3",
+            partial(report_noisy_max_once, epsilon=e, noise="laplace", value=True),
+            [0.0] * 5,
+            [1.0] * 5,
+            e,
+            False,
+            5 * e / 2,
+            "max q + Lap(2/ε): loss kε/2",
+        ),
+        (
+            "ReportNoisyMax4",
+            partial(report_noisy_max_once, epsilon=e, noise="exponential", value=True),
+            ones,
+            [2.0] * 5,
+            e,
+            False,
+            math.inf,
+            "max q + Exp(2/ε): the support moves",
+        ),
+        *[
+            (
+                f"SparseVectorTechnique{v}",
+                partial(sparse_vector, epsilon=e, variant=v, cutoff=1, threshold=0.5 if v == 1 else 1.0),
+                *pair,
+                e,
+                v <= 2,
+                loss,
+                f"Lyu–Su–Li Alg. {v}, c = 1, natural form",
+            )
+            for v, pair, loss in (
+                (1, down_up, math.nan),
+                (2, down_up, math.nan),
+                (3, ones_vs_split, math.inf),
+                (4, ones_vs_split, svt_loss4),
+                (5, (ones_vs_split[1], ones_vs_split[0]), math.inf),
+                (6, (down_up[1], down_up[0]), math.inf),
+            )
+        ],
+        (
+            "Rappor",
+            partial(rappor_once, f=0.75, p=p, q=q, instantaneous=True),
+            [1],
+            [0],
+            rappor_claim(0.75),
+            True,
+            rappor_loss(f=0.75, p=p, q=q, differing=differing),
+            f"h = 4, 20 bits, f = 0.75, p = 0.45, q = 0.55; the pair's filters differ in {differing} bits",
+        ),
+        (
+            "OneTimeRappor",
+            partial(rappor_once, f=0.95, instantaneous=False),
+            [1],
+            [0],
+            rappor_claim(0.95),
+            True,
+            rappor_loss(f=0.95, p=0.0, q=1.0, differing=differing),
+            f"h = 4, 20 bits, f = 0.95; the pair's filters differ in {differing} bits",
+        ),
+        ("LaplaceParallel", partial(parallel_laplace_once, epsilon=e, copies=20), [1.0], [0.0], e, True, e, "20 × Lap(20/ε)"),
+        (
+            "SVT34Parallel",
+            partial(svt34_parallel_once, epsilon=e, cutoff=2),
+            *ones_vs_split,
+            e,
+            False,
+            math.inf,
+            "SVT Alg. 3 and 4 side by side, c = 2",
+        ),
+        ("PrefixSum", partial(prefix_sum_once, epsilon=e), [1.0] * 10, [0.0] * 10, e, False, 10 * e, "running sums of Lap(1/ε)"),
+        ("NumericalSVT", partial(numerical_svt_once, epsilon=e), [2.0] * 10, [1.0] * 10, e, True, math.nan, "Wang et al., c = 2"),
+    ]
+    return [
+        SniperCase(Case(name, mechanism, d, d_prime, claim, private, loss, note), DP_SNIPER_PUBLISHED[name], private)
+        for name, mechanism, d, d_prime, claim, private, loss, note in rows
     ]
