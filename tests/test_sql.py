@@ -488,6 +488,8 @@ SWEPT = [
     "SELECT g, AVG(CLAMP(x, 2, 5)) FROM t WHERE g IN ('a', 'b') GROUP BY g",
     "SELECT g, COUNT(*) FROM t GROUP BY g",
     "SELECT COUNT(DISTINCT pid) FROM t",
+    "SELECT g, COUNT(DISTINCT pid) FROM t WHERE g IN ('a', 'b') GROUP BY g",
+    "SELECT h, COUNT(DISTINCT pid), SUM(CLAMP(x, 2, 5)) FROM t JOIN p ON t.g = p.g GROUP BY h",
 ]
 
 
@@ -504,7 +506,15 @@ def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str
     kinds = {"x": ColumnKind.FLOAT, "g": ColumnKind.STRING, "pid": ColumnKind.INTEGER}
 
     def build(statistic: str, column: str | None = None, **options: Any) -> Query:
-        return Query(statistic=statistic, column=column, privacy_unit=unit, max_contributions=2 if unit else 1, **options)  # type: ignore[arg-type]
+        groups = 2 if unit and "GROUP BY" in statement else None
+        return Query(
+            statistic=statistic,  # type: ignore[arg-type]
+            column=column,
+            privacy_unit=unit,
+            max_contributions=2 if unit else 1,
+            max_groups=groups,
+            **options,
+        )
 
     compiled = compile_statement(
         statement, table="t", schema=Schema(kinds), epsilon=1.0, build=build, privacy_unit=unit, public=SWEPT_PUBLIC
@@ -528,6 +538,7 @@ def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str
             claims=claims,
             privacy_unit=query.privacy_unit,
             max_contributions=query.max_contributions,
+            max_groups=query.max_groups,
             trials=30,
             seed=5,
         )
