@@ -1,0 +1,107 @@
+"""The price of the one reader (issue 17 / 21): a DP mean and a grouped count read from a CSV with
+quoted fields, against Polars' own ``scan_csv`` with inferred types (target ≤ 1.3×).
+
+Writes a CSV of ``--rows`` rows (id, name, age, hours, sex, income) as Polars writes it (fields
+quoted only where needed); 40 % of the names hold a quoted comma (``"Doe, Jane"``). Then, best of
+``--repeats``, interleaved:
+
+* ``polars``: ``pl.scan_csv(path)`` (types inferred, quotes honoured: a quoted field may run across
+  lines), ``mean(clip(hours, 0, 100))`` and ``group_by(sex).len()``, streaming collect;
+* ``dpwitness``: ``Session(path).mean("hours", (0, 100))`` and ``count(by="sex", keys=["F", "M"])``
+  (the whole release: plan check, the one reader, aggregation, noise), and the bare read (the
+  reader's plan for the same aggregates, no session).
+
+Usage: ``python bench/bench_csv_read.py --rows 5000000`` (figures: docs/benchmarks.md, "CSV read").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from dpwitness import Session
+from dpwitness.reader import scan_polars
+
+Run = Callable[[Path], object]
+
+
+def generate(rows: int, path: Path) -> Path:
+    rng = np.random.default_rng(1)
+    names = np.array(["Doe, Jane", "Smith", "Lee", "O'Brien", "Garcia, Ana"])[rng.integers(0, 5, rows)]
+    frame = pl.DataFrame(
+        {
+            "id": np.arange(rows),
+            "name": names,
+            "age": rng.integers(17, 90, rows),
+            "hours": np.round(rng.uniform(1, 99, rows), 1),
+            "sex": np.array(["F", "M"])[rng.integers(0, 2, rows)],
+            "income": rng.integers(0, 100_000, rows),
+        }
+    )
+    frame.write_csv(path)
+    return path
+
+
+def _number(column: str) -> pl.Expr:
+    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+
+
+def _mean_on(frame: pl.LazyFrame, hours: pl.Expr) -> object:
+    return frame.select(hours.clip(0, 100).mean()).collect(engine="streaming")
+
+
+def _grouped_on(frame: pl.LazyFrame) -> object:
+    return frame.group_by("sex").len().collect(engine="streaming")
+
+
+RUNS: dict[str, Run] = {
+    "polars scan_csv (inferred) mean": lambda p: _mean_on(pl.scan_csv(p), pl.col("hours")),
+    "polars scan_csv (inferred) grouped count": lambda p: _grouped_on(pl.scan_csv(p)),
+    "dpwitness reader, bare mean": lambda p: _mean_on(scan_polars(p), _number("hours")),
+    "dpwitness reader, bare grouped count": lambda p: _grouped_on(scan_polars(p)),
+    "dpwitness Session.mean (DP)": lambda p: Session(p, epsilon=1.0).mean("hours", (0, 100), epsilon=1.0),
+    "dpwitness Session.count by sex (DP)": lambda p: Session(p, epsilon=1.0).count(by="sex", keys=["F", "M"], epsilon=1.0),
+}
+PAIRS = {
+    "mean": ("polars scan_csv (inferred) mean", "dpwitness Session.mean (DP)"),
+    "grouped count": ("polars scan_csv (inferred) grouped count", "dpwitness Session.count by sex (DP)"),
+}
+
+
+def measure(path: Path, repeats: int) -> dict[str, float]:
+    best = {name: float("inf") for name in RUNS}
+    for _ in range(repeats):  # interleaved, so that a burst of load hits every run alike
+        for name, run in RUNS.items():
+            start = time.perf_counter()
+            run(path)
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        path = generate(options.rows, Path(folder) / "people.csv")
+        print(f"{options.rows:,} rows, {path.stat().st_size / 1e6:.0f} MB; best of {options.repeats}, interleaved")
+        print(f"load before: {os.getloadavg()[0]:.2f} (1-min), {os.cpu_count()} cores")
+        best = measure(path, options.repeats)
+        for name, seconds in best.items():
+            print(f"  {name:42} {seconds:6.2f} s")
+        for what, (polars, ours) in PAIRS.items():
+            ratio = best[ours] / best[polars]
+            print(f"  ratio {what}: {ratio:.1f}x (target <= 1.3x: {'met' if ratio <= 1.3 else 'MISSED'})")
+        print(f"load after: {os.getloadavg()[0]:.2f} (1-min)")
+
+
+if __name__ == "__main__":
+    main()
