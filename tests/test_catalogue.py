@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from functools import partial
 
 import numpy as np
 import pytest
@@ -212,7 +213,7 @@ def test_the_dp_sniper_table_matches_dp_sniper() -> None:
     assert isinstance(three[-1], float) and all(isinstance(x, bool) for x in four)
     # DP-Sniper's parameters: SVT c = 1 with threshold 0.5 for Alg. 1 and 1 otherwise, its pairs
     svt1 = table["SparseVectorTechnique1"].case.mechanism
-    assert svt1.keywords == {"epsilon": 0.1, "variant": 1, "cutoff": 1, "threshold": 0.5}
+    assert isinstance(svt1, partial) and svt1.keywords == {"epsilon": 0.1, "variant": 1, "cutoff": 1, "threshold": 0.5}
     assert table["SparseVectorTechnique3"].case.d_prime == [2.0] * 5 + [0.0] * 5
     assert table["SparseVectorTechnique4"].case.true_loss == pytest.approx(0.175)
 
