@@ -1049,3 +1049,42 @@ def test_step_controls_move_the_set_the_tent_and_k(browser: Any, server: dict[st
     assert "k = 1 releases" not in _text(page, "#live")
     assert problems == []
     page.context.close()
+
+
+def test_replace_one_trap_turns_the_witness_red_and_younger_than_20_is_post_processed(
+    browser: Any, server: dict[str, Any]
+) -> None:
+    page, problems = _open(browser, server["url"], 1366)
+    _go_to_step(page, 11)
+    assert page.get_attribute("#trap-witness", "data-ok") == "true"
+    page.check("#walk-trap")
+    page.wait_for_function(
+        "document.getElementById('trap-witness') && document.getElementById('trap-witness').dataset.ok === 'false'"
+    )
+    witness = _text(page, "#trap-witness")
+    assert witness.startswith("✘") and "b = 2" in witness and "not ε = 0.5" in witness, witness
+    assert page.evaluate("getComputedStyle(document.getElementById('trap-witness')).backgroundColor") != page.evaluate(
+        "getComputedStyle(document.getElementById('badge')).backgroundColor"
+    )
+    # the Chinese source's example: true 50, noisy answers, clamped and rounded (free), with its SQL
+    assert _text(page, "#younger pre.sql") == "SELECT COUNT(*) FROM people WHERE age < 20"
+    assert "true answer 50" in _text(page, "#younger [data-case=table] caption")
+    for case in ("table", "spreadsheet"):
+        rows = page.locator(f"#younger [data-case={case}] tr").all_inner_texts()[1:]
+        assert len(rows) == 5
+        for row in rows:
+            _, noisy, clamped, rounded = row.split("\t")
+            value = float(noisy.replace("−", "-"))
+            assert float(clamped) == max(0.0, value) or abs(float(clamped) - max(0.0, value)) < 1e-3 * max(1, abs(value))
+            assert float(rounded) == max(0, round(value)) and float(rounded) >= 0
+    negative = [
+        r
+        for r in page.locator("#younger [data-case=spreadsheet] tr").all_inner_texts()[1:]
+        if r.split("\t")[1].startswith(("-", "−"))
+    ]
+    assert negative, "the seeded draws show a negative noisy count that clamping repairs"
+    assert "post-processing is free" in _text(page, "#younger")
+    assert "Session(people" in _text(page, "#step-body")  # the exact call, copyable
+    assert page.locator("#step-body .code button.copy").count() >= 2
+    assert problems == []
+    page.context.close()

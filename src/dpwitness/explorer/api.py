@@ -158,6 +158,12 @@ def get_vector(relation: str = "add-remove", epsilon: Epsilon = 1.0, seed: Seed 
     return _safe(compute.vector(relation, compute.epsilon_param(epsilon), compute.seed_param(seed)))
 
 
+@router.get("/walkthrough/younger-than-20")
+def get_younger_than_20(epsilon: Epsilon = 0.5, seed: Seed = 1) -> dict[str, Any]:
+    """How many people are younger than 20? Released with Session.sql, then clamped and rounded (free)."""
+    return _safe(compute.younger_than_20(compute.epsilon_param(epsilon), compute.seed_param(seed)))
+
+
 PlanEpsilon = Annotated[float, Query(description="ε of this query in the plan (0 leaves it out)")]
 PlanDelta = Annotated[float, Query(description="the plan's total δ (0: pure ε-DP), split across its Gaussian queries")]
 PlanMechanism = Annotated[str, Query(description="laplace or gaussian")]

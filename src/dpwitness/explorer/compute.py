@@ -545,7 +545,23 @@ def vector(relation: str, epsilon: float, seed: int) -> dict[str, Any]:
         sensitivity=sensitivity, epsilon=epsilon, dimension=len(counts), changed_coordinates=2 if sensitivity == 2 else 1
     )
     released = mech.release(np.array(counts), seed=seed)
+    # The walkthrough's second trap: replace-one neighbours calibrated with the add/remove Δ (half
+    # the noise). One person moving between two groups changes the vector by 2 in L1, so the
+    # mechanism's real worst privacy loss is privacy_loss(2) = 2ε: the claim is broken.
+    wrong = histogram_sensitivity(Neighbours.ADD_REMOVE)
+    true = histogram_sensitivity(Neighbours.REPLACE_ONE)
+    trapped = Laplace(sensitivity=wrong, epsilon=epsilon)
+    trap_loss = trapped.privacy_loss(true)
     return {
+        "trap": {
+            "relation": Neighbours.REPLACE_ONE.value,
+            "calibrated_sensitivity": wrong,
+            "true_sensitivity": true,
+            "scale": trapped.scale,
+            "correct_scale": true / epsilon,
+            "worst_loss": trap_loss,
+            "holds": bool(trap_loss <= epsilon * (1 + 1e-12)),
+        },
         "relation": rel.value,
         "groups": [name for name, _, _ in AGE_GROUPS],
         "counts": counts,
@@ -584,3 +600,64 @@ def delta_param(value: Any) -> float:
     """δ of the Gaussian panel: the page offers 0.1 … 1e-9 (the mechanism checks its own range)."""
     delta = check_positive_finite("delta", value)
     return float(f"{delta:.3g}")
+
+
+# --- "how many people are younger than 20?" (the Chinese source's example) -------------------------
+#: The example's SQL, answered by :meth:`dpwitness.Session.sql` exactly as a user would type it.
+YOUNGER_SQL = "SELECT COUNT(*) FROM people WHERE age < 20"
+#: Possible releases shown (each one alone is what one analyst would see).
+YOUNGER_DRAWS = 5
+
+
+def _people_table(young: int, total: int) -> Any:
+    """A fictional table of ``total`` ages of which exactly ``young`` are below 20."""
+    import polars as pl
+
+    ages = [10.0 + i % 10 for i in range(young)] + [20.0 + (i * 37) % 70 for i in range(total - young)]
+    return pl.DataFrame({"age": ages})
+
+
+@lru_cache(maxsize=64)
+def younger_than_20(epsilon: float, seed: int) -> dict[str, Any]:
+    """The count of people younger than 20 (true 50 of 1000, and the spreadsheet's true 1), released
+    through ``Session.sql`` at ε; then post-processed for free (clamped at 0, rounded): a function of
+    a release alone spends no ε and keeps the guarantee.
+
+    Each of the ``YOUNGER_DRAWS`` answers is a separate possible release (seed, seed + 1, …), never
+    several releases to one analyst: together they would cost ``YOUNGER_DRAWS``·ε.
+    """
+    from dpwitness import Session
+
+    cases = []
+    for name, young, total in (("table", 50, 1000), ("spreadsheet", 1, len(PEOPLE))):
+        frame = _people_table(young, total) if name == "table" else _spreadsheet_frame()
+        noisy: list[float] = []
+        for k in range(YOUNGER_DRAWS):
+            session = Session(frame, epsilon=epsilon, seed=seed + k)
+            answer = session.sql(YOUNGER_SQL, epsilon=epsilon, name="people")
+            noisy.append(float(answer.releases[0].value))
+        cases.append(
+            {
+                "name": name,
+                "rows": total,
+                "true": float(young),
+                "noisy": noisy,
+                "clamped": [max(0.0, v) for v in noisy],
+                "rounded": [float(max(0, round(v))) for v in noisy],
+            }
+        )
+    return {
+        "sql": YOUNGER_SQL,
+        "epsilon": epsilon,
+        "sensitivity": count_sensitivity(Neighbours.ADD_REMOVE),
+        "scale": count_sensitivity(Neighbours.ADD_REMOVE) / epsilon,
+        "seed": seed,
+        "cases": cases,
+        "call": f'Session(people, epsilon={epsilon:g}, seed={seed}).sql("{YOUNGER_SQL}", epsilon={epsilon:g}, name="people")',
+    }
+
+
+def _spreadsheet_frame() -> Any:
+    import polars as pl
+
+    return pl.DataFrame({"age": [age for _, age in PEOPLE]})

@@ -10,7 +10,7 @@ import { onChange, state } from "./state.js";
 import { setStep } from "./url.js";
 
 const $ = (id) => document.getElementById(id);
-const local = { query: "sum", relation: "add-remove", row: 1, replacement: 100, z: null, s0: 0, sw: 2 };
+const local = { query: "sum", relation: "add-remove", row: 1, replacement: 100, z: null, s0: 0, sw: 2, trap: false };
 let current = 0;
 // Where the step being drawn puts its picture and controls (swapped in when complete).
 let body = null;
@@ -458,6 +458,47 @@ async function stepVector(body) {
     bins: { edges: [0.5, ...xs.map((i) => i + 0.5)], counts: data.counts, cls: "hist", label: t("step11.col_true") },
     points: xs.map((x, i) => ({ x, y: data.noisy[i], cls: "dot s1", r: 6 })), pointsLabel: t("step11.col_noisy"), pointsClass: "dot s1",
   });
+  codeBlock(body, `from dpwitness import Laplace\nLaplace(sensitivity=${fmt(data.sensitivity)}, epsilon=${fmt(data.epsilon)}, dimension=${data.draws}).release(counts, seed=${state.seed})`);
+  // The second trap: replace-one neighbours calibrated with the add/remove Δ; the witness turns red.
+  const trap = data.trap;
+  const box = h("div", { class: "card inner", id: "trap" });
+  const label = h("label", { class: "check" });
+  const check = h("input", { type: "checkbox", id: "walk-trap" });
+  check.checked = local.trap;
+  check.addEventListener("change", () => { local.trap = check.checked; render(); });
+  label.append(check, h("span", {}, t("step11.trap_label")));
+  box.append(h("h4", {}, t("step11.trap_heading")), label);
+  const holds = !local.trap || trap.holds; // the verdict is the server's (privacy_loss of the true Δ)
+  const verdict = h("p", { class: `badge ${holds ? "ok" : "bad"}`, id: "trap-witness", "data-ok": String(holds) },
+    holds ? t("step11.trap_ok", { delta: trap.true_sensitivity, b: trap.correct_scale, eps: data.epsilon })
+      : t("step11.trap_bad", { delta: trap.calibrated_sensitivity, truth: trap.true_sensitivity, b: trap.scale, loss: trap.worst_loss, eps: data.epsilon }));
+  box.append(verdict);
+  body.append(box);
+  await younger(body);
+}
+
+// "How many people are younger than 20?": the Chinese source's example through Session.sql,
+// several possible releases, then clamped at 0 and rounded: post-processing is free.
+async function younger(body) {
+  const data = await getJSON("walkthrough/younger-than-20", { epsilon: state.epsilon, seed: state.seed });
+  const box = h("div", { id: "younger" });
+  box.append(h("h4", {}, t("step11.young_heading")), h("p", {}, t("step11.young_intro", { eps: data.epsilon, b: data.scale, k: data.cases[0].noisy.length })));
+  const sql = h("pre", { class: "sql", tabindex: "0" });
+  const code = h("code");
+  code.textContent = data.sql;
+  sql.append(code);
+  box.append(sql);
+  for (const c of data.cases) {
+    const rows = c.noisy.map((v, i) => [t("step11.young_draw", { i: i + 1 }), fmt(v, 5), fmt(c.clamped[i], 5), fmt(c.rounded[i])]);
+    const caption = t(c.name === "table" ? "step11.young_case_table" : "step11.young_case_sheet", { rows: String(c.rows), truth: c.true });
+    const wrap = table(rows, [t("step11.young_col_release"), t("step11.young_col_noisy"), t("step11.young_col_clamped"), t("step11.young_col_rounded")]);
+    wrap.querySelector("table").prepend(h("caption", {}, caption));
+    wrap.dataset.case = c.name;
+    box.append(wrap);
+  }
+  box.append(h("p", {}, t("step11.post_free")));
+  body.append(box);
+  codeBlock(body, data.call);
 }
 
 function stepSummary(body) {
