@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import targets_toyuser as user
-from dpwitness.check import CheckReport, check
+from dpwitness.targets.check import CheckReport, check
 from dpwitness.witness.structured import Runs, Shape, structured_search
 
 pl = pytest.importorskip("polars")

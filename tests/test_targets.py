@@ -8,8 +8,8 @@ import pytest
 
 import targets_toylib as toylib
 import targets_toyuser as user
-from dpwitness.check import check
 from dpwitness.targets import Adapter, NoiseCall, recording, register, registered
+from dpwitness.targets.check import check
 
 pytest.importorskip("polars")
 pytest.importorskip("hypothesis")

@@ -6,6 +6,7 @@ from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.release import Release
 from dpwitness.schema import Schema
 from dpwitness.session import Session
+from dpwitness.targets.check import check
 from dpwitness.witness import AuditResult, SensitivityResult, WitnessReport, audit, sensitivity_search, witness
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "Session",
     "WitnessReport",
     "audit",
+    "check",
     "sensitivity_search",
     "witness",
 ]

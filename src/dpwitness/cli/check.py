@@ -38,7 +38,7 @@ def check_command(
     Exit 1 when a finding shows a bug, 0 when none and the audit says ok, 3 when inconclusive or
     outside the library's contract, 5 when an adapter failed (never the library's fault).
     """
-    from dpwitness.check import check
+    from dpwitness.targets.check import check
     from dpwitness.witness.sensitivity import load_function, parse_columns
 
     with user_errors():
