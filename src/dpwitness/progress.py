@@ -18,6 +18,8 @@ from typing import Any
 
 #: Set to 0 to silence every progress display (1 forces it on, e.g. for a recorded terminal).
 PROGRESS_VARIABLE = "DPWITNESS_PROGRESS"
+#: Above this size a query over a file shows its progress (a scan of 64 MiB takes seconds).
+LARGE_FILE_BYTES = 64 << 20
 
 _silenced = threading.local()
 
@@ -72,10 +74,21 @@ def silenced() -> Iterator[None]:
 @contextmanager
 def progress(description: str, *, total: int | None = None, enabled: bool = True) -> Iterator[Bar]:
     """A progress display for ``total`` steps (None: a spinner), shown only where it helps
-    (``enabled`` and :func:`enabled`); yields a :class:`Bar` to advance."""
-    if not (enabled and globals()["enabled"]()):
+    (``enabled`` and :func:`enabled`); yields a :class:`Bar` to advance. Inside another
+    display (a CLI run over several queries) it is silent: one display at a time."""
+    if not (enabled and globals()["enabled"]()) or getattr(_silenced, "shown", 0) > 0:
         yield Bar()
         return
+    _silenced.shown = getattr(_silenced, "shown", 0) + 1
+    try:
+        with _display(description, total) as bar:
+            yield bar
+    finally:
+        _silenced.shown -= 1
+
+
+@contextmanager
+def _display(description: str, total: int | None) -> Iterator[Bar]:
     if in_notebook() and not _has_widgets():
         bar = Bar()
         yield bar
@@ -84,7 +97,8 @@ def progress(description: str, *, total: int | None = None, enabled: bool = True
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    console = Console(stderr=True, emoji=False, highlight=False)
+    forced = os.environ.get(PROGRESS_VARIABLE) == "1"
+    console = Console(stderr=True, emoji=False, highlight=False, force_terminal=True if forced else None)
     columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
     if total is not None:
         columns += [BarColumn(), MofNCompleteColumn()]
@@ -92,6 +106,16 @@ def progress(description: str, *, total: int | None = None, enabled: bool = True
     with Progress(*columns, console=console, transient=True) as display:
         task = display.add_task(description, total=total)
         yield Bar(display, task)
+
+
+def large_source(source: object) -> bool:
+    """True for a file path larger than :data:`LARGE_FILE_BYTES` (a query over it shows progress)."""
+    if not isinstance(source, str | os.PathLike):
+        return False
+    try:
+        return os.stat(source).st_size > LARGE_FILE_BYTES
+    except OSError:
+        return False
 
 
 def _has_widgets() -> bool:
@@ -102,4 +126,13 @@ def _has_widgets() -> bool:
     return True
 
 
-__all__ = ["PROGRESS_VARIABLE", "Bar", "enabled", "in_notebook", "progress", "silenced"]
+__all__ = [
+    "LARGE_FILE_BYTES",
+    "PROGRESS_VARIABLE",
+    "Bar",
+    "enabled",
+    "in_notebook",
+    "large_source",
+    "progress",
+    "silenced",
+]

@@ -36,6 +36,7 @@ from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.neighbours import ContributionBound, Neighbours, partition_threshold
 from dpwitness.noise import EPSILON_RANGE, bit_source
 from dpwitness.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
+from dpwitness.progress import large_source, progress
 from dpwitness.quantiles import accuracy_note, check_quantiles, rank_error
 from dpwitness.queries import Key, Query, Schema, Statistic, parse_dtypes
 from dpwitness.release import Release
@@ -577,8 +578,10 @@ class Session:
             # (BudgetExceeded there, before any data is read)
             position = len(self._accountant.history) - 1
         seeds = query_streams(self.seed, position, query, len(query.parts) + 1)
+        long = self.engine.name == "spark" or large_source(self.source)  # a Spark job or a large file: show progress
         try:
-            exact = self.engine.aggregate(self._opened(), query, selection_key=selection_key(seeds[0]))
+            with progress(f"{self.engine.name}: {query.label}", enabled=long):
+                exact = self.engine.aggregate(self._opened(), query, selection_key=selection_key(seeds[0]))
         except Exception as error:
             # Nothing after the spend may depend on the data; if an engine fails anyway, its
             # message may quote a value from the data: withhold it (the type says what kind).

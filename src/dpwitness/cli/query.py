@@ -19,13 +19,12 @@ from typer.core import TyperCommand
 
 from dpwitness.cli.core import flag_names, user_errors
 from dpwitness.errors import ParameterError
+from dpwitness.progress import large_source
 from dpwitness.queries import ColumnKind, Query
 from dpwitness.release import Release
 from dpwitness.report import sensitivity_text
 
 console = Console(highlight=False, emoji=False)
-#: Above this size the scan gets a progress display (on stderr, only on a terminal).
-LARGE_FILE_BYTES = 64 << 20
 _SHOWN_KEYS = 40
 
 
@@ -359,7 +358,7 @@ def query(
             return
         with flag_names(_QUERY_FLAGS):
             session.check_budget(queries, options=[{k: v for k, v in r.items() if k != "alpha"} for r in runs])
-        releases = _run(session, queries, runs, large=file.stat().st_size > LARGE_FILE_BYTES, quiet=as_json or as_csv)
+        releases = _run(session, queries, runs, large=large_source(str(file)), quiet=as_json or as_csv)
         releases = [
             _post_processed(r, q, whole=round_counts, non_negative=clip_at_zero) for r, q in zip(releases, queries, strict=True)
         ]

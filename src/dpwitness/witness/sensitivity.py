@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpwitness.errors import ParameterError, check_non_negative_finite, require
 from dpwitness.neighbours import Neighbours
+from dpwitness.progress import Bar, progress
 
 if TYPE_CHECKING:
     import polars as pl
@@ -208,12 +209,13 @@ def search_claims(
     layout = _Layout.of(columns, privacy_unit, max_contributions, max_groups)
     search = _Search(outputs, bounds, relation, layout, norm)
     started = time.perf_counter()
-    for d, d_prime in pairs:
-        search.check(d, d_prime)
-        if search.violation is not None:
-            break
-    if trials > 0 and search.violation is None:
-        search.run(hypothesis, trials, seed)
+    with progress("sensitivity search: pairs of neighbours", total=len(pairs) + trials) as search.bar:
+        for d, d_prime in pairs:
+            search.check(d, d_prime)
+            if search.violation is not None:
+                break
+        if trials > 0 and search.violation is None:
+            search.run(hypothesis, trials, seed)
     seconds = time.perf_counter() - started
     return {name: search.result(name, seconds=seconds, seed=seed, single=list(bounds) == [""]) for name in bounds}
 
@@ -357,10 +359,12 @@ class _Search:
         self.worst: dict[str, _Finding] = {}
         self.violation: tuple[str, _Finding] | None = None
         self.trials = 0
+        self.bar = Bar()  # the progress display (dpwitness.progress): silent unless a terminal shows it
 
     def check(self, d: pl.DataFrame, d_prime: pl.DataFrame) -> tuple[dict[str, float], tuple[str, _Finding] | None]:
         """Run the outputs on both tables, record the worst shifts; return the shifts and a violation if any."""
         self.trials += 1
+        self.bar.advance()
         first, second = self.outputs(d), self.outputs(d_prime)
         found = None
         shifts: dict[str, float] = {}
