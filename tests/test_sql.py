@@ -601,3 +601,16 @@ def test_replace_one_sessions_answer_within_the_interval(statement: str, generat
     assert isinstance(answer, Answer)
     _check(answer, _exact(generated, statement.removeprefix("EXPLAIN ")), statement)
     assert all("replace one record" in r["neighbours"] for r in answer.release_set())
+
+
+def test_aggregates_of_one_release_share_it(generated: Path) -> None:
+    """VAR and STDDEV of one column are one release; quantiles of one column and bounds one histogram."""
+    session = _session(generated)
+    statement = f"SELECT VAR({AGE}), STDDEV({AGE}), MEDIAN({AGE}), MIN({AGE}), COUNT(*) FROM adult"
+    answer = session.sql(statement, epsilon=3.0)
+    assert isinstance(answer, Answer)
+    assert [len(a.calls) for a in answer.aggregates] == [2, 2, 1] and len(answer.releases) == 3
+    variance, stddev, median, minimum, _ = answer.rows[0]
+    assert math.isclose(stddev.value**2, variance.value) and minimum.value <= median.value
+    assert [r["epsilon"] for r in answer.release_set()] == [1.0, 1.0, 1.0]
+    assert math.isclose(session.spent.epsilon, 3.0)

@@ -73,9 +73,10 @@ class Aggregate:
     kind: str
     query: Query
     position: int
-    index: int = 0  # the call's place in the statement's compiled expressions ("agg", index)
+    index: int = 0  # the first call's place in the statement's compiled expressions ("agg", index)
     explicit_epsilon: bool = False
     reuses_keys: bool = False
+    calls: tuple[int, ...] = ()  # every call this release answers (VAR and STDDEV; several quantiles)
 
     @property
     def statistic(self) -> str:
@@ -106,6 +107,8 @@ class Statement:
     #: The public table the private rows are joined with (None: no JOIN) and the private key column.
     join: PublicTable | None = None
     join_on: str | None = None
+    #: (kind, q) of each aggregate call, indexed as the compiled expressions' ("agg", index).
+    calls: tuple[tuple[str, float | None], ...] = ()
 
     @property
     def queries(self) -> tuple[Query, ...]:
@@ -211,6 +214,14 @@ def _parse(text: str) -> Any:
     return tree
 
 
+_STATISTICS = {
+    "count": "count",
+    "sum": "sum",
+    "avg": "mean",
+    "variance": "variance",
+    "stddev": "variance",
+    "quantile": "quantile",
+}
 _COMPARISONS = {"EQ": "==", "NEQ": "!=", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
 _FLIP = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
@@ -322,6 +333,7 @@ class _Compiler:
             notes=self._notes(outputs),
             join=self.join,
             join_on=self.join_on,
+            calls=self._call_kinds(),
         )
 
     def _refuse_everywhere(self) -> None:
@@ -683,9 +695,27 @@ class _Compiler:
         return ("quantile" if quantile is not None else kind), column, bounds, quantile, False
 
     def _queries(self, predicate: Node | None, keys: tuple[Key, ...] | None) -> tuple[Aggregate, ...]:
-        described = [(node, self._describe(node)) for _, node in self.calls]
-        explicit = [d[4] for _, d in described if d[4] is not None]
-        implicit = sum(1 for _, d in described if d[4] is None)
+        """One query per release: calls that read one noisy release share it (VAR and STDDEV of one
+        column; quantiles of one column and bounds: one histogram, several q); ε is split over releases."""
+        described = [(index, node, self._describe(node)) for index, (_, node) in enumerate(self.calls)]
+        groups: dict[Any, list[tuple[int, Any, Any]]] = {}
+        for index, node, info in described:
+            kind, column, bounds, _, epsilon, distinct = info
+            if kind in ("sum", "avg", "variance", "stddev", "quantile") and bounds is None:
+                self.refuse(
+                    node,
+                    _sql(node),
+                    f"needs bounds: write CLAMP({column}, L, U) inside it, or declare {column}'s bounds in the schema",
+                )
+            if kind in ("variance", "stddev") and self.by:
+                self.refuse(node, _sql(node), "VARIANCE/STDDEV with GROUP BY is not supported yet")
+            shared = epsilon is None and kind in ("variance", "stddev", "quantile")
+            statistic = _STATISTICS[kind]
+            key = (statistic, column, bounds, distinct) if shared else ("own", index)
+            groups.setdefault(key, []).append((index, node, info))
+        members = list(groups.values())
+        explicit = [m[0][2][4] for m in members if m[0][2][4] is not None]
+        implicit = sum(1 for m in members if m[0][2][4] is None)
         total = self.epsilon
         if total is None:
             if implicit:
@@ -705,13 +735,11 @@ class _Compiler:
                 )
             share = rest / implicit if implicit else 0.0
         undeclared = bool(self.by) and keys is None
-        order = list(range(len(described)))
         if undeclared:  # the first query selects the keys: a count when there is one, never a quantile/variance
             rank = {"count": 0, "sum": 1, "avg": 2, "variance": 9, "stddev": 9, "quantile": 9}
-            order.sort(key=lambda i: rank[described[i][1][0]])
-            first_kind = described[order[0]][1][0]
-            if rank[first_kind] == 9:
-                node = described[order[0]][0]
+            members.sort(key=lambda m: rank[m[0][2][0]])
+            if rank[members[0][0][2][0]] == 9:
+                node = members[0][0][1]
                 self.refuse(
                     node,
                     _sql(node),
@@ -719,34 +747,19 @@ class _Compiler:
                     "or declare them (WHERE col IN (…))",
                 )
         where = None if predicate is None else to_text(predicate)
-        built: dict[int, Aggregate] = {}
-        for rank_index, index in enumerate(order):
-            node, (kind, column, bounds, q, epsilon, distinct) = described[index]
-            if kind in ("sum", "avg", "variance", "stddev", "quantile") and bounds is None:
-                self.refuse(
-                    node,
-                    _sql(node),
-                    f"needs bounds: write CLAMP({column}, L, U) inside it, or declare {column}'s bounds in the schema",
-                )
-            if kind in ("variance", "stddev") and self.by:
-                self.refuse(node, _sql(node), "VARIANCE/STDDEV with GROUP BY is not supported yet")
+        built: list[Aggregate] = []
+        for rank_index, member in enumerate(members):
+            index, node, (kind, column, bounds, _, epsilon, distinct) = member[0]
+            qs = tuple(dict.fromkeys(info[3] for _, _, info in member if info[3] is not None))
             reuses = undeclared and rank_index > 0
-            query_keys = keys if not reuses else self._placeholder_keys()
-            statistic = {
-                "count": "count",
-                "sum": "sum",
-                "avg": "mean",
-                "variance": "variance",
-                "stddev": "variance",
-                "quantile": "quantile",
-            }[kind]
+            statistic = _STATISTICS[kind]
             options: dict[str, Any] = {"epsilon": epsilon if epsilon is not None else share, "where": where}
             if self.by:
-                options.update(by=self.by, keys=query_keys)
+                options.update(by=self.by, keys=keys if not reuses else self._placeholder_keys())
             if bounds is not None and statistic != "count":
                 options["bounds"] = bounds
-            if q is not None:
-                options["quantiles"] = q
+            if qs:
+                options["quantiles"] = qs if len(qs) > 1 else qs[0]
             try:
                 query = self.build(statistic, column, **options)
                 if distinct:
@@ -762,8 +775,18 @@ class _Compiler:
                     query = replace(query, join_multiplicity=self.join.multiplicity)
             except ParameterError as error:
                 self.refuse(node, _sql(node), str(error))
-            built[index] = Aggregate(_sql(node), kind, query, _position(node, self.text), index, epsilon is not None, reuses)
-        return tuple(built[i] for i in order)
+            text = " and ".join(_sql(n) for _, n, _ in member)
+            calls = tuple(i for i, _, _ in member)
+            built.append(Aggregate(text, kind, query, _position(node, self.text), index, epsilon is not None, reuses, calls))
+        return tuple(built)
+
+    def _call_kinds(self) -> tuple[tuple[str, float | None], ...]:
+        """(kind, q) of each call, in the order the compiled expressions index them."""
+        out = []
+        for _, node in self.calls:
+            kind, _, _, q, _, _ = self._describe(node)
+            out.append((kind, q))
+        return tuple(out)
 
     def _placeholder_keys(self) -> tuple[Key, ...]:
         """One key of the right kinds, for checking (not releasing) a query whose keys the first releases."""
@@ -878,7 +901,10 @@ class _Compiler:
         explicit = [a for a in aggregates if a.explicit_epsilon]
         implicit = [a for a in aggregates if not a.explicit_epsilon]
         total = math.fsum(a.query.epsilon for a in aggregates)
-        parts = [f"ε = {total:g} in all over {len(aggregates)} aggregate(s)"]
+        shared = sum(1 for a in aggregates if len(a.calls) > 1)
+        parts = [f"ε = {total:g} in all over {len(aggregates)} release(s)"]
+        if shared:
+            parts.append(f"{shared} of them answer several aggregates from one noisy release (post-processing)")
         if explicit:
             parts.append("given by EPSILON(…): " + ", ".join(f"{a.text} {a.query.epsilon:g}" for a in explicit))
         if implicit:
@@ -1236,21 +1262,23 @@ def _rows(
     keys: tuple[Key, ...] | None,
     alpha: float,
 ) -> tuple[tuple[Any, ...], ...]:
-    released = {a.index: (a, r) for a, r in zip(aggregates, releases, strict=True)}
+    released = {call: (a, r) for a, r in zip(aggregates, releases, strict=True) for call in (a.calls or (a.index,))}
     if compiled.by and not keys:
         return ()
     row_keys: list[Key] = list(keys) if compiled.by and keys is not None else [None]
 
     def cell(index: int, key: Key, level: float) -> Cell:
         aggregate, release = released[index]
+        kind, q = compiled.calls[index] if compiled.calls else (aggregate.kind, None)
         release = release.with_alpha(level)
         value, interval = release.value, release.interval
+        qs = aggregate.query.quantiles or ()
+        at = key if len(qs) <= 1 else (q if key is None else (key, q))
         if isinstance(value, dict):
             assert isinstance(interval, dict)
-            value, interval = value[key], interval[key]
+            value, interval = value[at], interval[at]
         assert isinstance(interval, tuple)
         low, high = float(interval[0]), float(interval[1])
-        kind = aggregate.kind
         number = float(value)
         if kind == "stddev":
             return Cell(math.sqrt(max(number, 0.0)), math.sqrt(max(low, 0.0)), math.sqrt(max(high, 0.0)))
