@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from dpwitness import Laplace, witness
 from dpwitness.cli import app as cli_app
-from dpwitness.explorer import create_app
+from dpwitness.explorer import compute, create_app
 from dpwitness.explorer.strings import STATIC
 
 
@@ -110,7 +110,7 @@ def test_strings_table_lists_languages_and_rejects_unknown(client: TestClient) -
 def test_every_endpoint_answers_its_defaults(client: TestClient) -> None:
     schema = client.get("/api/openapi.json").json()
     paths = sorted(path for path, methods in schema["paths"].items() if "get" in methods)
-    assert len(paths) == 16, paths
+    assert len(paths) == 17, paths  # issue 22 added /api/walkthrough/younger-than-20
     assert sorted(path for path, methods in schema["paths"].items() if "post" in methods) == ["/api/planner/release"]
     for path in paths:
         response = client.get(path)
@@ -546,3 +546,50 @@ def test_explore_command_defaults_to_loopback() -> None:
 
 def test_static_folder_is_inside_the_package() -> None:
     assert (STATIC / "index.html").is_file() and Path(STATIC).parent.name == "explorer"
+
+
+# --- issue 22 ----------------------------------------------------------------------------------------
+def test_page_embeds_the_servers_ranges(client: TestClient) -> None:
+    """The page validates every control with the ranges the server enforces (one source: compute.limits)."""
+    html = client.get("/").text
+    match = re.search(r'<script type="application/json" id="dpw-limits">(.*?)</script>', html)
+    assert match, "the limits are not embedded"
+    limits = json.loads(match.group(1))
+    assert limits["epsilon"] == [compute.MIN_EPSILON, compute.MAX_EPSILON]
+    assert limits["sensitivity"] == [0.0, compute.MAX_SENSITIVITY]
+    assert client.get("/api/live", params={"epsilon": limits["epsilon"][0]}).status_code == 200
+    assert client.get("/api/live", params={"epsilon": limits["epsilon"][0] * 0.99}).status_code == 422
+    assert client.get("/api/live", params={"sensitivity": limits["sensitivity"][1] * 1.01}).status_code == 422
+
+
+def test_refusals_carry_a_code_and_the_parameter_so_the_page_can_word_them() -> None:
+    with TestClient(create_app()) as fresh:
+        for params, parameter in (
+            ({"epsilon": 0}, "epsilon"),
+            ({"epsilon": "x"}, "epsilon"),
+            ({"sensitivity": 0, "d": 0, "tamper": True}, "tamper"),
+        ):
+            body = fresh.get("/api/live", params=params).json()
+            assert body["code"] == "parameter" and body["parameter"] == parameter, body
+
+
+def test_younger_than_20_is_answered_by_session_sql_and_post_processed_for_free(client: TestClient) -> None:
+    body = get(client, "walkthrough/younger-than-20", epsilon=0.5, seed=1)
+    assert body["sql"] == "SELECT COUNT(*) FROM people WHERE age < 20"
+    table, sheet = body["cases"]
+    assert table["true"] == 50 and table["rows"] == 1000 and sheet["true"] == 1
+    from dpwitness import Session
+
+    expected = Session(compute._people_table(50, 1000), epsilon=0.5, seed=1).sql(body["sql"], epsilon=0.5, name="people")
+    assert table["noisy"][0] == expected.releases[0].value  # the same call, the same seeded release
+    for case in (table, sheet):
+        assert len(set(case["noisy"])) == len(case["noisy"])  # different possible releases
+        assert case["clamped"] == [max(0.0, v) for v in case["noisy"]]
+        assert case["rounded"] == [float(max(0, round(v))) for v in case["noisy"]]
+    assert min(sheet["noisy"]) < 0 <= min(sheet["clamped"])
+
+
+def test_replace_one_trap_breaks_the_claim() -> None:
+    trap = compute.vector("replace-one", 0.5, 1)["trap"]
+    assert trap["calibrated_sensitivity"] == 1 and trap["true_sensitivity"] == 2
+    assert trap["worst_loss"] > 1.9 * 0.5 and trap["holds"] is False
