@@ -1088,3 +1088,29 @@ def test_replace_one_trap_turns_the_witness_red_and_younger_than_20_is_post_proc
     assert page.locator("#step-body .code button.copy").count() >= 2
     assert problems == []
     page.context.close()
+
+
+def test_the_copyable_call_reproduces_the_panels_numbers(browser: Any, server: dict[str, Any]) -> None:
+    """The live panel's dpwitness call, run as a user would paste it, gives the release shown."""
+    page, problems = _open(browser, server["url"], 1366)
+    for tamper in (False, True):
+        if tamper:
+            before = _version(page)
+            page.check("#tamper")
+            page.wait_for_function(f"window.dpwExplorer.liveVersion > {before}")
+        source = page.text_content("#live-call") or ""
+        namespace: dict[str, Any] = {}
+        exec(compile(source.replace("print(", "str("), "live-call", "exec"), namespace)  # the page's own call, as pasted
+        assert f"{namespace['release'].value:.6g}" == _text(page, "#out-release"), (source, _text(page, "#out-release"))
+    # the floating-point attack: two inputs, ε, and doubles reachable from one input only (loss = ∞)
+    page.click("#fp-run")
+    page.wait_for_function("document.getElementById('fp-doubles-figure').dataset.infinite", timeout=60_000)
+    assert int(page.get_attribute("#fp-doubles-figure", "data-infinite") or 0) >= 1
+    assert page.locator("#plot-fp-doubles rect[data-on=false]").count() >= 1
+    assert (
+        "x = 0" in _text(page, "#fp-result") and "x′ = 1" in _text(page, "#fp-result") and "loss = ∞" in _text(page, "#fp-result")
+    )
+    bar_labels = page.eval_on_selector_all("#plot-fp text", "ts => ts.map(t => t.textContent)")
+    assert any(label.endswith("%") for label in bar_labels), bar_labels  # the bars say what the sentence says
+    assert problems == []
+    page.context.close()

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.differencing import differencing_attack
-from dpwitness.attacks.floating_point import floating_point_attack
+from dpwitness.attacks.floating_point import floating_point_attack, naive_can_produce, numpy_laplace_noise
 from dpwitness.attacks.membership import membership_attack
 from dpwitness.explorer.compute import BOUNDS, CURVE_POINTS, PEOPLE, json_safe, mechanism, realised_scale
 from dpwitness.neighbours import Neighbours, count_sensitivity
@@ -194,9 +194,41 @@ def floating_point(epsilon: float, samples: int, seed: int) -> dict[str, Any]:
     result = floating_point_attack(value=0.0, neighbour=1.0, sensitivity=1.0, epsilon=epsilon, samples=samples, seed=seed)
     data = json_safe(result.to_dict())
     return {
+        "value": 0.0,
+        "neighbour": 1.0,
+        "epsilon": epsilon,
+        "doubles": reachable_doubles(0.0, 1.0, 1.0 / epsilon),
         "available": True,
         "naive_rate": float(data["naive"]["identification_rate"]),
         "dpwitness_rate": float(data["dpwitness"]["identification_rate"]),
         "samples": samples,
         "result": data,
     }
+
+
+#: Consecutive doubles shown in the picture of reachable outputs.
+WINDOW_DOUBLES = 24
+
+
+def reachable_doubles(value: float, neighbour: float, scale: float) -> dict[str, Any]:
+    """Which of ``WINDOW_DOUBLES`` consecutive doubles the naive sampler ``x + numpy.laplace(0, b)`` can
+    output from each input. The window starts at ``value + η(2⁵¹)`` (η = −b·ln 2, where consecutive
+    η(k) are about one double apart): there many doubles are reachable from one input only, and for
+    such an output the likelihood ratio, hence the privacy loss, is infinite. The project's grid
+    sampler outputs multiples of its grid γ only, the same set from every input.
+    """
+    start = value + numpy_laplace_noise(2**51, scale)
+    cells = []
+    output = start
+    for _ in range(WINDOW_DOUBLES):
+        from_value, from_neighbour = naive_can_produce(output, value, scale), naive_can_produce(output, neighbour, scale)
+        cells.append(
+            {
+                "output": output,
+                "from_value": from_value,
+                "from_neighbour": from_neighbour,
+                "infinite_loss": from_value != from_neighbour,
+            }
+        )
+        output = math.nextafter(output, math.inf)
+    return {"start": start, "ulp": math.ulp(start), "cells": cells}

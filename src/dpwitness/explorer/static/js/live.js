@@ -86,7 +86,7 @@ function showError(message) {
 //: Every element whose text is derived from the setting (the server's numbers and the page's own).
 const DERIVED = ["out-release", "release-notice", "out-illustration", "out-scale", "out-scale-real", "out-variance", "out-variance-real",
   "out-std", "out-std-real", "out-interval", "out-interval-real", "out-loss-claimed", "out-loss", "out-worst-claimed", "out-worst",
-  "out-composition", "out-unbiased", "badge-detail", "gauss-summary", "gauss-witness"];
+  "out-composition", "out-unbiased", "badge-detail", "gauss-summary", "gauss-witness", "live-call"];
 const PLOTS = ["plot-density", "plot-ratio", "plot-gauss", "plot-gauss-delta"];
 
 export function refuse(message) {
@@ -152,6 +152,16 @@ function drawNumbers(data) {
   const mean = many.length ? many.reduce((s, v) => s + v, 0) / many.length : NaN;
   setText($("out-unbiased"), t("live.unbiased_value", { n: many.length, mean, value: data.params.value }));
   drawBadge(data.witness);
+  $("live-call").textContent = liveCall(data.params);
+}
+
+// The exact dpwitness calls behind the panel's numbers (copyable).
+function liveCall(p) {
+  const make = p.tamper
+    ? `from dpwitness.attacks.tamper import inverted_laplace\nmechanism = inverted_laplace(sensitivity=${p.sensitivity}, epsilon=${p.epsilon})  # red team`
+    : `from dpwitness import Laplace\nmechanism = Laplace(sensitivity=${p.sensitivity}, epsilon=${p.epsilon})`;
+  return `${make}\nrelease = mechanism.release(${p.value}, seed=${p.seed})  # seeded: reproducible, not for production\n`
+    + `from dpwitness import witness\nprint(witness(mechanism))  # the badge\nmechanism.privacy_loss(${Math.abs(p.d)})  # loss for this d`;
 }
 
 function drawBadge(w) {
@@ -169,7 +179,8 @@ function drawBadge(w) {
   }));
   const tamper = $("tamper-detail");
   tamper.hidden = !w.tamper;
-  if (w.tamper) setText(tamper, t("red.tamper_on", { real: w.realised_scale, claimed: w.claimed_scale, worst: w.worst_log_ratio }));
+  const same = w.tamper && Math.abs(w.realised_scale - w.claimed_scale) <= 1e-9 * Math.max(1, w.claimed_scale);
+  if (w.tamper) setText(tamper, same ? t("red.tamper_same", { real: w.realised_scale }) : t("red.tamper_on", { real: w.realised_scale, claimed: w.claimed_scale, worst: w.worst_log_ratio }));
 }
 
 // --- curves drawn in the page, every animation frame ------------------------------------------
@@ -485,6 +496,9 @@ export function initLive() {
   $("tamper").addEventListener("change", (e) => { state.tamper = e.target.checked; changedByUser(); fitAxes(); });
   $("resample").addEventListener("click", () => { state.seed += 1; changedByUser(); });
   $("fit-axes").addEventListener("click", fitAxes);
+  $("live-call-copy").addEventListener("click", async () => {
+    try { await navigator.clipboard.writeText($("live-call").textContent); $("live-call-copy").textContent = t("common.copied"); } catch { $("live-call-copy").textContent = t("common.copy_failed"); }
+  });
   // The setting may come from the URL: show it in every control.
   epsBox.value = String(state.epsilon);
   sensBox.value = String(state.sensitivity);

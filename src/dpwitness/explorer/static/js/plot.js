@@ -437,3 +437,28 @@ export function flow(svg, spec) {
     });
   });
 }
+
+// A strip of consecutive cells in rows (e.g. doubles × inputs): filled where `on`, a mark on columns `marked`.
+export function cells(svg, spec) {
+  if (observer) observer.observe(svg);
+  render(svg, () => {
+    svg.replaceChildren();
+    const { width, height } = size(svg);
+    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+    svg.setAttribute("aria-label", plain([spec.title, spec.alt].filter(Boolean).join(". ")));
+    const left = 70, top = 22, n = spec.columns, rows = spec.rows.length;
+    const cw = (width - left - 8) / n, ch = Math.min(28, (height - top - 30) / rows);
+    spec.rows.forEach((row, r) => {
+      el("text", { x: left - 6, y: top + r * ch + ch * 0.65, "text-anchor": "end" }, svg, row.label);
+      row.on.forEach((on, i) => {
+        el("rect", { x: left + i * cw + 1, y: top + r * ch + 2, width: Math.max(1, cw - 2), height: ch - 4, class: on ? `cell on ${row.cls}` : "cell off", "data-on": String(on) }, svg);
+      });
+    });
+    (spec.marked || []).forEach((m, i) => {
+      if (m) el("text", { x: left + i * cw + cw / 2, y: top - 6, "text-anchor": "middle", class: "cell-mark" }, svg, "∞");
+    });
+    el("text", { x: left, y: top + rows * ch + 18, class: "small" }, svg, spec.xLabel || "");
+    el("text", { x: width - 8, y: 14, "text-anchor": "end", class: "small" }, svg, spec.legend || "");
+  });
+  attachTable(svg, { caption: spec.title || "", head: ["", ...spec.rows.map((r) => plain(r.label))], rows: spec.rows[0].on.map((_, i) => [String(i), ...spec.rows.map((r) => (r.on[i] ? "✔" : "—"))]) });
+}

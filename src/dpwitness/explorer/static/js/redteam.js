@@ -2,7 +2,7 @@
 import { debounce, getJSON } from "./api.js";
 import { announce } from "./announce.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
-import { bars, emptyPlot, linePlot } from "./plot.js";
+import { bars, cells, emptyPlot, linePlot } from "./plot.js";
 import { onChange, state } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
@@ -120,6 +120,22 @@ async function floatingPoint() {
       alt: t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples, x: 0, y: 1, eps: state.epsilon }),
       bars: [{ label: t("red.naive"), value: data.naive_rate, text: pct(data.naive_rate), cls: "bar1" }, { label: t("red.dpwitness"), value: data.dpwitness_rate, text: pct(data.dpwitness_rate), cls: "bar0" }],
     });
+    // Reachable and unreachable doubles: consecutive doubles near x + η, which the naive sampler can output from x and from x′.
+    const w = data.doubles;
+    $("fp-doubles-figure").hidden = false;
+    const infinite = w.cells.filter((c) => c.infinite_loss).length;
+    cells($("plot-fp-doubles"), {
+      title: t("red.doubles_title", { n: w.cells.length, start: w.start }), columns: w.cells.length,
+      alt: t("red.doubles_alt", { n: w.cells.length, inf: infinite }),
+      rows: [
+        { label: `x = ${fmt(data.value)}`, on: w.cells.map((c) => c.from_value), cls: "s0" },
+        { label: `x′ = ${fmt(data.neighbour)}`, on: w.cells.map((c) => c.from_neighbour), cls: "s1" },
+      ],
+      marked: w.cells.map((c) => c.infinite_loss),
+      xLabel: t("red.doubles_axis", { start: fmt(w.start, 17), ulp: w.ulp }),
+      legend: t("red.doubles_legend"),
+    });
+    $("fp-doubles-figure").dataset.infinite = String(infinite);
   } catch (error) {
     fail("fp-result", error);
   }
