@@ -213,8 +213,12 @@ class Service:
         )
 
     def standing(self, analyst: AnalystConfig) -> tuple[Amount, Amount]:
-        """(spent, remaining) of the analyst's account, for an answer."""
-        total, usage = self.ledger.total(analyst.name), self.ledger.usage(analyst.name)
+        """(spent, remaining) of the analyst's account, for an answer: as of the commit of its spend
+        (the group-commit ledger keeps it, so no SQLite read), or read from the ledger."""
+        if isinstance(self.ledger, GroupCommitLedger):
+            total, usage = self.ledger.standing(analyst.name)
+        else:
+            total, usage = self.ledger.total(analyst.name), self.ledger.usage(analyst.name)
         return Amount.of(guarantee(total, usage)), Amount.of(remaining(total, usage))
 
 

@@ -62,6 +62,7 @@ class GroupCommitLedger(Ledger):
         self._readers = threading.local()
         self._histories: dict[str, tuple[int, list[Spend], Usage]] = {}
         self._usages: dict[str, tuple[int, Usage]] = {}  # the writer's: account → (last id read, sums)
+        self._standings: dict[str, tuple[Budget, Usage]] = {}  # the writer's, after each commit: account → (total, sums)
         self._history_lock = threading.Lock()
         self.batches = 0
         self.records = 0
@@ -84,6 +85,16 @@ class GroupCommitLedger(Ledger):
 
     def usage(self, account: str) -> Usage:
         return self._read(account)[2]
+
+    def standing(self, account: str) -> tuple[Budget, Usage]:
+        """(total, usage) of ``account`` as the writer saw them inside its last committed transaction
+        that touched the account: after a ``spend`` returns, that includes the spend (and every row
+        committed before it, by any process). No SQLite read: what an answer reports.
+        """
+        found = self._standings.get(account)
+        if found is None:
+            return self.total(account), self.usage(account)
+        return found
 
     def total(self, account: str) -> Budget:
         stored = _stored_total(self._reader(), account)
@@ -207,6 +218,10 @@ class GroupCommitLedger(Ledger):
             connection.execute("COMMIT")
             self.batches += 1
             self.records += len(rows)
+            for account, usage in spent.items():
+                total = totals[account]
+                if total is not None:
+                    self._standings[account] = (total, usage)
         except BaseException as error:  # the batch is refused as a whole; nothing was recorded
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
