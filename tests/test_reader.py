@@ -327,3 +327,22 @@ def test_one_line_changes_one_record_only(tmp_path: Path) -> None:
             original = reference(b"id,name,age,sex\n" + b"\n".join(base) + b"\n")[1]
             assert len(rows) == len(original)
             assert [r for i, r in enumerate(rows) if i != where] == [r for i, r in enumerate(original) if i != where]
+
+
+@pytest.mark.spark
+def test_spark_splits_a_file_across_tasks_and_drops_only_the_header(spark: Any, tmp_path: Path) -> None:
+    """With 64 KiB splits a 1 MB file is read by many tasks: every line is one record, the header
+    (offset 0) is dropped once, and a line equal to the header elsewhere stays a record."""
+    lines = [f'{i},"n, {i}",{i % 90}' for i in range(40_000)]
+    lines[20_000] = "id,name,age"
+    path = tmp_path / "split.csv"
+    path.write_text("id,name,age\n" + "\n".join(lines) + "\n")
+    previous = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(64 * 1024))
+    try:
+        frame = engine_for("spark").open(path).frame
+        assert frame.rdd.getNumPartitions() > 4
+        got = sorted(map(tuple, frame.collect()), key=repr)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
+    assert got == sorted(reference(path.read_bytes())[1], key=repr)
