@@ -22,8 +22,9 @@ def _people(path: Path) -> list[tuple[int, str, int]]:
     rows = [(rng.randint(15, 80), rng.choice(["F", "M"]), rng.randint(1, 80)) for _ in range(3000)]
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["age", "sex", "hours_per_week"])
-        writer.writerows(rows)
+        writer.writerow(["age", "sex", "hours_per_week", "town"])
+        writer.writerows([(*row, ("Ashby", "Brill", "Crane")[i % 3]) for i, row in enumerate(rows)])
+    (path.parent / "towns.csv").write_text("town,county\nAshby,North\nBrill,North\nCrane,South\nCrane,Ridge\n")
     return rows
 
 
@@ -40,8 +41,17 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
                     "age": {"bounds": [0, 100], "kind": "integer"},
                     "sex": {"categories": ["F", "M"]},
                     "hours_per_week": {"bounds": [0, 100]},
+                    "town": {"categories": ["Ashby", "Brill", "Crane"]},
                 },
-            }
+            },
+            "towns": {
+                "path": str(folder / "towns.csv"),
+                "public": True,
+                "columns": {
+                    "town": {"categories": ["Ashby", "Brill", "Crane"]},
+                    "county": {"categories": ["North", "Ridge", "South"]},
+                },
+            },
         },
         analysts={"alice": (TOKEN, 2000.0)},
         service={"ledger": str(folder / "ledger.db"), "rate_per_second": 1000.0, "rate_burst": 1000},
@@ -117,3 +127,20 @@ def test_explain_spends_nothing_and_budget_is_checked_for_the_whole_statement(se
     assert _spent(server) == before
     too_much = _post(server, {"sql": "SELECT COUNT(*), AVG(age) FROM people", "epsilon": 10_000.0})
     assert too_much.status_code in (402, 422) and _spent(server) == before
+
+
+def test_a_join_with_a_public_table_of_the_config(served: tuple[ServerProcess, list[Any]]) -> None:
+    server, rows = served
+    statement = "SELECT t.county, COUNT(*) AS n FROM people p JOIN towns t ON p.town = t.town GROUP BY t.county ORDER BY t.county"
+    response = _post(server, {"sql": statement, "epsilon": 100.0, "alpha": 1e-9})
+    assert response.status_code == 200, response.text
+    answer = response.json()["answer"]
+    counts = {row[0]: row[1] for row in answer["rows"]}
+    exact = {"North": 2000, "Ridge": 1000, "South": 1000}  # Crane matches two towns rows: M = 2
+    assert sorted(counts) == sorted(exact)
+    assert all(counts[k]["low"] <= v <= counts[k]["high"] for k, v in exact.items())
+    assert answer["releases"][0]["parts"][0]["sensitivity"] == 2.0
+    # the same shape over the private table alone is not answered from the join (nor the reverse)
+    alone = _post(server, {"sql": "SELECT COUNT(*) FROM people", "epsilon": 100.0, "alpha": 1e-9}).json()["answer"]
+    (cell,) = alone["rows"][0]
+    assert cell["low"] <= len(rows) <= cell["high"]

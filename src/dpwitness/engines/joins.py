@@ -77,14 +77,19 @@ def join_public(engine: Any, handle: Any, public: PublicTable, *, left: str) -> 
     lazily, through the engine's own ``open`` of the public frame: a handle of the same engine."""
     opened = engine.open(public.frame)
     if engine.name == "polars":
+        import polars as pl
+
         from dpwitness.engines.polars import PolarsTable
 
-        joined = handle.frame.join(opened.frame, left_on=left, right_on=JOIN_KEY, how="inner")
+        # the private key read as the prepared key's type (an Enum of categories joins as its text)
+        key_type = opened.frame.collect_schema()[JOIN_KEY]
+        joined = handle.frame.join(opened.frame, left_on=pl.col(left).cast(key_type), right_on=JOIN_KEY, how="inner")
         return PolarsTable(joined.drop(JOIN_KEY, strict=False), handle.untyped)
     if engine.name == "spark":
         from dpwitness.engines.spark import SparkTable
 
         right = opened.frame
-        joined = handle.frame.join(right, handle.frame[f"`{left}`"] == right[JOIN_KEY], "inner").drop(JOIN_KEY)
+        key_type = right.schema[JOIN_KEY].dataType
+        joined = handle.frame.join(right, handle.frame[f"`{left}`"].cast(key_type) == right[JOIN_KEY], "inner").drop(JOIN_KEY)
         return SparkTable(joined, handle.untyped)
     raise ParameterError("engine", "polars or spark for a join with a public table", engine.name)

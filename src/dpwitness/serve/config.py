@@ -62,6 +62,9 @@ class TableConfig:
     privacy_unit: str | None = None
     max_contributions: int = 1
     description: str = ""
+    #: A public (lookup) table: its values are public, so SQL may JOIN it with a private table
+    #: (``public = true``; see docs/sql.md).
+    lookup: bool = False
 
     def public(self) -> dict[str, Any]:
         """The public schema: names, kinds, declared bounds and categories, never values."""
@@ -71,6 +74,7 @@ class TableConfig:
             "neighbours": self.neighbours.value,
             "privacy_unit": self.privacy_unit,
             "max_contributions": self.max_contributions,
+            "public": self.lookup,
             "columns": [c.public() for c in self.columns.values()],
         }
 
@@ -184,7 +188,14 @@ def _table_config(name: str, body: dict[str, Any], base: Path) -> TableConfig:
         privacy_unit=unit,
         max_contributions=_whole(body, "max_contributions", 1),
         description=str(body.get("description", "")),
+        lookup=_flag(name, body.get("public", False)),
     )
+
+
+def _flag(table: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ParameterError(f"tables.{table}.public", "true or false (a public lookup table that SQL may JOIN)", value)
+    return value
 
 
 def _schema(table: str, value: Any, base: Path) -> Schema | None:

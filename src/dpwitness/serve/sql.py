@@ -1,7 +1,8 @@
 """The service's SQL request: ``POST /v1/sql`` with ``{"sql": "SELECT …", "epsilon": …}``.
 
 The statement is compiled by :mod:`dpwitness.sql` against the named table's *declared* metadata
-(its config's bounds and categories; the analyst's session carries the relation and privacy unit),
+(its config's bounds and categories; the analyst's session carries the relation and privacy unit;
+tables with ``public = true`` are the lookup tables a statement may JOIN),
 so every refusal is data-independent and costs nothing. Undeclared group keys are refused here
 (the service declares no ``max_rows``): ``GROUP BY`` takes keys from the config's categories or
 from ``WHERE col IN (…)``. The answer has one row per group and each aggregate's interval; the
@@ -18,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dpwitness.errors import BudgetExceeded, ParameterError
 from dpwitness.serve.requests import QueryError
-from dpwitness.sql import Answer, SqlError, compile_statement, execute, explain_statement, table_of
+from dpwitness.sql import Answer, SqlError, compile_statement, execute, explain_statement, table_of, target
 
 if TYPE_CHECKING:
     from dpwitness.serve.config import AnalystConfig, Limits
@@ -64,6 +65,7 @@ def answer_sql(
         raise QueryError(404, f"no table named {name!r} is available to you (see GET /v1/tables)")
     columns = table.config.columns
     session = session_for(table)
+    lookups = {n: t.frame for n, t in tables.items() if t.config.lookup and n != table.name and analyst.may_read(n)}
     chosen = body.alpha if body.alpha is not None else alpha
     try:
         compiled = compile_statement(
@@ -75,6 +77,7 @@ def answer_sql(
             privacy_unit=session.privacy_unit,
             categories={c: k for c, k in table.keys.items()},
             bounds={c.name: c.bounds for c in columns.values() if c.bounds is not None},
+            public=lookups,
         )
         if len(compiled.by) > limits.max_by_columns:
             raise QueryError(422, f"GROUP BY takes at most {limits.max_by_columns} columns")
@@ -84,10 +87,14 @@ def answer_sql(
             )
         if compiled.keys is not None and len(compiled.keys) > limits.max_groups:
             raise QueryError(422, f"this statement has {len(compiled.keys)} groups; the limit is {limits.max_groups}")
+        over = target(session, compiled)
+        if compiled.join is not None:
+            # the cache keys a shape by the query, not by the table it is joined with: read the join afresh
+            over.engine = getattr(over.engine, "engine", over.engine)
         if body.explain or compiled.explain:
-            return {"table": table.name, "plan": _json_safe(explain_statement(session, compiled, alpha=chosen).to_dict())}
-        session.check_budget(list(compiled.queries))
-        answer: Answer = execute(session, compiled, alpha=chosen)
+            return {"table": table.name, "plan": _json_safe(explain_statement(over, compiled, alpha=chosen).to_dict())}
+        over.check_budget(list(compiled.queries))
+        answer: Answer = execute(over, compiled, alpha=chosen)
         session.releases.clear()  # the service keeps no releases in memory
     except SqlError as error:
         raise QueryError(422, str(error)) from None
