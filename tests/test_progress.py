@@ -57,3 +57,19 @@ def test_the_cli_is_silent_under_json(monkeypatch: pytest.MonkeyPatch) -> None:
     result = CliRunner().invoke(app, [*args, "--claimed", "1", "--trials", "30", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["violated"] is False and "sensitivity search" not in result.output
+
+
+@pytest.mark.spark
+def test_a_spark_job_shows_its_progress(
+    spark: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dpwitness import Session
+
+    frame = spark.createDataFrame([(float(i),) for i in range(50)], ["x"])  # type: ignore[attr-defined]
+    session = Session(frame, epsilon=1, engine="spark", seed=1)
+    monkeypatch.setenv("DPWITNESS_PROGRESS", "1")
+    session.count(epsilon=0.5)
+    assert "spark: count()" in capsys.readouterr().err
+    monkeypatch.setenv("DPWITNESS_PROGRESS", "0")
+    session.count(epsilon=0.5)
+    assert capsys.readouterr().err == ""

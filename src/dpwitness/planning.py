@@ -10,6 +10,7 @@ from typing import Any
 
 from dpwitness.budget import Spend
 from dpwitness.errors import ParameterError
+from dpwitness.figures import tidy
 from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.queries import Query
 
@@ -48,8 +49,8 @@ class Preview:
     def to_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
+            "epsilon": tidy(self.epsilon) if math.isfinite(self.epsilon) else None,
+            "delta": tidy(self.delta),
             "sensitivity": self.sensitivity,
             "scale": self.scale,
             "alpha": self.alpha,

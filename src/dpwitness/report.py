@@ -321,10 +321,16 @@ def budget_text(value: Any, total: Any) -> str:
     """A budget's ε and δ (float noise of sums cut to 12 digits); ρ only where a ρ budget is in
     use: a ρ total, or an (ε, δ) total with δ > 0 (zCDP composition may be its better route);
     never beside a pure-ε total."""
+    return str(shown_budget(value, total))
+
+
+def shown_budget(value: Any, total: Any) -> Any:
+    """``value`` as :func:`budget_text` shows it: a :class:`~dpwitness.budget.Budget` with its
+    float noise cut and ρ = 0 (left out of ``str``) unless a ρ budget is in use."""
     from dpwitness.budget import Budget
 
     rho = tidy(value.rho) if shows_rho(total) else 0.0
-    return str(Budget(tidy(value.epsilon), tidy(value.delta), rho))
+    return Budget(tidy(value.epsilon), tidy(value.delta), rho)
 
 
 def _ticks(low: float, high: float, count: int = 5) -> list[float]:

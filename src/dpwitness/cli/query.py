@@ -354,7 +354,7 @@ def query(
             expected = "no --delta for Laplace releases over declared keys (pure ε: no δ is spent); or --mechanism gaussian"
             raise ParameterError("--delta", expected, float(defaults["--delta"]))
         if preview:
-            _show_previews(session, queries, runs, as_json)
+            _show_previews(session, queries, runs, as_json, store)
             return
         with flag_names(_QUERY_FLAGS):
             session.check_budget(queries, options=[{k: v for k, v in r.items() if k != "alpha"} for r in runs])
@@ -363,15 +363,15 @@ def query(
             _post_processed(r, q, whole=round_counts, non_negative=clip_at_zero) for r, q in zip(releases, queries, strict=True)
         ]
     if html is not None:
-        from dpwitness.report import render_html
+        from dpwitness.report import render_html, shown_budget
 
         html.write_text(
             render_html(
                 releases,
                 title=f"dpwitness: {file.name}",
                 source=str(file),
-                spent=session.spent,
-                remaining=session.remaining,
+                spent=shown_budget(session.spent, session.total),
+                remaining=shown_budget(session.remaining, session.total),
             ),
             encoding="utf-8",
         )
@@ -436,10 +436,10 @@ def _run(session: Any, queries: list[Query], runs: list[dict[str, Any]], *, larg
     return releases
 
 
-def _show_previews(session: Any, queries: list[Query], runs: list[dict[str, Any]], as_json: bool) -> None:
+def _show_previews(session: Any, queries: list[Query], runs: list[dict[str, Any]], as_json: bool, store: Any) -> None:
     previews = [session.preview(q, **how) for q, how in zip(queries, runs, strict=True)]
     if as_json:
-        payload = {"previews": [p.to_dict() for p in previews], **_budget_json(session, None)}
+        payload = {"previews": [p.to_dict() for p in previews], **_budget_json(session, store)}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return
     table = Table("statistic", "ε", "Δ", "scale", "interval", "notes", title="Preview (nothing spent)")
@@ -457,7 +457,7 @@ def _show_previews(session: Any, queries: list[Query], runs: list[dict[str, Any]
         shown_epsilon = f"{p.epsilon:.6g}" if math.isfinite(p.epsilon) else "ρ only"
         table.add_row(escape(p.query), shown_epsilon, f"{p.sensitivity:.4g}", f"{p.scale:.4g}", interval, parts)
     console.print(table)
-    console.print(_budget_line(session, None))
+    console.print(escape(_budget_line(session, store)))
 
 
 def _budget_json(session: Any, store: Any) -> dict[str, Any]:
