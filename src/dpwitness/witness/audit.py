@@ -85,13 +85,16 @@ TIGHT_SEARCH_SHARE, TIGHT_SELECT_SHARE = 0.2, 0.1
 TIGHT_EVENTS = 2
 #: Share of α the tight mode's certification gets (the fast verdict gets the rest): the tight
 #: bound is the one meant to be sharp, and a bound above ε is a violation whichever phase found it.
-TIGHT_ALPHA_SHARE = 0.8
+TIGHT_ALPHA_SHARE = 0.9
 #: Share of ``max_seconds`` the fast verdict may use in tight mode (its samples feed the tight search).
-TIGHT_FAST_SHARE = 0.3
+TIGHT_FAST_SHARE = 0.25
 #: A per-call mechanism's run time may depend on its outputs, so the clock must not choose where its
 #: tight measurement stops: it is planned with this share of the time left and certified at the
-#: last of ``PER_CALL_CHECKPOINTS`` sizes fixed in advance that it reached (α shared among them).
-PER_CALL_FINAL_SHARE, PER_CALL_CHECKPOINTS = 0.9, 4
+#: last of the sizes fixed in advance (``PER_CALL_CHECKPOINTS``, fractions of the plan) that it
+#: reached, each with its own share of α (``PER_CALL_CHECKPOINT_ALPHA``, fixed in advance: Bonferroni).
+PER_CALL_FINAL_SHARE = 0.95
+PER_CALL_CHECKPOINTS = (0.4, 0.6, 0.8, 1.0)
+PER_CALL_CHECKPOINT_ALPHA = (0.05, 0.05, 0.1, 0.8)
 #: The float test has power only on outputs that lie on a grid 2^k·ℤ at least this many bits
 #: coarser than the doubles' spacing at the largest output (:func:`precision_bits` ≤ 53 − this):
 #: there every grid value is exact and the value families see the whole support. Outputs that use
@@ -966,17 +969,21 @@ def _tight(
         left = deadline - time.perf_counter()
         select_n = max(1000, int(left * TIGHT_SELECT_SHARE / (2 * draw_rate * 1.5)))
         counts = np.zeros((len(candidates), 2))
+        judging = [0.0]  # seconds spent judging the candidates (the rest of the selection is drawing)
 
         def tally(ra: FloatArray, rb: FloatArray) -> None:
+            begun = time.perf_counter()
             for i, candidate in enumerate(candidates):
                 counts[i] += (candidate.event.contains(ra).sum(), candidate.event.contains(rb).sum())
+            judging[0] += time.perf_counter() - begun
 
         selecting = time.perf_counter()
         select_n = _stream(sampler, d, d_prime, seeds[2], select_n, structured, tally, until=deadline, width=width)
         if select_n == 0:
             return replace(fast, tight_reason="no time left to choose among the tight proposals within max_seconds")
-        per_run = (time.perf_counter() - selecting) / select_n  # both inputs, every candidate judged
-        per_run_one = 2 * draw_rate + (per_run - 2 * draw_rate) / len(candidates)
+        drawing = time.perf_counter() - selecting - judging[0]  # both inputs, measured now (the load changes)
+        events = TIGHT_EVENTS if summaries else 1
+        per_run_one = (drawing + judging[0] * min(1.0, events / len(candidates))) / select_n
         share = 0.9 if sampler.sized else PER_CALL_FINAL_SHARE
         final_n = int((deadline - time.perf_counter()) * share / max(per_run_one, 1e-9))
         if sampler.sized:  # stopped by the clock at a chunk boundary (see below): plan generously
@@ -1003,20 +1010,20 @@ def _tight(
         # A vectorised mechanism's time does not depend on the values it draws, so stopping the final
         # sample at the deadline (chunk by chunk) leaves the counts binomial. A per-call mechanism's
         # time may (an SVT that stops early is faster): its final sample has PER_CALL_CHECKPOINTS sizes
-        # fixed in advance, the counts are kept at each, and the bound is taken at the last one reached,
-        # with α shared among them (Bonferroni), so that the clock never chooses the counts.
+        # fixed in advance, the counts are kept at each, and the bound is taken at the last one reached
+        # with that checkpoint's share of α (Bonferroni), so that the clock never chooses the counts.
         if sampler.sized:
-            checkpoints = [final_n]
+            weight = 1.0
             final_n = _stream(sampler, d, d_prime, seeds[3], final_n, structured, measure, until=deadline, width=width)
             counted = hits.copy()
         else:
-            checkpoints = [final_n * (k + 1) // PER_CALL_CHECKPOINTS for k in range(PER_CALL_CHECKPOINTS)]
+            checkpoints = [int(final_n * f) for f in PER_CALL_CHECKPOINTS]
             sampler.deadline = deadline + 0.05 * total  # past it, the last checkpoint reached is kept
-            counted, reached, streams = hits.copy(), 0, seeds[3].spawn(len(checkpoints))
+            counted, reached, weight, streams = hits.copy(), 0, 0.0, seeds[3].spawn(len(checkpoints))
             try:
-                for size, stream in zip(checkpoints, streams, strict=True):
+                for size, share, stream in zip(checkpoints, PER_CALL_CHECKPOINT_ALPHA, streams, strict=True):
                     _stream(sampler, d, d_prime, stream, size - reached, structured, measure, width=width)
-                    reached, counted = size, hits.copy()
+                    reached, counted, weight = size, hits.copy(), share
             except _OutOfTime:
                 pass
             final_n = reached
@@ -1026,7 +1033,7 @@ def _tight(
         return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
     hits = counted
     # Bonferroni over the few events certified together and the checkpoints (both fixed before measuring).
-    share = alpha / (len(chosen) * len(checkpoints))
+    share = alpha * weight / len(chosen)
     lowers = epsilon_lower_bound(hits[:, 0], hits[:, 1], final_n, delta=delta, alpha=share)
     best = int(np.argmax(lowers))
     tight = replace(
