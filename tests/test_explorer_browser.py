@@ -1114,3 +1114,28 @@ def test_the_copyable_call_reproduces_the_panels_numbers(browser: Any, server: d
     assert any(label.endswith("%") for label in bar_labels), bar_labels  # the bars say what the sentence says
     assert problems == []
     page.context.close()
+
+
+def test_beyond_inverse_controls_dots_loss_histogram_and_zcdp(browser: Any, server: dict[str, Any]) -> None:
+    page, problems = _open(browser, server["url"], 1366)
+    page.wait_for_function("document.getElementById('inv-result').textContent.includes('ε = ')")
+    assert "ε = 0.5991" in _text(page, "#inv-result")  # ± 5 at 95% with Δ = 1: ε = ln 20 / 5
+    page.select_option("#inv-target", "posterior")
+    page.wait_for_function("document.getElementById('inv-result').textContent.includes('1% sure')")
+    assert "ε = 1.651" in _text(page, "#inv-result")
+    before = _version(page)
+    page.click("#inv-use")
+    page.wait_for_function(f"window.dpwExplorer.liveVersion > {before}")
+    assert page.input_value("#epsilon-n") == "1.65068"
+    # 100 dots of possible releases; the privacy loss of the exact releases never leaves ε
+    assert 85 <= int(page.get_attribute("#plot-dots", "data-inside") or 0) <= 100
+    assert page.locator("#plot-dots > g:not(.legend) circle.dot").count() == 100
+    assert float(page.get_attribute("#plot-loss", "data-max") or 0) <= 1.65068 * (1 + 1e-6)
+    # kε against zCDP: zCDP far below kε after 50 releases
+    page.focus("#releases")
+    page.keyboard.press("End")
+    page.wait_for_function("document.getElementById('kzcdp-text').textContent.startsWith('k = 50')")
+    match = re.search(r"basic composition says ε = ([\d.]+) .* zCDP says ε = ([\d.]+)", _text(page, "#kzcdp-text"))
+    assert match and float(match.group(2)) < 0.5 * float(match.group(1)), _text(page, "#kzcdp-text")
+    assert problems == []
+    page.context.close()

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from dpwitness.explorer import compute, planner, redteam
+from dpwitness.explorer import beyond, compute, planner, redteam
 from dpwitness.explorer.strings import DEFAULT_LANGUAGE, languages, strings
 
 router = APIRouter(prefix="/api")
@@ -156,6 +156,26 @@ def get_floating_point(epsilon: Epsilon = 1.0, samples: int = 5000, seed: Seed =
 def get_vector(relation: str = "add-remove", epsilon: Epsilon = 1.0, seed: Seed = 1) -> dict[str, Any]:
     """Counts per age group of the spreadsheet: L1 Δ of the vector and one noise draw per coordinate."""
     return _safe(compute.vector(relation, compute.epsilon_param(epsilon), compute.seed_param(seed)))
+
+
+@router.get("/beyond/inverse")
+def get_inverse(
+    target: Annotated[str, Query(description="error, posterior or advantage")] = "error",
+    value: Annotated[float, Query(description="the target: a 95% half-width, a posterior from 1%, or an advantage")] = 5.0,
+    sensitivity: Sensitivity = 1.0,
+) -> dict[str, Any]:
+    """The ε that meets a target error or risk, checked forwards."""
+    return _safe(beyond.inverse(target, value, compute.sensitivity_param(sensitivity)))
+
+
+@router.get("/beyond/composition")
+def get_beyond_composition(
+    epsilon: Epsilon = 0.5,
+    delta: Annotated[float, Query(description="δ of each release")] = 1e-6,
+    releases: Annotated[int, Query(description="k, the number of releases")] = 50,
+) -> dict[str, Any]:
+    """kε against zCDP composition for k releases, each (ε, δ)."""
+    return _safe(beyond.composition(compute.epsilon_param(epsilon), compute.delta_param(delta), releases))
 
 
 @router.get("/walkthrough/younger-than-20")

@@ -6,6 +6,7 @@
 // mechanism) when the gesture ends or "Fit axes" is pressed. A value outside the server's range
 // is refused in the page: every number and picture it would change says "not computed".
 import { announce } from "./announce.js";
+import { beyondRefused, drawBeyond } from "./beyond.js";
 import { getJSON } from "./api.js";
 import { analyticSigma, gaussianDelta, grid, histogram, laplaceDensity, normalCdf, normalDensity, unitDraw } from "./gauss.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
@@ -112,6 +113,7 @@ export function refuse(message) {
   for (const id of PLOTS) emptyPlot($(id), none);
   $("numbers").classList.remove("tampered");
   $("live").dataset.stale = "true";
+  beyondRefused();
   probe.refusals += 1;
   changed();
 }
@@ -153,6 +155,7 @@ function drawNumbers(data) {
   setText($("out-unbiased"), t("live.unbiased_value", { n: many.length, mean, value: data.params.value }));
   drawBadge(data.witness);
   $("live-call").textContent = liveCall(data.params);
+  drawBeyond(data);
 }
 
 // The exact dpwitness calls behind the panel's numbers (copyable).

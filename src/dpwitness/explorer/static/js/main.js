@@ -1,6 +1,7 @@
 // Entry point: the setting from the URL, strings next (an unknown language falls back to English
 // with a note), then each part of the page; records the load time for tests.
 import { LANGUAGE_NAMES, loadStrings, t, setText } from "./i18n.js";
+import { initBeyond } from "./beyond.js";
 import { initLive } from "./live.js";
 import { initMyths } from "./myths.js";
 import { initPlanner } from "./planner.js";
@@ -33,7 +34,7 @@ async function start() {
     location.search = `?${queryString(picker.value)}`;
   });
   onChange(writeUrl);
-  await Promise.all([initLive(), initWalkthrough(), initRedTeam(), initMyths(), initPlanner()]);
+  await Promise.all([initLive(), initWalkthrough(), initRedTeam(), initMyths(), initPlanner(), initBeyond()]);
   if (asked.step > 1) await go(asked.step - 1);
   probe.loadMs = performance.now();
   probe.ready = true;

@@ -1,0 +1,68 @@
+"""Beyond the source documents (after ViP, PETS 2022): the numbers behind the "beyond" panel.
+
+Inverse controls (a target error or risk → the ε that meets it, checked forwards with the project's
+own mechanism and risk bounds) and k-fold composition, basic (kε, kδ) against zCDP (ρ adds up, then
+converted with :func:`dpwitness.budget.zcdp_epsilon`). The frequency framing and the privacy-loss
+histogram use the live panel's 2000 exact releases (``/api/live``).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from dpwitness.budget import zcdp_epsilon, zcdp_rho
+from dpwitness.errors import ParameterError, check_positive_finite
+from dpwitness.explorer.compute import ALPHA, MAX_EPSILON, MIN_EPSILON, mechanism
+from dpwitness.explorer.planner import advantage, posterior
+
+#: What a target may be, and its range.
+TARGETS = {"error": (1e-9, 1e12), "posterior": (0.0100001, 0.999), "advantage": (1e-6, 0.999)}
+#: The prior of the posterior target (as in the planner: an attacker 1% sure).
+PRIOR = 0.01
+MAX_RELEASES = 100
+
+
+def inverse(target: str, value: float, sensitivity: float) -> dict[str, Any]:
+    """The ε meeting ``target``: ``error`` (the 95% half-width b·ln(1/α) of the Laplace release),
+    ``posterior`` (the most a 1% prior can rise to) or ``advantage`` (TPR − FPR, pure ε). The ε is
+    then put back through the forward formula (the mechanism's real scale, the risk bound) and the
+    achieved value returned beside it; an ε outside the explorer's range is refused by name."""
+    if target not in TARGETS:
+        raise ParameterError("target", f"one of {list(TARGETS)}", target)
+    low, high = TARGETS[target]
+    value = check_positive_finite("value", value)
+    if not low <= value <= high:
+        raise ParameterError("value", f"a number in [{low:g}, {high:g}] for the target {target}", value)
+    if target == "error":
+        sensitivity = check_positive_finite("sensitivity", sensitivity)
+        epsilon = sensitivity * math.log(1 / ALPHA) / value
+    elif target == "posterior":
+        epsilon = math.log(value * (1 - PRIOR) / (PRIOR * (1 - value)))
+    else:
+        epsilon = 2 * math.atanh(value)
+    if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        raise ParameterError("value", f"a target whose ε lies in [{MIN_EPSILON:g}, {MAX_EPSILON:g}]", value)
+    epsilon = float(f"{epsilon:.6g}")
+    if target == "error":
+        achieved = mechanism(float(f"{sensitivity:.6g}"), epsilon).scale * math.log(1 / ALPHA)
+    elif target == "posterior":
+        achieved = posterior(PRIOR, epsilon)
+    else:
+        achieved = advantage(epsilon)
+    return {"target": target, "value": value, "epsilon": epsilon, "achieved": achieved, "prior": PRIOR}
+
+
+@lru_cache(maxsize=64)
+def composition(epsilon: float, delta: float, releases: int) -> dict[str, Any]:
+    """Total ε of k releases, each (ε, δ): basic composition (kε at total δ = kδ) against zCDP
+    (each release ρ = the largest ρ whose zCDP implies (ε, δ); k releases kρ; the total ε at the
+    same total δ = kδ from :func:`zcdp_epsilon`)."""
+    if isinstance(releases, bool) or not 1 <= releases <= MAX_RELEASES:
+        raise ParameterError("releases", f"a whole number in [1, {MAX_RELEASES}]", releases)
+    rho = zcdp_rho(epsilon, delta)
+    ks = list(range(1, releases + 1))
+    basic = [k * epsilon for k in ks]
+    zcdp = [zcdp_epsilon(k * rho, min(0.5, k * delta)) for k in ks]
+    return {"epsilon": epsilon, "delta": delta, "rho": rho, "k": ks, "basic": basic, "zcdp": zcdp}
