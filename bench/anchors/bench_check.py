@@ -3,7 +3,7 @@ anchors venv on each function of check_cases.py. Prints one Markdown row per cas
 expected, CPU seconds of the check's process, wall seconds, the findings) and the load.
 
     bash bench/anchors/setup.sh
-    python3 bench/anchors/bench_check.py            # every case
+    python3 bench/anchors/bench_check.py            # every case (PipelineDP's in .venv-pipelinedp)
     python3 bench/anchors/bench_check.py pydp_bounded_sum diffprivlib_sum
 """
 
@@ -24,13 +24,20 @@ VENV = Path(os.environ.get("DPW_ANCHORS_VENV", REPO / ".venv-anchors"))
 CLI = VENV / "bin" / "dpwitness"
 sys.path.insert(0, str(HERE))
 
-from check_cases import CASES  # noqa: E402  (the cases live beside this script)
+from check_cases import CASES, MORE_CASES, VENVS  # noqa: E402  (the cases live beside this script)
+
+ALL_CASES = {**CASES, **MORE_CASES}
+
+
+def cli_for(name: str) -> Path:
+    """The ``dpwitness`` of the venv where the case's library is installed."""
+    return REPO / VENVS[name] / "bin" / "dpwitness" if name in VENVS else CLI
 
 
 def run_case(name: str, *, scripts: Path | None = None, max_seconds: float = 100.0) -> dict[str, Any]:
     """One case through ``dpwitness check --json``: its report, exit code, CPU and wall seconds."""
-    columns, expected, what = CASES[name]
-    command = [str(CLI), "check", f"{HERE / 'check_cases.py'}:{name}", "--columns", columns, "--epsilon", "1"]
+    columns, expected, what = ALL_CASES[name]
+    command = [str(cli_for(name)), "check", f"{HERE / 'check_cases.py'}:{name}", "--columns", columns, "--epsilon", "1"]
     command += ["--max-seconds", str(max_seconds), "--json"]
     if scripts is not None:
         command += ["--scripts", str(scripts)]
@@ -84,7 +91,10 @@ def main(names: list[str]) -> int:
     print("| case | expected | verdict | CPU s | wall s | what it found |")
     print("|---|---|---|---|---|---|")
     bad = 0
-    for name in names or list(CASES):
+    for name in names or list(ALL_CASES):
+        if not cli_for(name).exists():
+            print(f"| {ALL_CASES[name][2]} | {ALL_CASES[name][1]} | skipped: no {cli_for(name)} | | | |")
+            continue
         result = run_case(name)
         bad += not agrees(result) or result["cpu"] > 120
         print(

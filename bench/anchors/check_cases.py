@@ -27,6 +27,13 @@ CASES: dict[str, tuple[str, str, str]] = {
     "opendp_laplace": ('{"x": [0.0, 0.5, 1.0]}', "not violated", "OpenDP 0.16 make_laplace on a float sum"),
     "opendp_geometric": ('{"x": [0, 1, 2]}', "not violated", "OpenDP 0.16 make_geometric on a count"),
 }
+#: Beyond the public cases: PipelineDP, in a venv of its own (bench/anchors/setup.sh builds it).
+MORE_CASES: dict[str, tuple[str, str, str]] = {
+    "pipelinedp_sum": ('{"x": "Float64"}', "violated", "PipelineDP 0.3.1 sum per public partition: a NaN value"),
+    "pipelinedp_sum_without_nan": ('{"x": "Float64"}', "not violated", "PipelineDP 0.3.1 sum, NaN dropped by the user"),
+}
+#: The venv (under the repository) each case runs in.
+VENVS: dict[str, str] = {name: ".venv-pipelinedp" for name in MORE_CASES}
 
 
 def diffprivlib_laplace(table: pl.DataFrame) -> Any:
@@ -89,3 +96,35 @@ def opendp_geometric(table: pl.DataFrame) -> Any:
     count = dp.t.make_count(dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance())
     noise = dp.m.make_geometric(count.output_domain, count.output_metric, scale=1.0)
     return (count >> noise)(table["x"].to_list())
+
+
+def pipelinedp_sum(table: pl.DataFrame) -> Any:
+    """PipelineDP 0.3.1 (its own venv, .venv-pipelinedp): a sum per public partition, one row per person."""
+    return _pipelinedp_sum(table["x"].drop_nulls().to_list())
+
+
+def pipelinedp_sum_without_nan(table: pl.DataFrame) -> Any:
+    """The same, NaN dropped by the user first (so only the float sum itself is judged)."""
+    return _pipelinedp_sum(table["x"].fill_nan(None).drop_nulls().to_list())
+
+
+def _pipelinedp_sum(values: list[float]) -> Any:
+    import pipeline_dp
+
+    budget = pipeline_dp.NaiveBudgetAccountant(total_epsilon=1.0, total_delta=0.0)
+    engine = pipeline_dp.DPEngine(budget, pipeline_dp.LocalBackend())
+    params = pipeline_dp.AggregateParams(
+        noise_kind=pipeline_dp.NoiseKind.LAPLACE,
+        metrics=[pipeline_dp.Metrics.SUM],
+        max_partitions_contributed=1,
+        max_contributions_per_partition=1,
+        min_value=0.0,
+        max_value=1.0,
+    )
+    extractors = pipeline_dp.DataExtractors(
+        privacy_id_extractor=lambda row: row[0], partition_extractor=lambda row: "all", value_extractor=lambda row: row[1]
+    )
+    rows = list(enumerate(values))
+    result = engine.aggregate(rows, params, extractors, public_partitions=["all"])
+    budget.compute_budgets()
+    return {key: metrics.sum for key, metrics in result}

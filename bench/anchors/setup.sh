@@ -8,6 +8,8 @@
 #   opendp[polars]==0.16.*  with polars==1.36.1 (the exact version OpenDP 0.16's Polars plugin needs)
 #   diffprivlib==0.6.6      with scikit-learn==1.8.* (diffprivlib 0.6.6 does not import with 1.9)
 #   python-dp==1.1.5        (Google's C++ differential-privacy library through pybind11)
+# and, in a venv of its own ($DPW_PIPELINEDP_VENV, default <repo>/.venv-pipelinedp):
+#   pipeline-dp==0.3.1      (with its python-dp), plus dpwitness
 #
 # Idempotent: a library that already imports in the venv is left alone. A library that cannot be
 # installed is reported (and recorded in $DPW_ANCHORS_VENV/anchors-status.json); the benchmarks
@@ -89,6 +91,27 @@ else
     fi
 fi
 "$py" -c "import dpwitness.check, dpwitness.targets" >/dev/null 2>&1 && log "dpwitness: OK ($venv/bin/dpwitness check …)"
+
+# PipelineDP 0.3.1 in a venv of its own (it brings its own python-dp; kept apart so that it can
+# never move the anchors' pins), with dpwitness installed the same way.
+pdp_venv="${DPW_PIPELINEDP_VENV:-$repo/.venv-pipelinedp}"
+pdp_py="$pdp_venv/bin/python"
+[ -x "$pdp_py" ] || "$python_bin" -m venv "$pdp_venv" || log "FAILED: python3 -m venv $pdp_venv"
+if [ -x "$pdp_py" ]; then
+    if "$pdp_py" -c "import pipeline_dp, dpwitness.targets, hypothesis, scipy, polars" >/dev/null 2>&1; then
+        log "pipeline-dp: present in $pdp_venv, imports"
+    else
+        polars_pins=()
+        for dist in polars polars-runtime-32 pyarrow; do
+            pin="$(grep -i "^$dist==" "$repo/requirements/lock.txt" | head -n 1)"
+            [ -n "$pin" ] && polars_pins+=("$pin")
+        done
+        log "pipeline-dp: installing pipeline-dp==0.3.1 and dpwitness into $pdp_venv"
+        "$pdp_py" -m pip install --quiet pipeline-dp==0.3.1 -e "$repo" "${pins[@]}" "${polars_pins[@]}" \
+            >"$pdp_venv/pip-pipelinedp.log" 2>&1 || { log "pipeline-dp: pip install FAILED (see $pdp_venv/pip-pipelinedp.log)"; }
+    fi
+    "$pdp_py" -c "import pipeline_dp, dpwitness.targets" >/dev/null 2>&1 && log "pipeline-dp: OK ($pdp_venv/bin/dpwitness check …)"
+fi
 
 # The pins must hold together: pip check catches a later install that broke one.
 "$py" -m pip check >&2 || log "warning: pip check reports conflicts (see above)"

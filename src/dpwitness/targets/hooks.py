@@ -105,8 +105,11 @@ def active() -> Recorder | None:
 @contextmanager
 def recording(mode: str = "record", adapters: tuple[Adapter, ...] | None = None) -> Iterator[Recorder]:
     """Record the noise calls made inside the block (installing the adapters' hooks first)."""
-    for adapter in adapters if adapters is not None else available_adapters():
+    chosen = adapters if adapters is not None else available_adapters()
+    for adapter in chosen:
         adapter.ensure_installed()
+    for adapter in chosen:
+        adapter.pin()
     recorder = Recorder(mode)
     token = _active.set(recorder)
     try:
@@ -274,6 +277,10 @@ class Adapter:
 
     def install(self) -> None:
         raise NotImplementedError
+
+    def pin(self) -> None:
+        """Pin the library's internal randomness (called before every recorded run, so both
+        neighbours see the same draws). Default: nothing to pin."""
 
     def patch(self, owner: Any, attribute: str, replacement: Any) -> None:
         """Replace ``owner.attribute`` (remembering the original for :meth:`uninstall`)."""
