@@ -110,7 +110,7 @@ def test_strings_table_lists_languages_and_rejects_unknown(client: TestClient) -
 def test_every_endpoint_answers_its_defaults(client: TestClient) -> None:
     schema = client.get("/api/openapi.json").json()
     paths = sorted(path for path, methods in schema["paths"].items() if "get" in methods)
-    assert len(paths) == 17, paths  # issue 22 added /api/walkthrough/younger-than-20
+    assert len(paths) == 19, paths  # issue 22 added younger-than-20, beyond/inverse, beyond/composition
     assert sorted(path for path, methods in schema["paths"].items() if "post" in methods) == ["/api/planner/release"]
     for path in paths:
         response = client.get(path)
@@ -593,3 +593,23 @@ def test_replace_one_trap_breaks_the_claim() -> None:
     trap = compute.vector("replace-one", 0.5, 1)["trap"]
     assert trap["calibrated_sensitivity"] == 1 and trap["true_sensitivity"] == 2
     assert trap["worst_loss"] > 1.9 * 0.5 and trap["holds"] is False
+
+
+def test_inverse_targets_give_the_epsilon_that_meets_them(client: TestClient) -> None:
+    error = get(client, "beyond/inverse", target="error", value=5, sensitivity=2)
+    assert error["epsilon"] == pytest.approx(2 * math.log(20) / 5, rel=1e-5)
+    assert abs(error["achieved"] - 5) < 1e-3 * 5  # the sampler's real scale, put back
+    posterior = get(client, "beyond/inverse", target="posterior", value=0.05)
+    assert posterior["achieved"] == pytest.approx(0.05, rel=1e-5)
+    advantage = get(client, "beyond/inverse", target="advantage", value=0.2)
+    assert math.tanh(advantage["epsilon"] / 2) == pytest.approx(0.2, rel=1e-5)
+    refused = client.get("/api/beyond/inverse", params={"target": "error", "value": 1e-9}).json()
+    assert refused["code"] == "parameter" and refused["parameter"] == "value"  # its ε would exceed 100
+
+
+def test_zcdp_composition_is_below_k_epsilon_and_agrees_at_one_release(client: TestClient) -> None:
+    body = get(client, "beyond/composition", epsilon=0.5, delta=1e-6, releases=50)
+    assert body["basic"][-1] == pytest.approx(25)
+    assert body["zcdp"][0] <= 0.5 * (1 + 1e-9)  # one release: zCDP's ε at δ is at most the ε it came from
+    assert body["zcdp"][-1] < 0.25 * body["basic"][-1]
+    assert all(a <= b for a, b in zip(body["zcdp"], body["zcdp"][1:], strict=False))
