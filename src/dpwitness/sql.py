@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from dpwitness.engines.joins import PublicTable, join_public, prepare_public, read_public
-from dpwitness.errors import BudgetExceeded, ParameterError, check_alpha, check_positive_finite, require
+from dpwitness.errors import ParameterError, check_alpha, check_positive_finite, require
 from dpwitness.predicates import And, Between, ColumnRef, Compare, In, IsNull, Literal, Node, Not, Or, to_text
 from dpwitness.queries import ColumnKind, Key, Query, Schema
 from dpwitness.release import Release
@@ -970,6 +970,8 @@ class Answer:
     delta: float
     alpha: float
     notes: tuple[str, ...] = ()
+    #: Per column: "key" (a GROUP BY column) or "value" (released, with an interval).
+    kinds: tuple[str, ...] = ()
 
     @property
     def table(self) -> list[dict[str, Any]]:
@@ -982,7 +984,7 @@ class Answer:
         data: dict[str, list[Any]] = {}
         for index, name in enumerate(self.columns):
             cells = [row[index] for row in self.rows]
-            if any(isinstance(c, Cell) for c in cells) or (not cells and name in self._released_columns):
+            if any(isinstance(c, Cell) for c in cells) or (not cells and name not in self._key_columns):
                 data[name] = [c.value if isinstance(c, Cell) else None for c in cells]
                 data[f"{name}_low"] = [c.low if isinstance(c, Cell) else None for c in cells]
                 data[f"{name}_high"] = [c.high if isinstance(c, Cell) else None for c in cells]
@@ -991,8 +993,9 @@ class Answer:
         return polars.DataFrame(data, strict=False)
 
     @property
-    def _released_columns(self) -> set[str]:
-        return set(self.columns)
+    def _key_columns(self) -> set[str]:
+        """The GROUP BY columns among the outputs (plain values, no interval)."""
+        return {name for name, kind in zip(self.columns, self.kinds, strict=False) if kind == "key"}
 
     def release_set(self) -> list[dict[str, Any]]:
         """Per aggregate: its SQL, the query, ε, δ, each noisy part's Δ and ε, and the relation."""
@@ -1087,7 +1090,6 @@ class Explanation:
     keys_from: str
     epsilon: float
     notes: tuple[str, ...] = ()
-    spent: float = field(default=0.0)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -1241,6 +1243,7 @@ def execute(session: Session, compiled: Statement, *, alpha: float = 0.05) -> An
         delta=delta,
         alpha=alpha,
         notes=tuple(n for n in notes if n),
+        kinds=tuple("key" if node[0] == "key" else "value" for _, node in compiled.outputs),
     )
 
 
@@ -1375,16 +1378,6 @@ def _arithmetic(op: str, a: Cell, b: Cell) -> Cell:
         return Cell(value, -math.inf, math.inf)
     quotients = [a.low / b.low, a.low / b.high, a.high / b.low, a.high / b.high]
     return Cell(value, min(quotients), max(quotients))
-
-
-def refused(error: BaseException) -> bool:
-    """True for the errors that a statement can get before any spend."""
-    return isinstance(error, ParameterError | BudgetExceeded)
-
-
-def iter_constructs(statement: Statement) -> Iterator[Query]:
-    """Every query a statement compiles to (for the sensitivity search: each is a library shape)."""
-    yield from statement.queries
 
 
 __all__ = ["Aggregate", "Answer", "Cell", "Explanation", "SqlError", "Statement", "compile_statement", "run", "table_name"]
