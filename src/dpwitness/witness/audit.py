@@ -937,7 +937,16 @@ def _tight(
         planned = int(total * 0.5 / (2 * draw_rate))  # a first guess of the final size, for scoring
         scorer = Scorer(len(sa), planned, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK)
         candidates, _ = search(
-            sa, sb, scorer, float_test=float_test, rng=rng, names=names, start=start, feature_rows=len(sa), every=True
+            sa,
+            sb,
+            scorer,
+            float_test=float_test,
+            rng=rng,
+            names=names,
+            start=start,
+            feature_rows=len(sa),
+            every=True,
+            binned_rows=True,
         )
         summaries = summary_features(sa, sb, names, start)
         del sa, sb

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -60,6 +60,8 @@ SAMPLES_PER_BIN = 12
 FEATURE_ROWS = 400_000
 #: Most coordinate differences tried.
 MAX_DIFFERENCES = 24
+#: Pooled-quantile bins per continuous column for the tight mode's binned rows (few columns, many).
+BINS_FEW, BINS_MANY = 8, 4
 #: Rows and coordinate pairs looked at to find the pairs of coordinates that are ever equal.
 TIE_ROWS, TIE_PAIRS = 20_000, 500
 #: Families searched for every output (the others depend on the output's shape and mode).
@@ -189,6 +191,8 @@ class Event:
     keys: npt.NDArray[np.generic] | None = field(default=None, repr=False)
     transform: str = "raw"
     width: int = 0  # whole-row keys: the row width they were taken at
+    bins: tuple[FloatArray | None, ...] | None = field(default=None, repr=False)  # whole rows: bin edges per column
+
 
     def contains(self, rows: FloatArray) -> BoolArray:
         if self.kind == "values":
@@ -197,6 +201,8 @@ class Event:
                 return np.isin(event_keys(rows, self.column, self.transform), self.keys)
             # A whole row is its values padded with NaN (missing) to the width the keys were taken at;
             # a row with a value beyond that width matches none of them.
+            if self.bins is not None:
+                rows = binned(rows, self.bins)
             extra = rows[:, self.width :]
             fits = np.all(np.isnan(extra), axis=1) if extra.shape[1] else np.ones(len(rows), dtype=bool)
             padded = rows[:, : self.width]
@@ -210,6 +216,38 @@ class Event:
         if self.kind == "below":
             return np.asarray(values <= self.threshold)
         return np.asarray((values > self.low) & (values <= self.threshold))
+
+
+def binned(rows: FloatArray, edges: Sequence[FloatArray | None]) -> FloatArray:
+    """Rows with each column that has edges replaced by its bin number (NaN stays missing)."""
+    out = np.array(rows, dtype=np.float64, copy=True)
+    for j, edge in enumerate(edges):
+        if edge is not None and j < rows.shape[1]:
+            column = rows[:, j]
+            out[:, j] = np.where(np.isnan(column), np.nan, np.searchsorted(edge, column, side="left"))
+    return out
+
+
+def _binned_candidate(
+    xa: FloatArray, xb: FloatArray, scorer: Scorer, continuous: Sequence[int], columns: int
+) -> Candidate | None:
+    """Whole rows with their continuous columns cut into a few pooled-quantile bins, then value sets
+    sorted by likelihood ratio (Neyman–Pearson on a histogram of the rows): the event thresholds an
+    estimated log density ratio, as DP-Sniper's classifier does, and sees a value's meaning change
+    with the row's shape (the noisy answer of the k-th query of a sparse vector)."""
+    count = BINS_FEW if len(continuous) <= 2 else BINS_MANY
+    edges: list[FloatArray | None] = [None] * columns
+    for j in continuous:
+        pooled = np.concatenate([xa[:, j], xb[:, j]])
+        pooled = pooled[np.isfinite(pooled)]
+        if len(pooled):
+            edges[j] = np.unique(np.quantile(pooled, np.linspace(0, 1, count + 1)[1:-1]))
+    ba, bb = binned(xa, edges), binned(xb, edges)
+    keys_a, keys_b = row_keys(ba), row_keys(bb)
+    found = _key_candidate(keys_a, keys_b, scorer, "bins(X)", "binned rows", -1, "raw", repeated_only=True, rows=(ba, bb))
+    if found is None:
+        return None
+    return replace(found, event=replace(found.event, bins=tuple(edges)))
 
 
 def event_keys(rows: FloatArray, column: int, transform: str) -> npt.NDArray[np.generic]:
@@ -551,6 +589,7 @@ def search(
     start: int = 0,
     feature_rows: int = FEATURE_ROWS,
     every: bool = False,
+    binned_rows: bool = False,
 ) -> tuple[list[Candidate], list[str]]:
     """The best candidate of each family on the search samples (best first), and the families searched.
 
@@ -558,7 +597,8 @@ def search(
     with their shape code and length, which take part in the value families only);
     ``feature_rows`` caps the rows used for the derived vector features. With ``every``, the
     best event of every column and feature is returned, not only the best of each family (for a
-    later choice on fresh samples).
+    later choice on fresh samples). ``binned_rows`` adds whole rows with their continuous columns
+    binned (the tight mode's proposals; see :func:`_binned_candidate`).
     """
 
     def pick(candidates: Sequence[Candidate | None]) -> list[Candidate | None]:
@@ -594,6 +634,8 @@ def search(
             masses.append(_key_candidate(ka, kb, scorer, "X", "point masses", -1, "raw", repeated_only=True, rows=(xa, xb)))
         found += pick(masses)
         families += ["intervals", "point masses"]
+        if binned_rows and columns > 1:
+            found.append(_binned_candidate(xa, xb, scorer, continuous, columns))
     del by_column
     if columns - start > 1:
         families.append("projection")
