@@ -614,3 +614,18 @@ def test_aggregates_of_one_release_share_it(generated: Path) -> None:
     assert math.isclose(stddev.value**2, variance.value) and minimum.value <= median.value
     assert [r["epsilon"] for r in answer.release_set()] == [1.0, 1.0, 1.0]
     assert math.isclose(session.spent.epsilon, 3.0)
+
+
+def test_released_keys_beyond_a_quantiles_cells_keep_the_largest_groups(generated: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing after the spend fails because of how many keys were released: the later grouped quantile
+    takes the groups with the largest released counts, as many as its cells allow, and says so."""
+    import dpwitness.quantiles
+
+    monkeypatch.setattr(dpwitness.quantiles, "MAX_CELLS", 2 * 64)
+    statement = f"SELECT workclass, COUNT(*) AS n, MEDIAN({AGE}) FROM adult GROUP BY workclass"
+    answer = _session(generated).sql(statement, epsilon=50.0)
+    assert isinstance(answer, Answer)
+    assert len(answer.rows) == 2 and answer.rows[0][0] == "Private"  # the two largest of four groups
+    counts = sorted((row[1].value for row in answer.rows), reverse=True)
+    assert counts[1] > 500  # not one of the small groups (the 6% empty workclass is null, no group)
+    assert any("the 2 groups with the largest released COUNT(*)" in note for note in answer.notes)

@@ -1217,6 +1217,7 @@ def execute(session: Session, compiled: Statement, *, alpha: float = 0.05) -> An
     releases: list[Release] = []
     aggregates: list[Aggregate] = []
     keys: tuple[Key, ...] | None = compiled.keys
+    extra = ""
     for aggregate in compiled.aggregates:
         query = aggregate.query
         if aggregate.reuses_keys:
@@ -1228,11 +1229,18 @@ def execute(session: Session, compiled: Statement, *, alpha: float = 0.05) -> An
         if compiled.by and keys is None:
             assert isinstance(release.value, dict)
             keys = tuple(release.value)
+            cap = _most_keys(compiled)
+            if len(keys) > cap:  # a grouped quantile bins every key: keep the largest released groups
+                value = release.value
+                keys = tuple(sorted(keys, key=lambda k: -float(value[k]))[:cap])
+                extra = (
+                    f"the {cap} groups with the largest released {aggregate.text} are answered (a quantile's cells are capped)"
+                )
         releases.append(release)
         aggregates.append(aggregate)
     rows = _rows(compiled, aggregates, releases, keys, alpha)
     delta = math.fsum(r.delta for r in releases)
-    notes = (compiled.epsilon_note, f"group keys: {compiled.keys_from}" if compiled.by else "", *compiled.notes)
+    notes = (compiled.epsilon_note, f"group keys: {compiled.keys_from}" if compiled.by else "", extra, *compiled.notes)
     return Answer(
         statement=compiled.text,
         columns=tuple(name for name, _ in compiled.outputs),
@@ -1245,6 +1253,14 @@ def execute(session: Session, compiled: Statement, *, alpha: float = 0.05) -> An
         notes=tuple(n for n in notes if n),
         kinds=tuple("key" if node[0] == "key" else "value" for _, node in compiled.outputs),
     )
+
+
+def _most_keys(compiled: Statement) -> int:
+    """The most released keys the later queries can take (a grouped quantile's keys × bins ≤ MAX_CELLS)."""
+    from dpwitness.quantiles import MAX_CELLS
+
+    bins = [a.query.bins for a in compiled.aggregates if a.reuses_keys and a.query.bins]
+    return min((MAX_CELLS // b for b in bins), default=1 << 62)
 
 
 def _aggregate_uses(compiled: Any) -> set[int]:
