@@ -555,35 +555,37 @@ def _audit(
         return None, [f"audit not run: fn raised {type(error).__name__} on the worst pair"]
     float_test = _is_float(sample)
     mechanism: Callable[..., Any]
-    args: tuple[Any, Any]
     model = "the function's output"
     replaying = per_run * 2 * FIRST_ROUND_RUNS > 0.5 * remaining
+    replay: Callable[..., Any] | None = None
     if replaying:
-        frozen = {}
-        for label, frame in (("d", d), ("d_prime", d_prime)):
-            with recording("record", runner.adapters) as recorder:
-                recorder.epsilon = runner.epsilon  # type: ignore[attr-defined]
-                recorder.neighbours = runner.neighbours  # type: ignore[attr-defined]
-                fn(frame)
-            frozen[label] = [c.replay for c in recorder.calls if c.replay is not None]
         model = "the noise calls' outputs (replay: values before noise frozen, only the library's noise sampled)"
         notes.append(f"one run takes {per_run:.2g} s: audited by replay, {model}")
 
-        def replayed(data: str, rng: np.random.Generator) -> Any:
-            return tuple(np.asarray(replay(), dtype=float).ravel().tolist() for replay in frozen[data])
+        def freeze(frame: Any) -> list[Callable[[], Any]]:
+            """The pre-noise state of one table: each noise call's own noise, ready to be added again."""
+            with recording("unnoised", runner.adapters) as recorder:
+                recorder.epsilon = runner.epsilon  # type: ignore[attr-defined]
+                recorder.neighbours = runner.neighbours  # type: ignore[attr-defined]
+                fn(frame)
+            return [c.replay for c in recorder.calls if c.replay is not None]
 
-        mechanism, args = replayed, ("d", "d_prime")
+        def noise_only(frozen: list[Callable[[], Any]], rng: np.random.Generator) -> Any:
+            return tuple(np.asarray(noise(), dtype=float).ravel().tolist() for noise in frozen)
+
+        mechanism, replay = freeze, noise_only
     else:
 
         def direct(data: Any, rng: np.random.Generator) -> Any:
             return fn(data)
 
-        mechanism, args = direct, (d, d_prime)
+        mechanism = direct
     try:
         result = run_audit(
             mechanism,
-            args[0],
-            args[1],
+            d,
+            d_prime,
+            replay=replay,
             epsilon=runner.epsilon,
             delta=report.delta,
             confidence=confidence,
