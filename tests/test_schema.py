@@ -255,3 +255,19 @@ def test_the_adult_mean_of_sex_is_refused_with_a_schema(adult: Path, tmp_path: P
     assert refused.exit_code == 2 and "'sex' (string)" in refused.stderr
     session = dw.Session(str(adult), epsilon=10.0, schema=schema, seed=5)
     assert math.isclose(float(session.mean("age", (0, 100), epsilon=9.0).value), 38.58, abs_tol=0.1)
+
+
+@pytest.mark.spark
+def test_the_spark_engine_checks_the_header_and_applies_the_declared_types(spark: object, people: Path) -> None:
+    """The same schema on Spark: the header is checked, the types declared, and the refusals are the same."""
+    schema = Schema.infer(people, categories=5)
+    session = dw.Session(str(people), epsilon=2000.0, engine="spark", schema=schema, seed=4)
+    assert session.schema() == schema
+    with pytest.raises(ParameterError, match="'sex' \\(string\\)"):
+        session.mean("sex", (0, 100), epsilon=0.1)
+    counts = session.count(epsilon=1000.0, by="member", keys=[True, False]).value
+    assert isinstance(counts, dict) and round(counts[True]) == 4 and round(counts[False]) == 2
+    wrong = dw.Session(str(people), epsilon=1.0, engine="spark", schema=Schema({"salary": "float"}, declared=True))
+    with pytest.raises(ParameterError, match="salary"):
+        wrong.count(epsilon=0.1)
+    assert wrong.spent.epsilon == 0
