@@ -1107,8 +1107,7 @@ class Explanation:
     def __str__(self) -> str:
         lines = [f"plan of: {self.statement.strip()}", f"group keys: {self.keys_from}"]
         for aggregate, preview in zip(self.aggregates, self.previews, strict=True):
-            reused = " (keys: those the first aggregate releases)" if aggregate.reuses_keys else ""
-            lines.append(f"  {aggregate.text} → {preview.query}{reused}")
+            lines.append(f"  {aggregate.text} → {preview.query}")
             for part in preview.parts:
                 extra = f", ± {float(part['half_width']):.4g} at {_level(preview.alpha)}" if "half_width" in part else ""
                 lines.append(
@@ -1207,9 +1206,16 @@ def run(
 
 def explain_statement(session: Session, compiled: Statement, *, alpha: float = 0.05) -> Explanation:
     """The plan: one :meth:`Session.preview` per aggregate (nothing spent)."""
-    previews = tuple(session.preview(a.query, alpha=alpha) for a in compiled.aggregates)
+    previews = tuple(_previewed(session, a, alpha) for a in compiled.aggregates)
     notes = (compiled.epsilon_note, *compiled.notes)
     return Explanation(compiled.text, compiled.aggregates, previews, compiled.keys_from, compiled.epsilon, notes)
+
+
+def _previewed(session: Session, aggregate: Aggregate, alpha: float) -> Preview:
+    preview = session.preview(aggregate.query, alpha=alpha)
+    if not aggregate.reuses_keys:
+        return preview
+    return replace(preview, query=preview.query.replace(" over 1 declared keys", " over the keys the first aggregate releases"))
 
 
 def execute(session: Session, compiled: Statement, *, alpha: float = 0.05) -> Answer:
