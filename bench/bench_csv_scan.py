@@ -1,4 +1,4 @@
-"""How fast, and how sound, are the ways to scan a CSV with Polars (docs/engines.md, "CSV records").
+"""How fast, and how sound, are the ways to scan a CSV with Polars (docs/engines.md, "Reading files").
 
 Writes a CSV of ``--rows`` rows (id, age, workclass, income; 1 % of the workclass cells hold a
 quoted comma), then times three scans on three queries (row count, a clamped sum of an untyped
@@ -6,8 +6,8 @@ column, a grouped clamped sum), best of ``--repeats``:
 
 * ``quoted``: the previous scan, ``pl.scan_csv`` with quotes honoured (a quoted field may run
   across lines);
-* ``lines`` : dpwitness's scan, one physical line per record (``quote_char=None``, whole-cell
-  quotes stripped);
+* ``lines`` : dpwitness's scan (:mod:`dpwitness.reader`: one physical line per record, RFC 4180
+  within a line);
 * ``arrow`` : a ``pyarrow.dataset`` CSV scan with ``newlines_in_values=False`` and bad rows
   skipped, wrapped with ``pl.scan_pyarrow_dataset``.
 
