@@ -84,6 +84,7 @@ ACCEPTED = [
     "SELECT sex, COUNT(*) FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex ORDER BY COUNT(*) LIMIT 1",
     "SELECT a.sex, COUNT(*) FROM adult AS a WHERE a.sex IN ('Male', 'Female') GROUP BY a.sex",
     "SELECT COUNT(*) FROM adult WHERE age < 20 LIMIT 5",
+    "SELECT income, COUNT(*) FROM adult WHERE income IN ('<=50K', '>50K') GROUP BY income ORDER BY 2 DESC",
     "EXPLAIN SELECT COUNT(*) FROM adult WHERE age < 20",
 ]
 
@@ -132,6 +133,7 @@ REFUSED = [
     (f"SELECT sex, MEDIAN({AGE}) FROM adult GROUP BY sex", "undeclared keys"),
     ("SELECT SUM(CLAMP(age, 10, 5)) FROM adult", "bounds"),
     ("SELECT COUNT(*) FROM adult GROUP BY age + 1", "GROUP BY takes columns"),
+    ("SELECT sex, COUNT(*) FROM adult WHERE sex IN ('Male') GROUP BY sex ORDER BY 3", "a position of the SELECT list"),
     ("SELECT LOWER(sex), COUNT(*) FROM adult GROUP BY sex", "not supported in SELECT"),
     ("SELECT COUNT(*) FROM adult WHERE UPPER(sex) = 'MALE'", "no functions"),
     ("SELECT COUNT(*) FROM adult; SELECT COUNT(*) FROM adult", "one statement"),

@@ -310,7 +310,14 @@ class _Compiler:
         order: list[tuple[Any, bool]] = []
         if tree.args.get("order") is not None:
             for ordered in tree.args["order"].expressions:
-                order.append((self._value(ordered.this, context="ORDER BY"), bool(ordered.args.get("desc"))))
+                item = ordered.this
+                if isinstance(item, exp.Literal) and not item.is_string:  # ORDER BY 2: the second output
+                    place = self._integer(item, "ORDER BY's position")
+                    if not 1 <= place <= len(outputs):
+                        self.refuse(item, f"ORDER BY {place}", f"a position of the SELECT list (1 to {len(outputs)})")
+                    order.append((outputs[place - 1][1], bool(ordered.args.get("desc"))))
+                    continue
+                order.append((self._value(item, context="ORDER BY"), bool(ordered.args.get("desc"))))
         limit = self._whole(tree.args.get("limit"), "LIMIT")
         offset = self._whole(tree.args.get("offset"), "OFFSET") or 0
         keys, keys_from = self._keys(predicate)
