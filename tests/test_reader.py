@@ -19,8 +19,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from dpwitness import Session
+from dpwitness.cli import app
 from dpwitness.engines import engine_for
 from dpwitness.errors import ParameterError
 from dpwitness.serve.config import ColumnConfig, TableConfig
@@ -299,6 +301,9 @@ def test_a_file_without_a_usable_header_is_refused_on_every_face(tmp_path: Path,
     assert session.spent.epsilon == 0
     with pytest.raises(ParameterError):
         load_table(TableConfig("t", path, {"age": ColumnConfig("age", bounds=(0, 1))}))
+    result = CliRunner().invoke(app, ["query", str(path), "--count", "--epsilon", "1"])
+    assert result.exit_code == 2 and "source" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_an_unknown_separator_is_refused(tmp_path: Path) -> None:
