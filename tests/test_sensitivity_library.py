@@ -38,6 +38,7 @@ import pytest
 
 from dpwitness.engines import engine_for
 from dpwitness.queries import Query, Statistic, derivation_cases
+from dpwitness.witness.file_search import spark_batch
 from dpwitness.witness.sensitivity import SensitivityResult, search_claims
 
 KEY = (0x243F6A8885A308D3, 0x13198A2E03707344, 0xA4093822299F31D0, 0x082EFA98EC4E6C89)
@@ -261,25 +262,13 @@ def _spark_batch(jobs: list[Replay]) -> list[dict[str, Any]]:
     one ``collect`` runs hundreds of plans: a Spark job costs ~1 s here whatever its size.
     Equal tables of one case are planned once.
     """
-    from pyspark.sql import functions as F
-
     engine = engine_for("spark")
     unique: dict[tuple[int, bytes], int] = {}
     for number, (index, frame) in enumerate(jobs):
         unique.setdefault((index, frame.serialize()), number)
     handles = {number: engine.open(jobs[number][1]) for number in unique.values()}  # type: ignore[attr-defined]
-    by_schema: dict[str, list[Any]] = {}
-    for number, handle in handles.items():
-        plan = engine.plan(handle, CASES[jobs[number][0]], selection_key=KEY)  # type: ignore[attr-defined]
-        tagged = plan.withColumn("__job", F.lit(number))
-        by_schema.setdefault(tagged.schema.simpleString(), []).append(tagged)
-    rows: dict[int, list[Any]] = {number: [] for number in handles}
-    for plans in by_schema.values():
-        while len(plans) > 1:  # a balanced union: each union is analysed once, over its own inputs
-            plans = [a.union(b) for a, b in zip(plans[::2], plans[1::2], strict=False)] + plans[len(plans) - len(plans) % 2 :]
-        for row in plans[0].collect():
-            rows[row["__job"]].append(tuple(row)[:-1])
-    read = {n: engine.read(CASES[jobs[n][0]], rows[n], untyped=handles[n].untyped) for n in handles}  # type: ignore[attr-defined]
+    batched = spark_batch(engine, [(CASES[jobs[n][0]], handles[n]) for n in handles], selection_key=KEY)
+    read = dict(zip(handles, batched, strict=True))
     return [read[unique[index, frame.serialize()]] for index, frame in jobs]
 
 

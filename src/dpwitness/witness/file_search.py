@@ -393,18 +393,22 @@ def engine_face(name: str, *, dtypes: Mapping[str, str] | None = None) -> Evalua
     return evaluate
 
 
-def spark_batch(engine: Any, jobs: Sequence[tuple[Query, Any]]) -> list[Aggregates]:
+def spark_batch(
+    engine: Any, jobs: Sequence[tuple[Query, Any]], *, selection_key: tuple[int, int, int, int] = SELECTION_KEY
+) -> list[Aggregates]:
     """The Spark engine's exact aggregates of each (query, opened table) in a few Spark jobs.
 
     Each plan is the engine's own (``plan``, what ``aggregate`` collects), tagged with its job
-    number; plans of one output schema are unioned (balanced) and collected once, and the rows
-    read back by the engine's ``read``: a Spark job costs about a second whatever its size.
+    number; plans of one output schema are unioned (balanced, so each union is analysed once,
+    over its own inputs) and collected once, and the rows read back by the engine's ``read``: a
+    Spark job costs about a second whatever its size, so one ``collect`` runs hundreds of plans.
+    Also the library sweep's Spark replay (tests/test_sensitivity_library.py).
     """
     from pyspark.sql import functions as F
 
     by_schema: dict[str, list[Any]] = {}
     for number, (query, handle) in enumerate(jobs):
-        tagged = engine.plan(handle, query, selection_key=SELECTION_KEY).withColumn("__job", F.lit(number))
+        tagged = engine.plan(handle, query, selection_key=selection_key).withColumn("__job", F.lit(number))
         by_schema.setdefault(tagged.schema.simpleString(), []).append(tagged)
     rows: dict[int, list[Any]] = {number: [] for number in range(len(jobs))}
     for plans in by_schema.values():
