@@ -83,3 +83,18 @@ def test_without_sqlglot_the_command_names_the_extra(tmp_path: Path) -> None:
     result = run_without("sqlglot", ["sql", str(people), "SELECT COUNT(*) FROM people", "--epsilon", "1"], tmp_path)
     assert result.returncode == ExitCode.MISSING_PART, result.stderr
     assert "pip install 'dpwitness[sql]'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_documented_commands_work_from_examples_alone() -> None:
+    """docs/sql.md's shell examples, on the project's own examples/people.csv (no ../shared needed)."""
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "sql.md").read_text(encoding="utf-8")
+    commands = [line.removeprefix("$ dpwitness ") for line in docs.splitlines() if line.startswith("$ dpwitness sql examples/")]
+    assert len(commands) >= 2
+    import shlex
+
+    root = Path(__file__).resolve().parents[1]
+    for command in commands:
+        args = shlex.split(command)
+        args[1] = str(root / args[1])
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, (command, result.output)
