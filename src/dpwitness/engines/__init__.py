@@ -6,9 +6,10 @@ The contract (every engine implements it the same way; the session does all the 
     Cheap: no data scan (a CSV's header, a Parquet footer). Turn a path / frame into the
     engine's lazy handle; raise :class:`~dpwitness.ParameterError` (parameter ``"source"``)
     for a missing file, a CSV without a usable header or an unsupported source. A CSV is read
-    by :mod:`dpwitness.reader` (one physical line, one record; ``separator`` as declared). Types come from declared metadata only: a
-    CSV's columns are text (``untyped``) unless ``dtypes`` declares them, and a declared type
-    is a non-strict cast (a cell that does not fit is null).
+    by :mod:`dpwitness.reader` (one physical line, one record; ``separator`` as declared).
+    Types come from declared metadata only: a CSV's columns are text (``untyped``) unless
+    ``dtypes`` declares them, and a declared type is a non-strict cast (a cell that does not
+    fit is null).
 ``schema(handle) -> Schema``
     Column names and kinds: metadata only, no row is read (emptiness is not public).
 ``check(handle, query) -> None``
