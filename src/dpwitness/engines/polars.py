@@ -35,6 +35,8 @@ _U64 = pl.UInt64
 _BIN = "__dpw_bin"
 _ROW = "_dpw_row"
 _POSITION = "_dpw_position"
+_CONTENT = "_dpw_content"
+_ROWS = "_dpw_rows"
 _DECLARED = {ColumnKind.INTEGER: pl.Int64, ColumnKind.FLOAT: pl.Float64, ColumnKind.STRING: pl.String}
 
 
@@ -259,11 +261,13 @@ def _keyed_random(identity: pl.Expr, key: SelectionKey) -> pl.Expr:
 def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key: SelectionKey) -> pl.LazyFrame:
     """Keep a uniformly random ≤ k rows per unit (or ≤ g keys per unit and ≤ k rows per (unit, key)).
 
-    Rows are ranked within their unit by a keyed hash of (unit[, key], the row's rank among
-    that unit's rows in the order of their values), as in the Spark engine: which rows a unit
-    keeps depends only on the selection key and that unit's own rows, never on other units or on
-    the file order, so for *every* key the bounded table moves by one unit's ≤ k rows, as Δ
-    assumes (identical rows are interchangeable). With a secret key the subset is uniformly random.
+    A unit with ≤ k rows keeps them all. In a unit with more, each row gets a keyed hash of
+    (unit[, key], the row's values, its occurrence among the unit's identical rows) and the k
+    rows with the smallest keep: no sort, three window ranks over only the rows of such units.
+    Which rows a unit keeps depends only on the selection key and that unit's own rows, never on
+    other units or on the file order (identical rows are interchangeable: which one is the first
+    occurrence does not change what is kept), so for *every* key the bounded table moves by one
+    unit's ≤ k rows, as Δ assumes; with a secret key the kept subset is uniformly random.
     """
     bound = query.contribution
     if groups and query.max_groups is not None:
@@ -275,13 +279,16 @@ def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key:
     else:
         per, limit = [unit], bound.max_rows
     schema = frame.collect_schema()
-    content = [c for c in schema.names() if c not in per]
-    # A Categorical's physical order depends on which strings the whole table held first: sort it as text.
-    by_value = [pl.col(c).cast(pl.String) if schema[c] == pl.Categorical else pl.col(c) for c in content]
-    frame = frame.sort([*(pl.col(c) for c in per), *by_value])
-    frame = frame.with_columns(pl.int_range(pl.len(), dtype=_U64).over(per).alias(_POSITION))
-    row = _keyed_random(pl.struct([*per, _POSITION]), key)
-    return frame.with_columns(row.alias("_dpw_random")).filter(pl.col("_dpw_random").rank("ordinal").over(per) <= limit)
+    # A Categorical's physical codes depend on which strings the whole table held first: hash it as text.
+    values = [pl.col(c).cast(pl.String) if schema[c] == pl.Categorical else pl.col(c) for c in schema.names()]
+    counted = frame.with_columns(pl.len().over(per).alias(_ROWS)).cache()  # one window for both branches
+    light = counted.filter(pl.col(_ROWS) <= limit)
+    content = _keyed_random(pl.struct(values), key).alias(_CONTENT)  # equal for identical rows only (2^-64 aside)
+    heavy = counted.filter(pl.col(_ROWS) > limit).with_columns(content)
+    occurrence = pl.col(_CONTENT).rank("ordinal").over(per) - pl.col(_CONTENT).rank("min").over(per)
+    draw = _keyed_random(pl.struct([pl.col(_CONTENT), occurrence.cast(_U64).alias(_POSITION)]), key)
+    kept = heavy.filter(draw.rank("ordinal").over(per) <= limit).drop(_CONTENT)
+    return pl.concat([light, kept], how="vertical").drop(_ROWS)
 
 
 def _bin(query: Query) -> pl.Expr:

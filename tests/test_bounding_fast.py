@@ -1,0 +1,67 @@
+"""Contribution bounding without a sort (engines/polars.py ``_bound``): uniform over a unit's rows,
+identical rows included, and a function of the unit's own rows and the key only."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from dpwitness.engines.polars import ENGINE as POLARS
+from dpwitness.engines.polars import _bound
+from dpwitness.queries import Query
+
+KEY = (0x1234, 0x5678, 0x9ABC, 0xDEF0)
+UNITS = 20_000
+# every unit: three identical rows "a", then "b", "c", "d"; keep k = 2 of its 6 rows
+ROWS = ["a", "a", "a", "b", "c", "d"]
+
+
+def _kept_a_per_unit(frame: pl.DataFrame, key: tuple[int, int, int, int]) -> np.ndarray:
+    query = Query(statistic="histogram", column="v", epsilon=1, privacy_unit="pid", max_contributions=2)
+    kept = _bound(frame.lazy(), query, "pid", [], key).collect()
+    assert kept.group_by("pid").len()["len"].max() == 2  # exactly k rows for every unit with more
+    per_unit = kept.filter(pl.col("pid") < UNITS).group_by("pid").agg((pl.col("v") == "a").sum().alias("a")).sort("pid")
+    assert per_unit.height == UNITS
+    return per_unit["a"].to_numpy()
+
+
+def test_the_pick_is_uniform_over_a_units_rows_identical_rows_included() -> None:
+    frame = pl.DataFrame({"pid": np.repeat(np.arange(UNITS), len(ROWS)), "v": ROWS * UNITS})
+    counts = np.bincount(_kept_a_per_unit(frame, KEY), minlength=3)
+    # uniform over the 6 rows: the number of a's kept is hypergeometric (6 rows, 3 a's, 2 drawn)
+    uniform = np.array([stats.hypergeom.pmf(i, 6, 3, 2) for i in range(3)])
+    assert stats.chisquare(counts, uniform * UNITS).pvalue > 1e-4
+    # a pick uniform over distinct values (identical rows ranked as one block) gives P(2, 1, 0 a's) = 1/4, 1/4, 1/2:
+    # the same counts reject it, and a 3-point shift of the uniform's mass too
+    assert stats.chisquare(counts, np.array([0.5, 0.25, 0.25]) * UNITS).pvalue < 1e-12
+    assert stats.chisquare(counts, (uniform + np.array([0.03, -0.03, 0.0])) * UNITS).pvalue < 1e-12
+
+
+def test_the_pick_ignores_file_order_and_other_units() -> None:
+    rng = np.random.default_rng(5)
+    frame = pl.DataFrame({"pid": np.repeat(np.arange(UNITS), len(ROWS)), "v": ROWS * UNITS})
+    before = _kept_a_per_unit(frame, KEY)
+    shuffled = frame.sample(fraction=1.0, shuffle=True, seed=7)
+    assert np.array_equal(_kept_a_per_unit(shuffled, KEY), before)  # identical rows are interchangeable
+    other = pl.DataFrame({"pid": np.full(50, UNITS + 1), "v": rng.choice(["a", "b"], 50).tolist()})
+    with_other = _kept_a_per_unit(pl.concat([other, frame]), KEY)
+    assert np.array_equal(with_other, before)  # another unit's rows change nothing here
+    assert not np.array_equal(_kept_a_per_unit(frame, (1, 2, 3, 4)), before)  # and the key does
+
+
+def test_units_at_or_under_the_bound_keep_every_row_and_agree_with_the_ranked_path() -> None:
+    """The light path (≤ k rows: kept whole) against the ranked path on the same rows: with k ≥ the
+    unit's size the ranked path keeps everything too, so both give the plain sums."""
+    rng = np.random.default_rng(9)
+    pid = rng.integers(0, 3000, 12_000)
+    frame = pl.DataFrame({"pid": pid, "x": rng.uniform(0, 10, pid.size)})
+    largest = int(frame.group_by("pid").len()["len"].max())
+    for k in (largest, largest + 3):
+        query = Query(statistic="sum", column="x", bounds=(0, 10), epsilon=1, privacy_unit="pid", max_contributions=k)
+        exact = POLARS.aggregate(POLARS.open(frame), query, selection_key=KEY)
+        assert exact["count"] == 12_000 and abs(float(exact["sum"]) - float(frame["x"].sum())) < 1e-6  # type: ignore[arg-type]
+    query = Query(statistic="sum", column="x", bounds=(0, 10), epsilon=1, privacy_unit="pid", max_contributions=2)
+    bounded = POLARS.aggregate(POLARS.open(frame), query, selection_key=KEY)
+    expected = int(frame.group_by("pid").len()["len"].clip(upper_bound=2).sum())
+    assert bounded["count"] == expected  # Σ min(rows, k) over units
