@@ -122,3 +122,8 @@ def test_text_output_states_the_account_rho_only_for_rho_and_justified_digits(pe
     assert out["remaining"]["epsilon"] == 0.1  # not 0.09999999999999998
     rho = runner.invoke(app, ["query", str(people), "--epsilon", "0.5", "--count", "--rho", "1"], env={"COLUMNS": "200"})
     assert rho.exit_code == 0 and "ρ = " in rho.output
+
+
+def test_a_flag_before_by_never_hides_it(people: Path) -> None:
+    code, out = cli(str(people), "--epsilon", "1", "--count", "--preview", "--by", "sex", "--keys", "Female,Male")
+    assert code == 0 and out["previews"][0]["query"].startswith("count() by sex")

@@ -228,7 +228,7 @@ def query(
 
     del by, keys, alpha  # read by position (they apply to the statistic they follow): see _options_by_position
     with user_errors():
-        positions = _options_by_position(ctx.meta.get(_ARGV, []))
+        positions = _options_by_position(ctx.meta.get(_ARGV, []), ctx.meta.get(_FLAGS))
         defaults = positions.get(("", 0), {})
         store = None if ledger is None else Ledger(ledger)
         name = account if account is not None else _account_for(str(file))
@@ -546,7 +546,7 @@ def _show_releases(releases: list[Release], session: Any, store: Any) -> None:
 _ARGV = "dpwitness.query.argv"
 _STATISTIC_OPTIONS = ("--count", "--sum", "--mean", "--variance", "--histogram", "--median", "--quantile", "--min", "--max")
 #: The options of ``query`` that take no value.
-_FLAGS = ("--count", "--preview", "--json", "--csv", "--round", "--clip-at-zero", "--help")
+_FLAGS = "dpwitness.query.flags"
 
 
 class _PositionalCommand(TyperCommand):
@@ -554,6 +554,8 @@ class _PositionalCommand(TyperCommand):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         ctx.meta[_ARGV] = list(args)
+        # the options that take no value, from the command itself (a new flag never swallows the next token)
+        ctx.meta[_FLAGS] = {opt for p in self.params if getattr(p, "is_flag", False) for opt in p.opts}
         return super().parse_args(ctx, args)
 
 
@@ -563,7 +565,7 @@ PER_STATISTIC = ("--by", "--keys", "--mechanism", "--delta", "--alpha", "--max-r
 _SHARED = ("--mechanism", "--delta", "--alpha", "--max-rows")
 
 
-def _options_by_position(argv: list[str]) -> dict[tuple[str, int], dict[str, str]]:
+def _options_by_position(argv: list[str], flags: set[str] | None = None) -> dict[tuple[str, int], dict[str, str]]:
     """{(statistic option, its occurrence): {"--by": …, "--keys": …, …}}; ("", 0) before any statistic.
 
     A per-statistic option given twice for the same statistic is refused (never silently replaced)."""
@@ -589,7 +591,7 @@ def _options_by_position(argv: list[str]) -> dict[tuple[str, int], dict[str, str
                     f"{options[name]} and {value}",
                 )
             options[name] = value
-        elif name.startswith("--") and not equals and name not in _FLAGS:
+        elif name.startswith("--") and not equals and name not in (flags or {"--count"}):
             next(tokens, "")  # another option's value: never read as an option name
     for option in _SHARED:  # given once: for every statistic, wherever it stands
         holders = [position for position, options in found.items() if option in options]
