@@ -127,3 +127,10 @@ def test_text_output_states_the_account_rho_only_for_rho_and_justified_digits(pe
 def test_a_flag_before_by_never_hides_it(people: Path) -> None:
     code, out = cli(str(people), "--epsilon", "1", "--count", "--preview", "--by", "sex", "--keys", "Female,Male")
     assert code == 0 and out["previews"][0]["query"].startswith("count() by sex")
+
+
+@pytest.mark.parametrize("option", [["--epsilon", "2"], ["--where", "age > 30"], ["--budget", "3"]])
+def test_an_option_given_twice_is_refused_not_replaced(people: Path, option: list[str]) -> None:
+    args = [str(people), "--epsilon", "1", "--count", "--budget", "5", "--where", "age > 20"]
+    code, out = cli(*args, *option)
+    assert code == 2 and out["error"]["parameter"] == option[0] and "given once" in out["error"]["message"]

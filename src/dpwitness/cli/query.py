@@ -228,6 +228,7 @@ def query(
 
     del by, keys, alpha  # read by position (they apply to the statistic they follow): see _options_by_position
     with user_errors():
+        _given_once(ctx.meta.get(_ARGV, []), ctx.meta.get(_SINGLE, set()))
         positions = _options_by_position(ctx.meta.get(_ARGV, []), ctx.meta.get(_FLAGS))
         defaults = positions.get(("", 0), {})
         store = None if ledger is None else Ledger(ledger)
@@ -547,6 +548,19 @@ _ARGV = "dpwitness.query.argv"
 _STATISTIC_OPTIONS = ("--count", "--sum", "--mean", "--variance", "--histogram", "--median", "--quantile", "--min", "--max")
 #: The options of ``query`` that take no value.
 _FLAGS = "dpwitness.query.flags"
+_SINGLE = "dpwitness.query.single"
+
+
+def _given_once(argv: list[str], single: set[str]) -> None:
+    """An option that is not repeatable (and not per statistic) given twice is refused: the
+    command line never silently keeps the last one."""
+    seen: dict[str, int] = {}
+    for token in argv:
+        name = token.partition("=")[0]
+        if name in single and name not in PER_STATISTIC and name not in _STATISTIC_OPTIONS:
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] == 2:
+                raise ParameterError(name, "given once (it is not repeatable; the last one is never silently kept)", "twice")
 
 
 class _PositionalCommand(TyperCommand):
@@ -556,6 +570,7 @@ class _PositionalCommand(TyperCommand):
         ctx.meta[_ARGV] = list(args)
         # the options that take no value, from the command itself (a new flag never swallows the next token)
         ctx.meta[_FLAGS] = {opt for p in self.params if getattr(p, "is_flag", False) for opt in p.opts}
+        ctx.meta[_SINGLE] = {opt for p in self.params if not getattr(p, "multiple", False) for opt in getattr(p, "opts", ())}
         return super().parse_args(ctx, args)
 
 
