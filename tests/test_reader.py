@@ -129,6 +129,8 @@ HOSTILE_LINES = [
     b"\xef\xbb\xbf20,bom inside,90,M",  # a BOM after the first line is text
     b'21,"a ""quoted"" word, and a comma",95,F',
     b"22,5'11\",x,M",  # a quote inside an unquoted cell; a non-number age
+    b"\r",  # an empty line as Excel writes it (\r\n): a record of nulls
+    b'24,"quoted\rreturn",34,M',  # a bare \r inside quotes
     b"23,last line without newline, 33 ,F",
 ]
 
