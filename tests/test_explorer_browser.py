@@ -1140,3 +1140,33 @@ def test_beyond_inverse_controls_dots_loss_histogram_and_zcdp(browser: Any, serv
     assert match and float(match.group(2)) < 0.5 * float(match.group(1)), _text(page, "#kzcdp-text")
     assert problems == []
     page.context.close()
+
+
+def test_statements_are_right_and_consistent(browser: Any, server: dict[str, Any]) -> None:
+    page, problems = _open(browser, server["url"], 1366)
+    # e^10 is 22026.47: never printed as "22030" (false zeros), but with its power of ten
+    myths = _text(page, "#myth-list")
+    assert "2.203 × 10⁴" in myths and "22030" not in myths, myths
+    # with δ > 0 the posterior is not called a pure-ε bound: it holds outside a δ-probability event
+    assert "pure ε-DP" in _text(page, "#plan-risk")
+    page.select_option("#plan-delta", "0.00001")
+    page.select_option("#plan-count-mechanism", "gaussian")  # δ is spent only by a Gaussian query
+    page.wait_for_function("document.getElementById('plan-risk').textContent.includes('probability at most δ')")
+    assert "posterior can reach 100%" in _text(page, "#plan-risk")
+    # a query at ε = 0 is left out of the plan: no "± NaN"
+    page.locator("#plan-count").fill("0")
+    page.wait_for_function("document.getElementById('plan-count-info').textContent.includes('left out')")
+    assert "NaN" not in _text(page, "#planner")
+    # the differencing pair: which person loses what
+    _go_to_step(page, 10)
+    step = _text(page, "#step-result")
+    assert (
+        "Patient 5 is in both queries, so the pair costs them 2ε" in step and "Q4 and Q5 draw their noise independently" in step
+    )
+    # membership: Δ = 100 is the clamp's bound, the oldest person is 71; trials and an interval
+    page.click("#membership-run")
+    page.wait_for_function("document.getElementById('membership-sim').textContent.includes('interval')", timeout=60_000)
+    sim = _text(page, "#membership-sim")
+    assert "aged 71" in sim and "4000 releases" in sim and "95% interval" in sim, sim
+    assert problems == []
+    page.context.close()

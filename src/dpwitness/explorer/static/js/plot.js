@@ -171,21 +171,23 @@ function cell(tag, text, attrs = {}) {
   return node;
 }
 
+const num = (v) => (typeof v === "number" && Number.isFinite(v) ? tickLabel(v) : "—");
+
 // Rows of the table for a line plot: x and every labelled series (and histogram, and points).
 function lineRows(spec) {
   const series = (spec.series || []).filter((s) => s.label && s.x && s.x.length > 2);
   if (!series.length) {
     if (spec.bins) {
       const b = spec.bins;
-      return { head: [plain(spec.xLabel || "x"), plain(b.label || "")], rows: b.counts.map((c, i) => [`${tickLabel(b.edges[i])} … ${tickLabel(b.edges[i + 1])}`, tickLabel(c)]) };
+      return { head: [plain(spec.xLabel || "x"), plain(b.label || "")], rows: b.counts.map((c, i) => [`${num(b.edges[i])} … ${num(b.edges[i + 1])}`, num(c)]) };
     }
     const points = (spec.series || []).filter((s) => s.label);
-    return { head: [plain(spec.xLabel || "x"), plain(spec.yLabel || "y")], rows: points.map((s) => [tickLabel(s.x[0]), `${tickLabel(s.y[s.y.length - 1])} (${plain(s.label)})`]) };
+    return { head: [plain(spec.xLabel || "x"), plain(spec.yLabel || "y")], rows: points.map((s) => [num(s.x[0]), `${num(s.y[s.y.length - 1])} (${plain(s.label)})`]) };
   }
   const first = series[0];
   const idx = sampleIndices(first.x.length);
   const head = [plain(spec.xLabel || "x"), ...series.map((s) => plain(s.label))];
-  const rows = idx.map((i) => [tickLabel(first.x[i]), ...series.map((s) => (s.y.length === first.y.length ? tickLabel(s.y[i]) : "—"))]);
+  const rows = idx.map((i) => [num(first.x[i]), ...series.map((s) => (s.y.length === first.y.length ? num(s.y[i]) : "—"))]);
   return { head, rows };
 }
 
