@@ -165,7 +165,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if data is None:
         raise SystemExit("the Adult table (../shared/data/adult.csv) is needed for this benchmark")
     folder = Path(tempfile.mkdtemp(prefix="bench-serve-"))
-    tables = tomllib.loads(EXAMPLE.read_text())["tables"]
+    tables = {"adult": tomllib.loads(EXAMPLE.read_text())["tables"]["adult"]}
     tables["adult"]["path"] = str(data)
     analysts = {f"analyst{i}": (f"token-{i}-{'x' * 32}", 1e6) for i in range(args.clients)}
     analysts["tight"] = ("token-tight-" + "y" * 32, args.tight_queries * QUERY_EPSILON)

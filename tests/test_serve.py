@@ -41,7 +41,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     if data is None:
         pytest.skip("the Adult table (../shared/data/adult.csv) is not available")
     folder = tmp_path_factory.mktemp("serve")
-    tables: dict[str, Any] = tomllib.loads(EXAMPLE.read_text())["tables"]
+    tables: dict[str, Any] = {"adult": tomllib.loads(EXAMPLE.read_text())["tables"]["adult"]}
     tables["adult"]["path"] = str(data)
     visits = folder / "visits.csv"
     visits.write_text("person,ward,days\n" + "".join(f"{i % 40},{'AB'[i % 2]},{1 + i % 9}\n" for i in range(400)))

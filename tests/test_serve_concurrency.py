@@ -34,7 +34,7 @@ def adult_tables() -> dict[str, Any]:
     data = adult_path()
     if data is None:
         pytest.skip("the Adult table (../shared/data/adult.csv) is not available")
-    tables: dict[str, Any] = tomllib.loads(EXAMPLE.read_text())["tables"]
+    tables: dict[str, Any] = {"adult": tomllib.loads(EXAMPLE.read_text())["tables"]["adult"]}
     tables["adult"]["path"] = str(data)
     return tables
 

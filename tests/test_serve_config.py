@@ -33,12 +33,20 @@ def test_tokens_are_stored_salted_and_checked() -> None:
     assert store.analyst_for("x" * 10_000) is None
 
 
-def test_example_config_loads() -> None:
+def test_example_config_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    adult = tmp_path / "adult.csv"
+    adult.write_text("age,native_country\n39,United-States\n")
+    monkeypatch.setenv("DPWITNESS_ADULT", str(adult))  # the config's path_env wins over its path
     config = load_config(EXAMPLE)
     assert set(config.analysts) == {"alice", "bob"}
-    assert config.analysts["bob"].tables == ("adult",)
+    assert config.analysts["bob"].tables == ("people", "adult")
+    assert config.tables["adult"].path == adult
     assert config.tables["adult"].columns["age"].bounds == (17.0, 90.0)
     assert config.tables["adult"].columns["native_country"].categories[-1] == "Holand-Netherlands"
+    assert config.tables["people"].path == EXAMPLE.parent / "people.csv"
+    monkeypatch.setenv("DPWITNESS_ADULT", str(tmp_path / "absent.csv"))  # optional = true: left out, also from bob's list
+    without = load_config(EXAMPLE)
+    assert list(without.tables) == ["people"] and without.analysts["bob"].tables == ("people",)
     assert config.ledger == EXAMPLE.parent / "service-budget.db"
     store = TokenStore([a.token for a in config.analysts.values()])
     assert store.analyst_for("alice-demo-token-CHANGE-ME") == "alice"

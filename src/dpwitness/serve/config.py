@@ -8,6 +8,7 @@ column's ``type``, or the table's ``schema`` file, see docs/schema.md), never fr
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,10 +142,13 @@ def parse_config(raw: dict[str, Any], *, base: Path) -> ServiceConfig:
         name: _table_config(name, _table(body, f"tables.{name}"), base)
         for name, body in _table(raw.get("tables"), "tables").items()
     }
+    absent = {name for name, body in _table(raw.get("tables"), "tables").items() if _optional(name, body)}
+    absent = {name for name in absent if not tables[name].path.is_file()}
+    tables = {name: table for name, table in tables.items() if name not in absent}
     if not tables:
         raise ParameterError("tables", "at least one [tables.NAME] section", raw.get("tables"))
     analysts = {
-        name: _analyst(name, _table(body, f"analysts.{name}"), tables)
+        name: _analyst(name, _without(_table(body, f"analysts.{name}"), absent), tables)
         for name, body in _table(raw.get("analysts"), "analysts").items()
     }
     if not analysts:
@@ -167,7 +171,10 @@ def parse_config(raw: dict[str, Any], *, base: Path) -> ServiceConfig:
 def _table_config(name: str, body: dict[str, Any], base: Path) -> TableConfig:
     if "path" not in body:
         raise ParameterError(f"tables.{name}.path", "the path of a CSV or Parquet file", None)
-    path = Path(str(body["path"]))
+    variable = body.get("path_env")
+    if variable is not None and not (isinstance(variable, str) and variable):
+        raise ParameterError(f"tables.{name}.path_env", "the name of an environment variable holding the path", variable)
+    path = Path(os.environ[variable] if variable and os.environ.get(variable) else str(body["path"]))
     if not path.is_absolute():
         path = base / path if (base / path).exists() or not path.exists() else path.resolve()
     declared = _schema(name, body.get("schema"), base)
@@ -190,6 +197,22 @@ def _table_config(name: str, body: dict[str, Any], base: Path) -> TableConfig:
         description=str(body.get("description", "")),
         lookup=_flag(name, body.get("public", False)),
     )
+
+
+def _optional(table: str, body: dict[str, Any]) -> bool:
+    """``optional = true``: a table whose file is absent is left out (and out of analysts' lists)."""
+    value = body.get("optional", False)
+    if not isinstance(value, bool):
+        raise ParameterError(f"tables.{table}.optional", "true or false (leave the table out when its file is absent)", value)
+    return value
+
+
+def _without(body: dict[str, Any], absent: set[str]) -> dict[str, Any]:
+    """An analyst's entry with the absent optional tables taken out of its ``tables`` list."""
+    allowed = body.get("tables")
+    if not absent or not isinstance(allowed, list):
+        return body
+    return {**body, "tables": [t for t in allowed if t not in absent]}
 
 
 def _flag(table: str, value: Any) -> bool:
