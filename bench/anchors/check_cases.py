@@ -31,9 +31,12 @@ CASES: dict[str, tuple[str, str, str]] = {
 MORE_CASES: dict[str, tuple[str, str, str]] = {
     "pipelinedp_sum": ('{"x": "Float64"}', "violated", "PipelineDP 0.3.1 sum per public partition: a NaN value"),
     "pipelinedp_sum_without_nan": ('{"x": "Float64"}', "not violated", "PipelineDP 0.3.1 sum, NaN dropped by the user"),
+    "smartnoise_sum": ('{"x": [0.0, 0.5, 1.0]}', "not violated", "SmartNoise SQL 1.0.10 SELECT SUM(x)"),
 }
 #: The venv (under the repository) each case runs in.
-VENVS: dict[str, str] = {name: ".venv-pipelinedp" for name in MORE_CASES}
+VENVS: dict[str, str] = {
+    name: ".venv-smartnoise" if name.startswith("smartnoise") else ".venv-pipelinedp" for name in MORE_CASES
+}
 
 
 def diffprivlib_laplace(table: pl.DataFrame) -> Any:
@@ -128,3 +131,18 @@ def _pipelinedp_sum(values: list[float]) -> Any:
     result = engine.aggregate(rows, params, extractors, public_partitions=["all"])
     budget.compute_budgets()
     return {key: metrics.sum for key, metrics in result}
+
+
+#: SmartNoise SQL's metadata for the table the query reads: one float column in [0, 1], a row per person.
+SMARTNOISE_METADATA = {
+    "": {"": {"t": {"row_privacy": True, "censor_dims": False, "x": {"type": "float", "lower": 0.0, "upper": 1.0}}}}
+}
+
+
+def smartnoise_sum(table: pl.DataFrame) -> Any:
+    """SmartNoise SQL 1.0.10 (its own venv, .venv-smartnoise): SELECT SUM(x) over a pandas frame."""
+    import snsql
+    from snsql import Privacy
+
+    reader = snsql.from_df(table.to_pandas(), privacy=Privacy(epsilon=1.0, delta=0.0), metadata=SMARTNOISE_METADATA)
+    return reader.execute("SELECT SUM(x) AS total FROM t")[1][0]

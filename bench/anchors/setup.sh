@@ -10,6 +10,8 @@
 #   python-dp==1.1.5        (Google's C++ differential-privacy library through pybind11)
 # and, in a venv of its own ($DPW_PIPELINEDP_VENV, default <repo>/.venv-pipelinedp):
 #   pipeline-dp==0.3.1      (with its python-dp), plus dpwitness
+# and in another ($DPW_SMARTNOISE_VENV, default <repo>/.venv-smartnoise):
+#   smartnoise-sql==1.0.10  (with its OpenDP 0.14), plus dpwitness
 #
 # Idempotent: a library that already imports in the venv is left alone. A library that cannot be
 # installed is reported (and recorded in $DPW_ANCHORS_VENV/anchors-status.json); the benchmarks
@@ -94,6 +96,11 @@ fi
 
 # PipelineDP 0.3.1 in a venv of its own (it brings its own python-dp; kept apart so that it can
 # never move the anchors' pins), with dpwitness installed the same way.
+polars_pins=()
+for dist in polars polars-runtime-32 pyarrow; do
+    pin="$(grep -i "^$dist==" "$repo/requirements/lock.txt" | head -n 1)"
+    [ -n "$pin" ] && polars_pins+=("$pin")
+done
 pdp_venv="${DPW_PIPELINEDP_VENV:-$repo/.venv-pipelinedp}"
 pdp_py="$pdp_venv/bin/python"
 [ -x "$pdp_py" ] || "$python_bin" -m venv "$pdp_venv" || log "FAILED: python3 -m venv $pdp_venv"
@@ -101,16 +108,27 @@ if [ -x "$pdp_py" ]; then
     if "$pdp_py" -c "import pipeline_dp, dpwitness.targets, hypothesis, scipy, polars" >/dev/null 2>&1; then
         log "pipeline-dp: present in $pdp_venv, imports"
     else
-        polars_pins=()
-        for dist in polars polars-runtime-32 pyarrow; do
-            pin="$(grep -i "^$dist==" "$repo/requirements/lock.txt" | head -n 1)"
-            [ -n "$pin" ] && polars_pins+=("$pin")
-        done
         log "pipeline-dp: installing pipeline-dp==0.3.1 and dpwitness into $pdp_venv"
         "$pdp_py" -m pip install --quiet pipeline-dp==0.3.1 -e "$repo" "${pins[@]}" "${polars_pins[@]}" \
             >"$pdp_venv/pip-pipelinedp.log" 2>&1 || { log "pipeline-dp: pip install FAILED (see $pdp_venv/pip-pipelinedp.log)"; }
     fi
     "$pdp_py" -c "import pipeline_dp, dpwitness.targets" >/dev/null 2>&1 && log "pipeline-dp: OK ($pdp_venv/bin/dpwitness check …)"
+fi
+
+# SmartNoise SQL 1.0.10 in a venv of its own (it brings OpenDP 0.14, which would move the anchors'
+# OpenDP 0.16), with dpwitness installed the same way.
+sn_venv="${DPW_SMARTNOISE_VENV:-$repo/.venv-smartnoise}"
+sn_py="$sn_venv/bin/python"
+[ -x "$sn_py" ] || "$python_bin" -m venv "$sn_venv" || log "FAILED: python3 -m venv $sn_venv"
+if [ -x "$sn_py" ]; then
+    if "$sn_py" -c "import snsql, dpwitness.targets, hypothesis, scipy, polars" >/dev/null 2>&1; then
+        log "smartnoise-sql: present in $sn_venv, imports"
+    else
+        log "smartnoise-sql: installing smartnoise-sql==1.0.10 and dpwitness into $sn_venv"
+        "$sn_py" -m pip install --quiet smartnoise-sql==1.0.10 -e "$repo" "${pins[@]}" "${polars_pins[@]}" \
+            >"$sn_venv/pip-smartnoise.log" 2>&1 || { log "smartnoise-sql: pip install FAILED (see $sn_venv/pip-smartnoise.log)"; }
+    fi
+    "$sn_py" -c "import snsql, dpwitness.targets" >/dev/null 2>&1 && log "smartnoise-sql: OK ($sn_venv/bin/dpwitness check …)"
 fi
 
 # The pins must hold together: pip check catches a later install that broke one.
