@@ -373,3 +373,14 @@ def test_the_service_loader_types_and_starts_alike_whatever_one_record_holds(tmp
         schemas.add(str(table.frame.schema))
         assert table.frame["hours"].dtype.is_float()
     assert len(schemas) == 1
+
+
+def test_a_declared_separator_reaches_the_reader_through_the_session(tmp_path: Path) -> None:
+    path = tmp_path / "semicolons.csv"
+    path.write_text('id;name;age\n1;"Doe; Jane";40\n2;Lee;50\n')
+    session = Session(path, epsilon=2000.0, separator=";", seed=3)
+    assert session.sum("age", (0, 100), epsilon=1000.0).value == pytest.approx(90, abs=2.0)
+    assert session.count(epsilon=1000.0, where="name = 'Doe; Jane'").value == pytest.approx(1, abs=0.05)
+    with pytest.raises(ParameterError) as caught:
+        Session(path, epsilon=1.0, separator=":")
+    assert caught.value.parameter == "separator"

@@ -39,6 +39,7 @@ from dpwitness.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Prev
 from dpwitness.progress import large_source, progress
 from dpwitness.quantiles import accuracy_note, check_quantiles, rank_error
 from dpwitness.queries import Key, Query, Schema, Statistic, parse_dtypes
+from dpwitness.reader import Dialect
 from dpwitness.release import Release
 from dpwitness.schema import load_schema, untyped_notes
 from dpwitness.streams import query_streams, selection_key
@@ -64,6 +65,8 @@ class Session:
     one with the smaller variance when the account has δ (or is a ρ total) and says so.
     ``seed`` makes releases reproducible (NOT for production): query i gets its own stream,
     spawned from the seed by its position in the account's history, so no two share noise.
+    ``separator`` (``,`` ``;`` ``|`` or a tab; default: a tab for ``.tsv``, else a comma) is a
+    CSV's field separator; every CSV is read by :mod:`dpwitness.reader` (one line, one record).
     ``schema`` (a :class:`~dpwitness.schema.Schema` or the path of its TOML file, see
     docs/schema.md) is the data owner's declaration: column types (instead of ``dtypes``),
     bounds, categories and the privacy unit (the session's default unit). Every query is checked
@@ -92,6 +95,7 @@ class Session:
         order_by: str | Sequence[str] | None = None,
         mechanism: str = "laplace",
         schema: Any = None,
+        separator: str | None = None,
     ) -> None:
         continuing = epsilon is None and rho is None and ledger is not None  # the ledger's stored total
         wanted = None if continuing else check_total(epsilon=epsilon, delta=delta_budget, rho=rho)
@@ -125,6 +129,7 @@ class Session:
         self._lock = threading.Lock()
         self.seed = seed
         self.dtypes = parse_dtypes(dtypes)  # declared column types (e.g. for a CSV); validated, nothing read
+        self.separator = None if separator is None else Dialect(separator).separator  # a CSV's; validated, nothing read
         self.order_by: tuple[str, ...] = (order_by,) if isinstance(order_by, str) else tuple(order_by or ())
         self.engine: Engine = engine_for(engine)
         self.source = source
@@ -765,9 +770,9 @@ class Session:
         if self._handle is None:
             declared = self.declared_schema
             if declared is None:
-                self._handle = self.engine.open(self.source, dtypes=self.dtypes or None)
+                self._handle = self.engine.open(self.source, dtypes=self.dtypes or None, separator=self.separator)
             else:  # the header must hold every declared column; then the declared types apply
-                handle = self.engine.open(self.source)
+                handle = self.engine.open(self.source, separator=self.separator)
                 declared.check_header(self.engine.schema(handle).columns, source=_source_name(self.source))
                 self._handle = self.engine.open(handle, dtypes=declared.dtypes)
         return self._handle
