@@ -48,6 +48,10 @@ ACCEPTED = [
     "SELECT COUNT(*) FROM adult WHERE workclass IN ('Private', 'State-gov')",
     "SELECT COUNT(*) FROM adult WHERE workclass NOT IN ('Private')",
     "SELECT COUNT(*) FROM adult WHERE hours_per_week > 39.5",
+    "SELECT COUNT(*) FROM adult WHERE sex LIKE 'F%'",
+    "SELECT COUNT(*) FROM adult WHERE workclass NOT LIKE '%gov' AND workclass LIKE '%e%'",
+    "SELECT COUNT(*) FROM adult WHERE workclass LIKE 'Self-emp%' OR income LIKE '>__K'",
+    "SELECT sex, COUNT(*) FROM adult WHERE sex IN ('Male', 'Female') AND NOT (workclass LIKE 'P_ivate') GROUP BY sex",
     "SELECT COUNT(*) FROM adult WHERE age > -1",
     "SELECT COUNT(workclass) FROM adult",
     "SELECT COUNT(workclass) AS known FROM adult WHERE age < 30",
@@ -122,7 +126,10 @@ REFUSED = [
     ("SELECT SUM(CLAMP(wage, 0, 1)) FROM adult", "unknown column"),
     ("SELECT SUM(age) FROM adult", "needs bounds"),
     ("SELECT COUNT(DISTINCT sex) FROM adult", "privacy unit"),
-    ("SELECT COUNT(*) FROM adult WHERE sex LIKE 'F%'", "LIKE"),
+    ("SELECT COUNT(*) FROM adult WHERE sex ILIKE 'f%'", "case-insensitive"),
+    ("SELECT COUNT(*) FROM adult WHERE sex LIKE 'F!%' ESCAPE '!'", "no escape character"),
+    ("SELECT COUNT(*) FROM adult WHERE sex LIKE 'F\\%'", "no backslash"),
+    ("SELECT COUNT(*) FROM adult WHERE sex LIKE income", "a 'pattern' in quotes"),
     ("SELECT COUNT(*) FROM adult WHERE age = NULL", "IS NULL"),
     ("SELECT COUNT(*) FROM adult WHERE age < hours_per_week", "one column with one literal"),
     ("SELECT COUNT(*) FROM adult WHERE COUNT(*) > 3", "an aggregate in WHERE"),
@@ -456,6 +463,7 @@ def test_a_frame_is_the_table_data(generated: Path) -> None:
 # --- both engines: the same answers for the same seed -------------------------------------------
 
 SPARK_SUBSET = [
+    "SELECT COUNT(*) FROM adult WHERE workclass NOT LIKE '%gov' AND (workclass LIKE 'Self-emp, %' OR income LIKE '>__K')",
     "SELECT language, COUNT(*) FROM adult JOIN languages l ON native_country = l.country GROUP BY language",
     "SELECT COUNT(*) FROM adult WHERE age < 20",
     f"SELECT COUNT(*), SUM({AGE}), AVG({AGE}) FROM adult WHERE workclass IS NOT NULL",
@@ -486,6 +494,7 @@ SWEPT = [
     "SELECT h, COUNT(*) FROM t JOIN p ON t.g = p.g WHERE pid IS NOT NULL GROUP BY h",
     "SELECT COUNT(*) FROM t WHERE x > 3 OR g = 'a'",
     "SELECT COUNT(x) FROM t WHERE x IS NOT NULL AND NOT g IN ('c')",
+    "SELECT SUM(CLAMP(x, 2, 5)) FROM t WHERE g LIKE 'a%' OR g NOT LIKE '_'",
     "SELECT SUM(CLAMP(x, 2, 5)) FROM t WHERE x BETWEEN 2.5 AND 4",
     "SELECT g, AVG(CLAMP(x, 2, 5)) FROM t WHERE g IN ('a', 'b') GROUP BY g",
     "SELECT g, COUNT(*) FROM t GROUP BY g",
@@ -631,3 +640,28 @@ def test_released_keys_beyond_a_quantiles_cells_keep_the_largest_groups(generate
     counts = sorted((row[1].value for row in answer.rows), reverse=True)
     assert counts[1] > 500  # not one of the small groups (the 6% empty workclass is null, no group)
     assert any("the 2 groups with the largest released COUNT(*)" in note for note in answer.notes)
+
+
+def test_like_matches_as_sql_defines_it() -> None:
+    """LIKE through the filter language on Polars against a reference written from the SQL standard:
+    % any run (newlines too), _ one character, every other character itself (regex syntax included)."""
+    from dpwitness.predicates import parse, to_polars
+
+    def reference(value: str, pattern: str) -> bool:  # dynamic programming over the two strings
+        matched = [[False] * (len(value) + 1) for _ in range(len(pattern) + 1)]
+        matched[0][0] = True
+        for i, p in enumerate(pattern, 1):
+            matched[i][0] = matched[i - 1][0] and p == "%"
+            for j, v in enumerate(value, 1):
+                matched[i][j] = (matched[i - 1][j] or matched[i][j - 1]) if p == "%" else matched[i - 1][j - 1] and p in ("_", v)
+        return matched[-1][-1]
+
+    values = ["Doe, Jane", "a.b\nc", "a+b", "(x)", "[y]", "$^", "", "100%", "Dodo", "ünï", "a_b", "a|b"]
+    patterns = ["Do%", "%e", "_", "a.b%", "a+b", "(%)", "[_]", "$^", "", "%", "100%", "__", "%_%", "ü%", "a_b", "a|b", "%.%"]
+    frame = pl.DataFrame({"v": [*values, None]})
+    for pattern in patterns:
+        text = pattern.replace("'", "''")
+        kept = frame.filter(to_polars(parse(f"v like '{text}'"), {"v": "string"}))["v"].to_list()
+        assert kept == [v for v in values if reference(v, pattern)], pattern
+        dropped = frame.filter(to_polars(parse(f"v not like '{text}'"), {"v": "string"}))["v"].to_list()
+        assert dropped == [v for v in values if not reference(v, pattern)], pattern  # null: unknown, never kept

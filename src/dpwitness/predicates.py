@@ -9,6 +9,7 @@ The language (keywords are case-insensitive)::
                 | column ["not"] "in" "[" literal ("," literal)* "]"
                 | column ["not"] "between" literal "and" literal   (inclusive)
                 | column "is" ["not"] "null"
+                | column ["not"] "like" 'pattern'                  (text columns; % any run, _ one character)
     column     := name | `any name`                                 name: [A-Za-z_][A-Za-z0-9_.]*
     literal    := number | 'text' | "text" | true | false           ('' or "" inside: one quote)
 
@@ -53,7 +54,7 @@ MAX_DEPTH = 32
 _MAX_EXACT = 2**53
 #: Row positions at or beyond this are past the end of any table (and still fit in an int64).
 _MAX_POSITION = 2**62
-_KEYWORDS = {"and", "or", "not", "in", "between", "is", "null", "true", "false"}
+_KEYWORDS = {"and", "or", "not", "in", "between", "is", "null", "true", "false", "like"}
 _OPERATORS = {"==": "==", "=": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _TOKEN = re.compile(
@@ -116,6 +117,18 @@ class IsNull:
 
 
 @dataclass(frozen=True)
+class Like:
+    """SQL's LIKE on a text column: ``%`` matches any run of characters (newlines too), ``_`` exactly
+    one; everything else itself, case-sensitive; the whole value must match. No escape character
+    (a pattern with a backslash is refused: the engines' escapes differ)."""
+
+    column: ColumnRef
+    pattern: str
+    negated: bool
+    at: int
+
+
+@dataclass(frozen=True)
 class And:
     items: tuple[Node, ...]
 
@@ -131,7 +144,7 @@ class Not:
     at: int
 
 
-Node = Union[Compare, In, Between, IsNull, And, Or, Not]  # noqa: UP007
+Node = Union[Compare, In, Between, IsNull, Like, And, Or, Not]  # noqa: UP007
 
 
 @dataclass(frozen=True)
@@ -180,6 +193,8 @@ class Predicate:
             ordered = isinstance(node, Between) or (isinstance(node, Compare) and node.op not in ("==", "!="))
             if ordered and kind == "boolean":
                 _fail(self.text, node.at, f"== or != for the boolean column {column.name!r}", "an order comparison")
+            if isinstance(node, Like) and kind not in ("string", "untyped"):
+                _fail(self.text, node.at, f"a text column for like ({column.name!r} is {kind})", "like")
 
 
 def parse(text: Any) -> Predicate:
@@ -219,6 +234,8 @@ def to_text(tree: Node) -> str:
     if isinstance(tree, Between):
         word = "not between" if tree.negated else "between"
         return f"{column} {word} {_literal_text(tree.low)} and {_literal_text(tree.high)}"
+    if isinstance(tree, Like):
+        return f"{column} {'not like' if tree.negated else 'like'} {_literal_text(tree.pattern)}"
     return f"{column} is {'not null' if tree.negated else 'null'}"
 
 
@@ -409,6 +426,15 @@ class _Parser:
                 self._unexpected(self.peek(), "'null' after 'is' / 'is not'")
             return IsNull(left, negated, first.at)
         negated = self.keyword("not")
+        if self.keyword("like"):
+            token = self.peek()
+            if token is None or token.kind != "string":
+                self._unexpected(token, "a 'pattern' in quotes after 'like'")
+            assert token is not None
+            self.index += 1
+            if "\\" in token.value:
+                _fail(self.text, token.at, "a like pattern without a backslash (no escape character)", repr(token.text))
+            return Like(left, token.value, negated, first.at)
         if self.keyword("in"):
             self.expect("[", "'[' to open the list after 'in'")
             values = [self.literal()]
@@ -423,7 +449,7 @@ class _Parser:
                 self._unexpected(self.peek(), "'and' between the two ends of 'between'")
             high = self.literal()
             return Between(left, low, high, negated, first.at)
-        self._unexpected(self.peek(), "a comparison (== != < <= > >=), 'in', 'between' or 'is null' after the column")
+        self._unexpected(self.peek(), "a comparison (== != < <= > >=), 'in', 'between', 'like' or 'is null' after the column")
 
 
 def _fail(text: str, at: int, expected: str, got: str) -> NoReturn:
@@ -443,7 +469,7 @@ class _At(str):
 
 # --- analysis ----------------------------------------------------------------------------------
 
-_Test = Union[Compare, In, Between, IsNull]  # noqa: UP007
+_Test = Union[Compare, In, Between, IsNull, Like]  # noqa: UP007
 
 
 def _walk(node: Node) -> Iterator[Node]:
@@ -457,7 +483,7 @@ def _walk(node: Node) -> Iterator[Node]:
 
 def _tests(node: Node) -> Iterator[_Test]:
     for item in _walk(node):
-        if isinstance(item, Compare | In | Between | IsNull):
+        if isinstance(item, Compare | In | Between | IsNull | Like):
             yield item
 
 
@@ -473,6 +499,8 @@ def _literals(node: _Test) -> tuple[Literal, ...]:
         return node.values
     if isinstance(node, Between):
         return (node.low, node.high)
+    if isinstance(node, Like):
+        return (node.pattern,)
     return ()
 
 
@@ -594,6 +622,7 @@ class _Backend:
     literal: Callable[[Literal], Any]
     is_null: Callable[[Any], Any]
     negate: Callable[[Any], Any]
+    like: Callable[[Any, str], Any]
 
 
 def _polars_literal(value: Literal) -> Any:
@@ -608,15 +637,28 @@ def _spark_literal(value: Literal) -> Any:
     return F.lit(value)
 
 
+#: Characters that a regular expression (Rust's, for Polars) reads as syntax: escaped in a like pattern.
+_REGEX_SYNTAX = set("\\.+*?()|[]{}^$#&-~")
+
+
+def like_regex(pattern: str) -> str:
+    """The whole-value regular expression of a like pattern: ``%`` → ``.*``, ``_`` → ``.`` (``(?s)``:
+    newlines too), every other character itself."""
+    parts = [".*" if c == "%" else "." if c == "_" else ("\\" + c if c in _REGEX_SYNTAX else c) for c in pattern]
+    return "(?s)^" + "".join(parts) + "$"
+
+
 _POLARS = _Backend(
     literal=_polars_literal,
     is_null=lambda column: column.is_null(),
     negate=lambda expr: ~expr,
+    like=lambda column, pattern: column.str.contains(like_regex(pattern)),
 )
 _SPARK = _Backend(
     literal=_spark_literal,
     is_null=lambda column: column.isNull(),
     negate=lambda expr: ~expr,
+    like=lambda column, pattern: column.like(pattern),  # no backslash in the pattern: no escapes
 )
 
 
@@ -638,6 +680,9 @@ def _compile(node: Node, read: Reader, backend: _Backend) -> Any:
     if isinstance(node, IsNull):
         missing = backend.is_null(read(node.column.name, False, False))  # NaN in a float column is missing too
         return backend.negate(missing) if node.negated else missing
+    if isinstance(node, Like):  # read as text (a categorical column as its text)
+        matched = backend.like(read(node.column.name, False, True), node.pattern)
+        return backend.negate(matched) if node.negated else matched
     values = _literals(node)
     ordered = isinstance(node, Between) or (isinstance(node, Compare) and node.op not in ("==", "!="))
     column = read(node.column.name, any(_is_number(v) for v in values), ordered)

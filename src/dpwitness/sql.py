@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from dpwitness.engines.joins import PublicTable, join_public, prepare_public, read_public
 from dpwitness.errors import ParameterError, check_alpha, check_positive_finite, require
-from dpwitness.predicates import And, Between, ColumnRef, Compare, In, IsNull, Literal, Node, Not, Or, to_text
+from dpwitness.predicates import And, Between, ColumnRef, Compare, In, IsNull, Like, Literal, Node, Not, Or, to_text
 from dpwitness.queries import ColumnKind, Key, Query, Schema
 from dpwitness.release import Release
 
@@ -855,12 +855,14 @@ class _Compiler:
             return kind(tuple(items))
         if isinstance(node, exp.Not):
             inner = self._predicate(node.this)
-            if isinstance(inner, IsNull | In | Between) and not inner.negated:
+            if isinstance(inner, IsNull | In | Between | Like) and not inner.negated:
                 return replace(inner, negated=True)
             return Not(inner, at)
         for inner in node.walk():
             if self._is_aggregate(inner):
                 self.refuse(inner, _sql(inner), "an aggregate in WHERE (filter released values with HAVING)")
+        if node.args.get("negate") and not isinstance(node, exp.Like | exp.ILike):
+            self.refuse(node, _sql(node), "not a supported condition (a negation the translation does not know)")
         name = type(node).__name__
         if name in _COMPARISONS:
             left, right = node.this, node.expression
@@ -893,8 +895,17 @@ class _Compiler:
             if not isinstance(node.this, exp.Column) or not isinstance(node.expression, exp.Null):
                 self.refuse(node, _sql(node), "IS [NOT] NULL on a column")
             return IsNull(self._ref(node.this), False, at)
-        if isinstance(node, exp.Like | exp.ILike):
-            self.refuse(node, "LIKE", "pattern matching is not in the filter language yet (use =, IN or BETWEEN)")
+        if isinstance(node, exp.ILike):
+            self.refuse(node, "ILIKE", "case-insensitive patterns are not supported (LIKE is case-sensitive)")
+        if isinstance(node, exp.Escape):
+            self.refuse(node, "LIKE … ESCAPE", "no escape character in a LIKE pattern (the engines' escapes differ)")
+        if isinstance(node, exp.Like):
+            pattern = node.expression
+            if not isinstance(node.this, exp.Column) or not (isinstance(pattern, exp.Literal) and pattern.is_string):
+                self.refuse(node, _sql(node), "LIKE tests a column against a 'pattern' in quotes")
+            if "\\" in pattern.this:
+                self.refuse(pattern, _sql(pattern), "no backslash in a LIKE pattern (no escape character)")
+            return Like(self._ref(node.this), str(pattern.this), bool(node.args.get("negate")), at)  # NOT LIKE
         if isinstance(node, exp.Column):
             self.refuse(node, _sql(node), "a bare column is not a condition: compare it (col = TRUE)")
         self.refuse(node, _sql(node), "not a supported condition (AND/OR/NOT, comparisons, IN, BETWEEN, IS [NOT] NULL)")
