@@ -1159,9 +1159,9 @@ def table_of(statement: str) -> str | None:
     Refuses what does not parse, like :func:`compile_statement`."""
     if not isinstance(statement, str) or not statement.strip() or len(statement) > MAX_STATEMENT:
         return None
+    tree = _parse(_strip_explain(statement)[0])  # MissingPart without sqlglot
     from sqlglot import exp
 
-    tree = _parse(_strip_explain(statement)[0])
     source = tree.args.get("from_") or tree.args.get("from")
     return str(source.this.name) if source is not None and isinstance(source.this, exp.Table) else None
 
