@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dpwitness.errors import BudgetExceeded, ParameterError
+from dpwitness.errors import BudgetExceeded, MissingPart, ParameterError
 from dpwitness.serve.requests import QueryError
 from dpwitness.sql import Answer, SqlError, compile_statement, execute, explain_statement, table_of, target
 
@@ -60,6 +60,8 @@ def answer_sql(
         name = table_of(body.sql)
     except ParameterError as error:
         raise QueryError(422, str(error)) from None
+    except MissingPart as error:  # the service runs without the sql extra
+        raise QueryError(501, str(error)) from None
     table = tables.get(name or "")
     if name is None or table is None or not analyst.may_read(name):
         raise QueryError(404, f"no table named {name!r} is available to you (see GET /v1/tables)")
