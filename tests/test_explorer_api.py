@@ -613,3 +613,19 @@ def test_zcdp_composition_is_below_k_epsilon_and_agrees_at_one_release(client: T
     assert body["zcdp"][0] <= 0.5 * (1 + 1e-9)  # one release: zCDP's ε at δ is at most the ε it came from
     assert body["zcdp"][-1] < 0.25 * body["basic"][-1]
     assert all(a <= b for a, b in zip(body["zcdp"], body["zcdp"][1:], strict=False))
+
+
+def test_every_red_team_and_gaussian_call_shown_reproduces_its_numbers(client: TestClient) -> None:
+    """The copyable calls are the server's own, with the parameters it used: run, they give the same numbers."""
+    fp = get(client, "redteam/floating-point", epsilon=1.0, samples=500, seed=3)
+    namespace: dict[str, Any] = {}
+    exec(fp["call"].replace("floating_point_attack(", "result = floating_point_attack(", 1), namespace)  # the page's call
+    assert namespace["result"].to_dict()["naive"]["identification_rate"] == fp["naive_rate"]
+    diff = get(client, "redteam/differencing", epsilon=0.5, seed=2)
+    namespace = {}
+    exec(diff["call"].replace("differencing_attack(", "result = differencing_attack(", 1), namespace)
+    assert float(namespace["result"].success_probability) == diff["attack"]["success_probability"]
+    sim = get(client, "redteam/membership", epsilon=0.5, simulate=True, trials=200, seed=4)["simulation"]
+    namespace = {}
+    exec(sim["call"].replace("membership_attack(", "result = membership_attack(", 1), namespace)
+    assert float(namespace["result"].auc) == sim["auc"]

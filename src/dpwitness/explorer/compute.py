@@ -586,6 +586,11 @@ def gaussian_payload(sensitivity: float, epsilon: float, delta: float) -> dict[s
     mech = Gaussian(sensitivity=sensitivity, epsilon=epsilon, delta=delta)
     report = witness(mech)
     return {
+        "call": (
+            "from dpwitness import Gaussian, witness\n"
+            f"mechanism = Gaussian(sensitivity={sensitivity:g}, epsilon={epsilon:g}, delta={delta:g})\n"
+            "mechanism.sigma, mechanism.privacy_profile(mechanism.epsilon), witness(mechanism)"
+        ),
         "sensitivity": sensitivity,
         "epsilon": epsilon,
         "delta": delta,

@@ -112,7 +112,14 @@ def membership_simulation(epsilon: float, trials: int, seed: int) -> dict[str, A
     z = 1.959963984540054
     centre = (tpr + z * z / (2 * trials)) / (1 + z * z / trials)
     half = z * math.sqrt(tpr * (1 - tpr) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    ages = ", ".join(f"{age:g}" for _, age in PEOPLE)
+    call = (
+        "import numpy as np\nfrom dpwitness.attacks.membership import membership_attack\n"
+        f"membership_attack(np.array([{ages}]), target_value={target:g}, bounds=({BOUNDS[0]:g}, {BOUNDS[1]:g}), "
+        f"epsilon={epsilon:g}, trials={trials}, seed={seed})"
+    )
     return {
+        "call": call,
         "available": True,
         "target_value": target,
         "sensitivity": BOUNDS[1] - BOUNDS[0],
@@ -176,6 +183,11 @@ def differencing(epsilon: float | None, seed: int) -> dict[str, Any]:
     result = differencing_attack(
         values, target=len(values) - 1, bounds=(0.0, 1.0), epsilon=epsilon, repeats=1, seed=seed, trials=DIFFERENCING_TRIALS
     )
+    payload["call"] = (
+        "from dpwitness.attacks.differencing import differencing_attack\n"
+        f"differencing_attack({values}, target={len(values) - 1}, bounds=(0.0, 1.0), epsilon={epsilon!r}, repeats=1, "
+        f"seed={seed}, trials={DIFFERENCING_TRIALS})"
+    )
     payload["attack"] = {
         "available": True,
         "success_probability": float(result.success_probability),
@@ -194,6 +206,11 @@ def floating_point(epsilon: float, samples: int, seed: int) -> dict[str, Any]:
     result = floating_point_attack(value=0.0, neighbour=1.0, sensitivity=1.0, epsilon=epsilon, samples=samples, seed=seed)
     data = json_safe(result.to_dict())
     return {
+        "call": (
+            "from dpwitness.attacks.floating_point import floating_point_attack\n"
+            "floating_point_attack(value=0.0, neighbour=1.0, sensitivity=1.0, "
+            f"epsilon={epsilon:g}, samples={samples}, seed={seed})"
+        ),
         "value": 0.0,
         "neighbour": 1.0,
         "epsilon": epsilon,

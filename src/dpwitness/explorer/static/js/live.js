@@ -7,6 +7,7 @@
 // is refused in the page: every number and picture it would change says "not computed".
 import { announce } from "./announce.js";
 import { beyondRefused, drawBeyond } from "./beyond.js";
+import { showCall } from "./code.js";
 import { getJSON } from "./api.js";
 import { analyticSigma, gaussianDelta, grid, histogram, laplaceDensity, normalCdf, normalDensity, unitDraw } from "./gauss.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
@@ -354,6 +355,7 @@ function scheduleGaussian() {
 // The exact witness's text belongs to one setting: cleared the moment the setting changes.
 function clearGaussWitness() {
   if (gaussExact && gaussExact.key === gaussKey()) return;
+  showCall("gauss-call", "");
   const box = $("gauss-witness");
   box.dataset.state = "pending";
   setText(box, t("live.gauss_exact_pending"));
@@ -384,6 +386,7 @@ async function fetchGaussian() {
     const w = data.witness;
     box.dataset.state = w.ok ? "ok" : "bad";
     setText(box, t("live.gauss_exact", { sigma: data.sigma, analytic: data.analytic_sigma, sampled: data.delta_sampled, delta: data.delta, eps: data.epsilon, verdict: t(w.ok ? "live.gauss_verdict_ok" : "live.gauss_verdict_bad") }));
+    showCall("gauss-call", data.call);
     requestFrame();
   } catch (error) {
     if (key !== gaussKey()) return;

@@ -1,6 +1,7 @@
 // The red team's windows: membership inference, differencing, the floating-point leak.
 import { debounce, getJSON } from "./api.js";
 import { announce } from "./announce.js";
+import { showCall } from "./code.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
 import { bars, cells, emptyPlot, linePlot } from "./plot.js";
 import { onChange, state } from "./state.js";
@@ -66,6 +67,7 @@ async function simulate() {
       trials: sim.trials, delta: sim.sensitivity, age: sim.target_value, auc: sim.auc, tpr: pct(sim.tpr_at_1pct), low: pct(low), high: pct(high), adv: sim.advantage, bound: sim.bound,
     }));
     announce(t("red.membership_sim_short", { tpr: pct(sim.tpr_at_1pct) }));
+    showCall("membership-call", sim.call);
   } catch (error) {
     fail("membership-sim", error);
   }
@@ -101,6 +103,7 @@ async function differencing(noisy) {
       : t("red.differencing_exact_result", { db: label, q5: e.q5, q4: e.q4, diff: e.difference }));
   }
   announce(noisy ? t("red.differencing_noisy_short") : t("red.differencing_exact_short"));
+  showCall("diff-call", data.call);
   const a = data.attack;
   setText($("diff-attack"), noisy
     ? t("red.differencing_attack", { p: a.success_probability, bound: a.bound, trials: a.trials, eps: data.epsilon })
@@ -136,6 +139,7 @@ async function floatingPoint() {
       legend: t("red.doubles_legend"),
     });
     $("fp-doubles-figure").dataset.infinite = String(infinite);
+    showCall("fp-call", data.call);
   } catch (error) {
     fail("fp-result", error);
   }
