@@ -79,7 +79,7 @@ TIGHT_CHUNK = 1_000_000
 #: sample underestimates the cost of sorting millions of rows.
 TIGHT_SEARCH_ROW_SECONDS = 1e-6
 #: Shares of the tight mode's time: search sample, selection sample (the rest: final measurement).
-TIGHT_SEARCH_SHARE, TIGHT_SELECT_SHARE = 0.2, 0.1
+TIGHT_SEARCH_SHARE, TIGHT_SELECT_SHARE = 0.2, 0.2
 #: Events certified together on the tight mode's final sample for vector outputs (the best two
 #: proposals: a hedge against a noisy choice, at the price of a Bonferroni factor of 2).
 TIGHT_EVENTS = 2
@@ -103,6 +103,12 @@ FLOAT_MARGIN_BITS = 8
 #: The tight search only proposes events (a fresh sample chooses among them): it shrinks its
 #: estimates by about one standard deviation, not 2.3, so that weak but real effects survive.
 TIGHT_SHRINK = 0.16
+#: The selection among the tight proposals shrinks its fresh estimates by about 1.6 standard
+#: deviations: enough that a rare proposal that got lucky does not win, not so much that a rare
+#: but truly better event (the optimum of a sparse vector) always loses to a likely weak one.
+TIGHT_SELECT_SHRINK = 0.05
+#: Families whose tight proposals are ranked on their search and selection counts pooled.
+POOLED_FAMILIES = frozenset({"values", "joint values", "binned rows"})
 
 
 class MechanismError(RuntimeError):
@@ -949,7 +955,6 @@ def _tight(
             binned_rows=True,
         )
         summaries = summary_features(sa, sb, names, start)
-        del sa, sb
         if summaries:  # a vector: its sums, counts, max and min on many more runs (numbers only are kept)
             stream_rows = min(TIGHT_STORE // len(summaries), int(total * 0.1 / (2 * draw_rate)))
             kept: list[tuple[FloatArray, FloatArray]] = []
@@ -975,6 +980,10 @@ def _tight(
             del fa, fb
         if not candidates:
             return replace(fast, tight_reason="no event separated the inputs on the search sample")
+        # the proposals' counts on the search sample (pooled with the selection's for value sets, below)
+        prior = np.array([(c.event.contains(sa).sum(), c.event.contains(sb).sum()) for c in candidates], dtype=np.float64)
+        prior_n = len(sa)
+        del sa, sb
         left = deadline - time.perf_counter()
         select_n = max(1000, int(left * TIGHT_SELECT_SHARE / (2 * draw_rate * 1.5)))
         counts = np.zeros((len(candidates), 2))
@@ -999,15 +1008,24 @@ def _tight(
             final_n *= 4
         if final_n < 1000:
             return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
-        # the selection ranks proposals on fresh counts, shrunk as much as the fast search shrinks its own
-        # (a rare proposal that got lucky here must not win): the winner's curse is what costs tightness
-        selector = Scorer(select_n, final_n, delta=delta, alpha=alpha)
+        # the selection ranks proposals on fresh counts, shrunk (TIGHT_SELECT_SHRINK) so that a rare
+        # proposal that got lucky here does not win: the winner's curse is what costs tightness
+        # Value sets (a prefix of few keys) pool their search counts with the selection's: their
+        # search chose among few options, so its counts are nearly unbiased, and where runs are
+        # expensive the selection alone is too small to rank a rare optimum fairly. Thresholds and
+        # windows chose among thousands: they are ranked on the fresh selection counts only.
+        selector = Scorer(select_n, final_n, delta=delta, alpha=alpha, shrink=TIGHT_SELECT_SHRINK)
+        pooled = Scorer(select_n + prior_n, final_n, delta=delta, alpha=alpha, shrink=TIGHT_SELECT_SHRINK)
         forward = np.array([1 if c.direction == 1 else 0 for c in candidates], dtype=bool)
-        h1 = np.where(forward, counts[:, 0], counts[:, 1])
-        h2 = np.where(forward, counts[:, 1], counts[:, 0])
+        keyed = np.array([c.family in POOLED_FAMILIES for c in candidates], dtype=bool)
+
+        def oriented(table: FloatArray) -> tuple[FloatArray, FloatArray]:
+            return np.where(forward, table[:, 0], table[:, 1]), np.where(forward, table[:, 1], table[:, 0])
+
+        scores = np.where(keyed, pooled.projected(*oriented(counts + prior)), selector.projected(*oriented(counts)))
         # Vectors bring proposals of very different kinds whose ranking on the selection sample is
         # noisy: certify the best two together. Other outputs: the best one alone.
-        ranked = np.argsort(-selector.projected(h1, h2), kind="stable")[: TIGHT_EVENTS if summaries else 1]
+        ranked = np.argsort(-scores, kind="stable")[: TIGHT_EVENTS if summaries else 1]
         chosen = [candidates[int(i)] for i in ranked]
         hits = np.zeros((len(chosen), 2), dtype=np.int64)
 

@@ -559,14 +559,17 @@ def _vector_features(xa: FloatArray, xb: FloatArray, names: list[str], start: in
     return features
 
 
-def _tie_features(xa: FloatArray, xb: FloatArray, names: list[str], start: int) -> list[Feature]:
+def _tie_features(xa: FloatArray, xb: FloatArray, names: list[str], start: int, continuous: Sequence[int]) -> list[Feature]:
     """The number of distinct values, the largest group of equal values, and X_i = X_j for the
-    pairs of coordinates that are ever equal in the search samples (at most ``MAX_DIFFERENCES``)."""
-    if xa.shape[1] - start < 2:
+    pairs of continuous coordinates that are ever equal in the search samples (at most
+    ``MAX_DIFFERENCES``). Only for rows with two continuous coordinates or more: a tie between
+    discrete values (two ⊥ of a sparse vector) is no evidence of anything."""
+    continuous = [j for j in continuous if j >= start]
+    if len(continuous) < 2:
         return []
     features = [Feature("#distinct(X)", "distinct", start=start), Feature("largest tie(X)", "largest tie", start=start)]
     ha, hb = xa[:TIE_ROWS], xb[:TIE_ROWS]
-    for i, j in itertools.islice(itertools.combinations(range(start, xa.shape[1]), 2), TIE_PAIRS):
+    for i, j in itertools.islice(itertools.combinations(continuous, 2), TIE_PAIRS):
         if len(features) >= 2 + MAX_DIFFERENCES:
             break
         if np.any(ha[:, i] == ha[:, j]) or np.any(hb[:, i] == hb[:, j]):
@@ -652,7 +655,8 @@ def search(
             # the ties compete with the sums and differences (one event measured for both: no extra
             # Bonferroni share), and are reported as their own family
             labelled = [(f, "sums and differences") for f in derived]
-            labelled += [(f, "ties") for f in _tie_features(ra, rb, names, start)]
+            continuous_columns = [j for j in range(columns) if not discrete[j]]
+            labelled += [(f, "ties") for f in _tie_features(ra, rb, names, start, continuous_columns)]
             found += pick([_threshold_candidate(_Sorted.of(f(ra), f(rb)), sub, f, family) for f, family in labelled])
     if float_test:
         bits = []
