@@ -34,9 +34,7 @@ MORE_CASES: dict[str, tuple[str, str, str]] = {
     "smartnoise_sum": ('{"x": [0.0, 0.5, 1.0]}', "not violated", "SmartNoise SQL 1.0.10 SELECT SUM(x)"),
 }
 #: The venv (under the repository) each case runs in.
-VENVS: dict[str, str] = {
-    name: ".venv-smartnoise" if name.startswith("smartnoise") else ".venv-pipelinedp" for name in MORE_CASES
-}
+VENVS: dict[str, str] = {name: ".venv-smartnoise" if name.startswith("smartnoise") else ".venv-pipelinedp" for name in MORE_CASES}
 
 
 def diffprivlib_laplace(table: pl.DataFrame) -> Any:
