@@ -561,9 +561,9 @@ def _vector_features(xa: FloatArray, xb: FloatArray, names: list[str], start: in
 
 def _tie_features(xa: FloatArray, xb: FloatArray, names: list[str], start: int, continuous: Sequence[int]) -> list[Feature]:
     """The number of distinct values, the largest group of equal values, and X_i = X_j for the
-    pairs of continuous coordinates that are ever equal in the search samples (at most
-    ``MAX_DIFFERENCES``). Only for rows with two continuous coordinates or more: a tie between
-    discrete values (two ⊥ of a sparse vector) is no evidence of anything."""
+    pairs of spread-out coordinates (``continuous``: most of their values differ) that are ever
+    equal in the search samples (at most ``MAX_DIFFERENCES``). Only for rows with two such
+    coordinates or more: a tie between discrete values (two ⊥ of a sparse vector) means nothing."""
     continuous = [j for j in continuous if j >= start]
     if len(continuous) < 2:
         return []
@@ -612,6 +612,8 @@ def search(
     families: list[str] = ["threshold"]
     by_column = [_Sorted.of(xa[:, j], xb[:, j]) for j in range(columns)]
     discrete = [len(c.distinct()) + (1 if any(c.missing) else 0) <= DISCRETE_LIMIT for c in by_column]
+    # coordinates whose values mostly differ (continuous, or too few runs to tell): where a tie means something
+    spread = [j for j, c in enumerate(by_column) if not discrete[j] or len(c.distinct()) >= 0.5 * len(c.pooled) > 0]
     found = pick([_threshold_candidate(c, scorer, Feature(names[j], column=j), "threshold") for j, c in enumerate(by_column)])
     if any(discrete):
         found.append(
@@ -655,8 +657,7 @@ def search(
             # the ties compete with the sums and differences (one event measured for both: no extra
             # Bonferroni share), and are reported as their own family
             labelled = [(f, "sums and differences") for f in derived]
-            continuous_columns = [j for j in range(columns) if not discrete[j]]
-            labelled += [(f, "ties") for f in _tie_features(ra, rb, names, start, continuous_columns)]
+            labelled += [(f, "ties") for f in _tie_features(ra, rb, names, start, spread)]
             found += pick([_threshold_candidate(_Sorted.of(f(ra), f(rb)), sub, f, family) for f, family in labelled])
     if float_test:
         bits = []
