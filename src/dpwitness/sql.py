@@ -255,6 +255,7 @@ class _Compiler:
         self.declared_bounds = bounds
         self.explain = explain
         self.aliases: set[str] = {table.lower()}
+        self._texts: dict[int, tuple[Any, str]] = {}
         self.public_tables: dict[str, Any] = {}
         self.public_aliases: set[str] = set()
         self.public_columns: dict[str, str] = {}  # a public column → its name in the joined rows
@@ -265,6 +266,14 @@ class _Compiler:
         self.calls: list[tuple[str, Any]] = []  # (normalised SQL, node) of each distinct aggregate call
         self.by: tuple[str, ...] = ()
         self.output_names: dict[str, Any] = {}
+
+    def _text(self, node: Any) -> str:
+        """The node as SQL (sqlglot's generator is the compile's largest cost: each node once)."""
+        key = id(node)
+        found = self._texts.get(key)
+        if found is None or found[0] is not node:
+            found = self._texts[key] = (node, _sql(node))
+        return found[1]
 
     # -- errors --
     def refuse(self, node: Any, construct: str, reason: str) -> NoReturn:
@@ -296,7 +305,7 @@ class _Compiler:
             if isinstance(node, exp.Star):
                 self.refuse(node, "SELECT *", "row-level output: select aggregates (COUNT(*), SUM(…), …) or GROUP BY columns")
             compiled = self._value(node, context="SELECT")
-            label = name or (node.name if isinstance(node, exp.Column) else _sql(node))
+            label = name or (node.name if isinstance(node, exp.Column) else self._text(node))
             outputs.append((label, compiled))
             self.output_names.setdefault(label.lower(), compiled)
         if not self.calls:
@@ -348,7 +357,7 @@ class _Compiler:
         for node in self.tree.walk():
             if isinstance(node, exp.Window):
                 self.refuse(
-                    node, f"window function {_sql(node)}", "window functions are not supported (they output per-row values)"
+                    node, f"window function {self._text(node)}", "window functions are not supported (they output per-row values)"
                 )
             if isinstance(node, exp.Subquery | exp.Select) and node is not self.tree:
                 self.refuse(
@@ -373,7 +382,7 @@ class _Compiler:
         """``JOIN public [AS p] ON private.k = p.k``: an inner join with a public (lookup) table."""
         exp = self.exp
         target = join.this
-        name = target.name if isinstance(target, exp.Table) else _sql(target)
+        name = target.name if isinstance(target, exp.Table) else self._text(target)
         if not isinstance(target, exp.Table):
             self.refuse(target, "a subquery", "subqueries over private rows are not supported")
         if name.lower() == self.table.lower():
@@ -384,7 +393,7 @@ class _Compiler:
             self.refuse(join, f"JOIN {name}", f"joins are only with a declared public table ({listed})")
         side, kind = join.args.get("side"), join.args.get("kind")
         if side or (kind and str(kind).upper() != "INNER") or join.args.get("using"):
-            self.refuse(join, _sql(join).split(" ON ")[0], "only an inner JOIN … ON private.column = public.column")
+            self.refuse(join, self._text(join).split(" ON ")[0], "only an inner JOIN … ON private.column = public.column")
         self.public_name = found[0]
         frame = self.public_tables[self.public_name]
         self.public_aliases = {self.public_name.lower(), *([target.alias.lower()] if target.alias else [])}
@@ -399,7 +408,7 @@ class _Compiler:
             self.refuse(on if on is not None else join, "JOIN … ON", "ON one equality of a private column and a public column")
         sides = [(self._side(c), c) for c in (on.this, on.expression)]
         if {side for side, _ in sides} != {"private", "public"}:
-            self.refuse(on, _sql(on), "ON one equality of a private column and a public column")
+            self.refuse(on, self._text(on), "ON one equality of a private column and a public column")
         private = next(c for side, c in sides if side == "private")
         public = next(c for side, c in sides if side == "public")
         left = self.column(private)
@@ -431,7 +440,7 @@ class _Compiler:
             self.refuse(self.tree, "SELECT without FROM", f"name the table: FROM {self.table}")
         table = source.this
         if not isinstance(table, exp.Table) or table.args.get("db") is not None:
-            self.refuse(table, _sql(table), f"FROM a table of this session ({self.table})")
+            self.refuse(table, self._text(table), f"FROM a table of this session ({self.table})")
         if table.name.lower() != self.table.lower():
             self.refuse(table, f"table {table.name!r}", f"unknown table (this session's table is {self.table!r})")
         if table.alias:
@@ -467,7 +476,7 @@ class _Compiler:
         names: list[str] = []
         for item in group.expressions:
             if not isinstance(item, self.exp.Column):
-                self.refuse(item, f"GROUP BY {_sql(item)}", "GROUP BY takes columns only (no expressions or positions)")
+                self.refuse(item, f"GROUP BY {self._text(item)}", "GROUP BY takes columns only (no expressions or positions)")
             names.append(self.column(item))
         if len(set(names)) != len(names):
             self.refuse(group, "GROUP BY", "each column once")
@@ -535,7 +544,7 @@ class _Compiler:
                 return ("not", self._value(node.this, context=context))
         self.refuse(
             node,
-            _sql(node),
+            self._text(node),
             f"not supported in {context} (arithmetic + − × /, ROUND, comparisons, AND/OR/NOT over aggregates "
             "and GROUP BY columns)",
         )
@@ -543,7 +552,7 @@ class _Compiler:
     def _integer(self, node: Any, what: str) -> int:
         if isinstance(node, self.exp.Literal) and not node.is_string and re.fullmatch(r"\d+", node.this):
             return int(node.this)
-        self.refuse(node, _sql(node), f"{what} must be a whole number")
+        self.refuse(node, self._text(node), f"{what} must be a whole number")
 
     def _whole(self, clause: Any, what: str) -> int | None:
         if clause is None:
@@ -561,7 +570,7 @@ class _Compiler:
         return isinstance(node, exp.AggFunc)
 
     def _call(self, node: Any) -> int:
-        key = _sql(node)
+        key = self._text(node)
         for index, (seen, _) in enumerate(self.calls):
             if seen == key:
                 return index
@@ -572,7 +581,7 @@ class _Compiler:
             if inner is call or (isinstance(call, self.exp.WithinGroup) and inner is call.this):
                 continue
             if self._is_aggregate(inner):
-                self.refuse(inner, f"nested aggregate {_sql(inner)}", "an aggregate inside an aggregate is not supported")
+                self.refuse(inner, f"nested aggregate {self._text(inner)}", "an aggregate inside an aggregate is not supported")
         self.calls.append((key, node))
         return len(self.calls) - 1
 
@@ -600,12 +609,12 @@ class _Compiler:
             self.refuse(node, "NULL", f"{what}: a comparison with NULL is never true; write IS NULL or IS NOT NULL")
         if isinstance(node, exp.Column):
             self.refuse(node, f"column {node.name!r}", f"{what}: a literal (a comparison of two columns is not supported)")
-        self.refuse(node, _sql(node), f"{what}: a literal (a number, 'text', TRUE or FALSE)")
+        self.refuse(node, self._text(node), f"{what}: a literal (a number, 'text', TRUE or FALSE)")
 
     def _number(self, node: Any, what: str) -> float:
         value = self._literal(node, what)
         if isinstance(value, bool) or not isinstance(value, int | float):
-            self.refuse(node, _sql(node), f"{what}: a number")
+            self.refuse(node, self._text(node), f"{what}: a number")
         return float(value)
 
     def _argument(self, node: Any, call: Any, kind: str) -> tuple[str, tuple[float, float] | None]:
@@ -613,7 +622,7 @@ class _Compiler:
         exp = self.exp
         if isinstance(node, exp.Anonymous) and str(node.name).upper() == "CLAMP":
             if len(node.expressions) != 3 or not isinstance(node.expressions[0], exp.Column):
-                self.refuse(node, _sql(node), "CLAMP(column, L, U): a column and two numbers")
+                self.refuse(node, self._text(node), "CLAMP(column, L, U): a column and two numbers")
             column = self.column(node.expressions[0])
             low = self._number(node.expressions[1], "CLAMP's lower bound")
             high = self._number(node.expressions[2], "CLAMP's upper bound")
@@ -623,7 +632,7 @@ class _Compiler:
             return column, self.declared_bounds.get(column)
         self.refuse(
             node,
-            f"{_sql(node)} inside {_sql(call)}",
+            f"{self._text(node)} inside {self._text(call)}",
             "an expression inside an aggregate whose Δ cannot be derived: aggregate a column or CLAMP(column, L, U)",
         )
 
@@ -634,13 +643,13 @@ class _Compiler:
         call = node
         if isinstance(node, exp.Anonymous) and str(node.name).upper() == "EPSILON":
             if len(node.expressions) != 2 or not self._is_aggregate(node.expressions[0]):
-                self.refuse(node, _sql(node), "EPSILON(aggregate, ε): one aggregate and its ε")
+                self.refuse(node, self._text(node), "EPSILON(aggregate, ε): one aggregate and its ε")
             epsilon = self._number(node.expressions[1], "EPSILON's ε")
             if not epsilon > 0:
-                self.refuse(node.expressions[1], _sql(node.expressions[1]), "EPSILON's ε: a number > 0")
+                self.refuse(node.expressions[1], self._text(node.expressions[1]), "EPSILON's ε: a number > 0")
             call = node.expressions[0]
             if isinstance(call, exp.Anonymous) and str(call.name).upper() == "EPSILON":
-                self.refuse(call, _sql(call), "one EPSILON per aggregate")
+                self.refuse(call, self._text(call), "one EPSILON per aggregate")
         kind, column, bounds, q, distinct = self._kind(call)
         return kind, column, bounds, q, epsilon, distinct
 
@@ -653,28 +662,28 @@ class _Compiler:
             if isinstance(argument, exp.Distinct):
                 items = argument.expressions
                 if len(items) != 1 or not isinstance(items[0], exp.Column):
-                    self.refuse(call, _sql(call), "COUNT(DISTINCT unit) takes the privacy unit's column")
+                    self.refuse(call, self._text(call), "COUNT(DISTINCT unit) takes the privacy unit's column")
                 column = self.column(items[0])
                 if self.privacy_unit is None or column != self.privacy_unit:
                     unit = "no privacy unit is set" if self.privacy_unit is None else f"the privacy unit is {self.privacy_unit!r}"
                     self.refuse(
                         call,
-                        _sql(call),
+                        self._text(call),
                         f"COUNT(DISTINCT …) only for the privacy unit's count ({unit}): "
                         "distinct values of other columns have no derived Δ",
                     )
                 return "count", None, None, None, True
             if isinstance(argument, exp.Column):
                 return "count", self.column(argument), None, None, False
-            self.refuse(argument, f"{_sql(argument)} inside {_sql(call)}", "COUNT takes *, a column or DISTINCT unit")
+            self.refuse(argument, f"{self._text(argument)} inside {self._text(call)}", "COUNT takes *, a column or DISTINCT unit")
         if isinstance(call, exp.WithinGroup):
             inner, order = call.this, call.expression
             if not isinstance(inner, exp.PercentileCont | exp.PercentileDisc) or not isinstance(inner, exp.PercentileCont):
-                self.refuse(call, _sql(call), "WITHIN GROUP only with PERCENTILE_CONT(q)")
+                self.refuse(call, self._text(call), "WITHIN GROUP only with PERCENTILE_CONT(q)")
             q = self._number(inner.this, "PERCENTILE_CONT's q")
             items = order.expressions if isinstance(order, exp.Order) else []
             if len(items) != 1:
-                self.refuse(call, _sql(call), "WITHIN GROUP (ORDER BY one column)")
+                self.refuse(call, self._text(call), "WITHIN GROUP (ORDER BY one column)")
             if items[0].args.get("desc"):
                 q = 1.0 - q
             column, bounds = self._argument(items[0].this, call, "quantile")
@@ -688,15 +697,15 @@ class _Compiler:
         if kind is None and isinstance(call, exp.Anonymous):
             kind = {"VAR": "variance", "VARIANCE": "variance", "STDDEV": "stddev", "MEDIAN": "median"}.get(str(call.name).upper())
         if kind is None:
-            self.refuse(call, _sql(call), f"not a supported aggregate ({_AGGREGATE_NAMES})")
+            self.refuse(call, self._text(call), f"not a supported aggregate ({_AGGREGATE_NAMES})")
         if isinstance(call, exp.Anonymous):
             arguments = list(call.expressions)
         else:
             arguments = [call.this] + ([call.expression] if call.args.get("expression") is not None else [])
         if len(arguments) != 1 or arguments[0] is None:
-            self.refuse(call, _sql(call), "one argument: a column or CLAMP(column, L, U)")
+            self.refuse(call, self._text(call), "one argument: a column or CLAMP(column, L, U)")
         if isinstance(arguments[0], exp.Distinct):
-            self.refuse(call, _sql(call), "DISTINCT inside an aggregate is only COUNT(DISTINCT unit)")
+            self.refuse(call, self._text(call), "DISTINCT inside an aggregate is only COUNT(DISTINCT unit)")
         column, bounds = self._argument(arguments[0], call, kind)
         quantile = {"median": 0.5, "min": 0.0, "max": 1.0}.get(kind)
         return ("quantile" if quantile is not None else kind), column, bounds, quantile, False
@@ -711,11 +720,11 @@ class _Compiler:
             if kind in ("sum", "avg", "variance", "stddev", "quantile") and bounds is None:
                 self.refuse(
                     node,
-                    _sql(node),
+                    self._text(node),
                     f"needs bounds: write CLAMP({column}, L, U) inside it, or declare {column}'s bounds in the schema",
                 )
             if kind in ("variance", "stddev") and self.by:
-                self.refuse(node, _sql(node), "VARIANCE/STDDEV with GROUP BY is not supported yet")
+                self.refuse(node, self._text(node), "VARIANCE/STDDEV with GROUP BY is not supported yet")
             shared = epsilon is None and kind in ("variance", "stddev", "quantile")
             statistic = _STATISTICS[kind]
             key = (statistic, column, bounds, distinct) if shared else ("own", index)
@@ -749,7 +758,7 @@ class _Compiler:
                 node = members[0][0][1]
                 self.refuse(
                     node,
-                    _sql(node),
+                    self._text(node),
                     "GROUP BY with undeclared keys needs a COUNT, SUM or AVG to release the keys first, "
                     "or declare them (WHERE col IN (…))",
                 )
@@ -773,7 +782,7 @@ class _Compiler:
                     if self.by and query.max_groups is None:
                         self.refuse(
                             node,
-                            _sql(node),
+                            self._text(node),
                             "COUNT(DISTINCT unit) with GROUP BY needs the session's max_groups "
                             "(each unit is then counted once in each of at most max_groups of its groups)",
                         )
@@ -781,8 +790,8 @@ class _Compiler:
                 if self.join is not None:
                     query = replace(query, join_multiplicity=self.join.multiplicity)
             except ParameterError as error:
-                self.refuse(node, _sql(node), str(error))
-            text = " and ".join(_sql(n) for _, n, _ in member)
+                self.refuse(node, self._text(node), str(error))
+            text = " and ".join(self._text(n) for _, n, _ in member)
             calls = tuple(i for i, _, _ in member)
             built.append(Aggregate(text, kind, query, _position(node, self.text), index, epsilon is not None, reuses, calls))
         return tuple(built)
@@ -860,9 +869,9 @@ class _Compiler:
             return Not(inner, at)
         for inner in node.walk():
             if self._is_aggregate(inner):
-                self.refuse(inner, _sql(inner), "an aggregate in WHERE (filter released values with HAVING)")
+                self.refuse(inner, self._text(inner), "an aggregate in WHERE (filter released values with HAVING)")
         if node.args.get("negate") and not isinstance(node, exp.Like | exp.ILike):
-            self.refuse(node, _sql(node), "not a supported condition (a negation the translation does not know)")
+            self.refuse(node, self._text(node), "not a supported condition (a negation the translation does not know)")
         name = type(node).__name__
         if name in _COMPARISONS:
             left, right = node.this, node.expression
@@ -873,17 +882,17 @@ class _Compiler:
                 return Compare(self._ref(right), _FLIP[op], self._literal(left, "WHERE"), at)
             for side in (left, right):
                 if not isinstance(side, exp.Column | exp.Literal | exp.Boolean | exp.Neg | exp.Null | exp.Paren):
-                    self.refuse(side, _sql(side), "WHERE compares a column with a literal (no functions or expressions)")
-            self.refuse(node, _sql(node), "WHERE compares one column with one literal")
+                    self.refuse(side, self._text(side), "WHERE compares a column with a literal (no functions or expressions)")
+            self.refuse(node, self._text(node), "WHERE compares one column with one literal")
         if isinstance(node, exp.In):
             if node.args.get("query") is not None:
                 self.refuse(node.args["query"], "a subquery", "subqueries over private rows are not supported")
             if not isinstance(node.this, exp.Column):
-                self.refuse(node, _sql(node), "IN tests a column")
+                self.refuse(node, self._text(node), "IN tests a column")
             return In(self._ref(node.this), tuple(self._literal(v, "IN") for v in node.expressions), False, at)
         if isinstance(node, exp.Between):
             if not isinstance(node.this, exp.Column):
-                self.refuse(node, _sql(node), "BETWEEN tests a column")
+                self.refuse(node, self._text(node), "BETWEEN tests a column")
             return Between(
                 self._ref(node.this),
                 self._literal(node.args["low"], "BETWEEN"),
@@ -893,7 +902,7 @@ class _Compiler:
             )
         if isinstance(node, exp.Is):
             if not isinstance(node.this, exp.Column) or not isinstance(node.expression, exp.Null):
-                self.refuse(node, _sql(node), "IS [NOT] NULL on a column")
+                self.refuse(node, self._text(node), "IS [NOT] NULL on a column")
             return IsNull(self._ref(node.this), False, at)
         if isinstance(node, exp.ILike):
             self.refuse(node, "ILIKE", "case-insensitive patterns are not supported (LIKE is case-sensitive)")
@@ -902,13 +911,13 @@ class _Compiler:
         if isinstance(node, exp.Like):
             pattern = node.expression
             if not isinstance(node.this, exp.Column) or not (isinstance(pattern, exp.Literal) and pattern.is_string):
-                self.refuse(node, _sql(node), "LIKE tests a column against a 'pattern' in quotes")
+                self.refuse(node, self._text(node), "LIKE tests a column against a 'pattern' in quotes")
             if "\\" in pattern.this:
-                self.refuse(pattern, _sql(pattern), "no backslash in a LIKE pattern (no escape character)")
+                self.refuse(pattern, self._text(pattern), "no backslash in a LIKE pattern (no escape character)")
             return Like(self._ref(node.this), str(pattern.this), bool(node.args.get("negate")), at)  # NOT LIKE
         if isinstance(node, exp.Column):
-            self.refuse(node, _sql(node), "a bare column is not a condition: compare it (col = TRUE)")
-        self.refuse(node, _sql(node), "not a supported condition (AND/OR/NOT, comparisons, IN, BETWEEN, IS [NOT] NULL)")
+            self.refuse(node, self._text(node), "a bare column is not a condition: compare it (col = TRUE)")
+        self.refuse(node, self._text(node), "not a supported condition (AND/OR/NOT, comparisons, IN, BETWEEN, IS [NOT] NULL)")
 
     def _ref(self, node: Any) -> ColumnRef:
         name = self.column(node)
@@ -949,7 +958,7 @@ class _Compiler:
                 node.expressions[0] if isinstance(node, self.exp.Anonymous) and str(node.name).upper() == "EPSILON" else node
             )[0]
             if kind in ("variance", "stddev"):
-                notes.append(f"{_sql(node)} is the population variance (divided by n) of the clamped values")
+                notes.append(f"{self._text(node)} is the population variance (divided by n) of the clamped values")
                 break
         return tuple(notes)
 
