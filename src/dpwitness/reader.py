@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dpwitness.errors import ParameterError
 
@@ -192,6 +192,7 @@ def scan_polars(path: Path, *, separator: str | None = None) -> pl.LazyFrame:
     ]
     return lines.select(raw).select([_polars_cell(pl.col(name)).alias(name) for name in names])
 
+
 def read_spark(spark: SparkSession, path: Path, *, separator: str | None = None) -> DataFrame:
     """A Spark frame of ``path`` under the rules above: every column text, one line one record.
 
@@ -220,8 +221,3 @@ def _spark_cell(raw: Column) -> Column:
 
     inner = F.regexp_replace(raw.substr(F.lit(2), F.length(raw) - 2), '""', '"')
     return F.when(raw.startswith('"'), inner).when(raw == "", F.lit(None)).otherwise(raw)
-
-
-def read_frame(path: Path, *, separator: str | None = None) -> Any:
-    """``path`` read into memory as a Polars DataFrame of text columns (the service's loader)."""
-    return scan_polars(path, separator=separator).collect()
