@@ -84,3 +84,17 @@ def test_csv_scan_benchmark_runs_and_only_the_line_scan_is_sound(tmp_path: Path)
     counts = module.unclosed_quote_counts(tmp_path)
     assert counts["lines"] == 1001
     assert counts["quoted"] < 1001 and counts["arrow"] < 1001  # the two rejected scans swallow lines
+
+
+def test_bounding_benchmark_runs_on_a_small_table(tmp_path: Path) -> None:
+    """bench/bench_bounding.py at 20,000 rows: both sides of every statistic are timed, and the report has a row each."""
+    sys.path.insert(0, str(BENCH.parent))
+    spec = importlib.util.spec_from_file_location("bench_bounding", BENCH.parent / "bench_bounding.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    path = module.generate(20_000, directory=tmp_path, quiet=True)
+    rows = module.measure(path, 5, 1)
+    assert [r["stat"] for r in rows] == list(module.STATS)
+    assert all(r["dpwitness_cpu_s"] >= 0 and r["polars_first_k_wall_s"] > 0 for r in rows)
+    assert module.table(rows, 5).count("\n") == len(rows) + 1
