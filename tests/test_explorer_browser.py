@@ -5,7 +5,9 @@ installs Debian's). Screenshots of every step, at 1366 and 375 px, in English an
 ``test-output/explorer/`` (gitignored); timings are printed (run with ``-s``) and written to
 ``test-output/explorer/timings.json``.
 
-Each defect of issue 13 has a test here that fails on the page as it was before the fix.
+Each defect of issues 13 and 22 has a test here that fails on the page as it was before the fix.
+axe-core (``tests/vendor/axe-core/axe.min.js``, 4.14.1 from the npm registry, MPL-2.0) is injected
+into the page by Playwright for the accessibility checks.
 """
 
 from __future__ import annotations

@@ -49,13 +49,20 @@ STYLESHEET_LINK = '<link rel="stylesheet" href="/static/explorer.css">'
 
 
 LIMITS_MARK = "<!-- limits -->"
+KATEX_LINK = '<link rel="stylesheet" href="/static/vendor/katex/katex.min.css">'
+KATEX_FONTS = "/static/vendor/katex/fonts/"
 
 
 def page_html() -> str:
-    """index.html with its stylesheet inlined (the first paint waits for one response, not two) and
-    the server's parameter ranges embedded, so the page validates every control with the same ranges."""
+    """index.html with its stylesheets inlined (the page's and KaTeX's, its font URLs made absolute:
+    the first paint waits for one response, not three) and the server's parameter ranges embedded,
+    so the page validates every control with the same ranges."""
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     css = (STATIC / "explorer.css").read_text(encoding="utf-8")
+    katex = (
+        (STATIC / "vendor" / "katex" / "katex.min.css").read_text(encoding="utf-8").replace("url(fonts/", f"url({KATEX_FONTS}")
+    )
+    html = html.replace(KATEX_LINK, f"<style>\n{katex}</style>", 1)
     limits = json.dumps(compute.limits())
     html = html.replace(LIMITS_MARK, f'<script type="application/json" id="dpw-limits">{limits}</script>', 1)
     return html.replace(STYLESHEET_LINK, f"<style>\n{css}</style>", 1)
