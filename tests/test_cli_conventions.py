@@ -93,7 +93,7 @@ def test_parameter_errors_are_json_under_json_and_name_the_parameter() -> None:
     result = runner.invoke(app, ["release", "--value", "1", "--sensitivity", "1", "--epsilon", "-1", "--json"])
     assert result.exit_code == ExitCode.BAD_INPUT
     error = json.loads(result.stdout)["error"]
-    assert error["parameter"] == "epsilon" and "epsilon" in error["message"]
+    assert error["parameter"] == "--epsilon" and error["message"].startswith("--epsilon")  # the flag typed
     plain = runner.invoke(app, ["release", "--value", "1", "--sensitivity", "1", "--epsilon", "-1"])
     assert plain.exit_code == 2 and plain.stdout == "" and "epsilon" in plain.stderr and len(plain.stderr.splitlines()) == 1
 
