@@ -53,6 +53,9 @@ def test_by_two_columns_takes_keys_from_the_schema(people: Path, tmp_path: Path)
     rows = out["releases"][0]["rows"]
     assert {(r["sex"], r["income"]) for r in rows} == {(s, i) for s in ("Female", "Male") for i in ("<=50K", ">50K")}
     assert out["releases"][0]["delta"] == 0  # declared keys: no δ, no threshold
+    code, out = cli(str(people), "--epsilon", "1", "--histogram", "income", "--schema", str(schema), "--seed", "2")
+    assert code == 0, out  # no --categories, no --max-rows: the schema declares the histogram's keys
+    assert [r["income"] for r in out["releases"][0]["rows"]] == ["<=50K", ">50K"]
 
 
 def test_a_second_by_for_one_statistic_is_refused_not_replaced(people: Path) -> None:
