@@ -1172,3 +1172,24 @@ def test_statements_are_right_and_consistent(browser: Any, server: dict[str, Any
     assert "aged 71" in sim and "4000 releases" in sim and "95% interval" in sim, sim
     assert problems == []
     page.context.close()
+
+
+def test_new_controls_work_by_touch_on_a_phone(browser: Any, server: dict[str, Any]) -> None:
+    context = browser.new_context(viewport={"width": 375, "height": 812}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.goto(server["url"])
+    page.wait_for_function("window.dpwExplorer && window.dpwExplorer.ready", timeout=20_000)
+    before = _version(page)
+    page.tap("#tamper")
+    page.wait_for_function(f"window.dpwExplorer.liveVersion > {before}")
+    assert page.get_attribute("#badge", "data-ok") == "false"
+    page.tap("#step-button-11")
+    page.wait_for_function("document.getElementById('step').dataset.step === '11'")
+    page.tap("#walk-trap")
+    page.wait_for_function("document.getElementById('trap-witness').dataset.ok === 'false'")
+    page.tap("#plot-density + details summary")
+    assert page.locator("#plot-density + details table").count() == 1
+    assert problems == []
+    context.close()
