@@ -1123,6 +1123,10 @@ def test_beyond_inverse_controls_dots_loss_histogram_and_zcdp(browser: Any, serv
     page, problems = _open(browser, server["url"], 1366)
     page.wait_for_function("document.getElementById('inv-result').textContent.includes('ε = ')")
     assert "ε = 0.5991" in _text(page, "#inv-result")  # ± 5 at 95% with Δ = 1: ε = ln 20 / 5
+    _set_number(page, "#sensitivity-n", "2")
+    page.wait_for_function("document.getElementById('inv-result').textContent.includes('Δ = 2')")
+    assert "ε = 1.198" in _text(page, "#inv-result")  # re-solved for the new Δ
+    _set_number(page, "#sensitivity-n", "1")
     page.select_option("#inv-target", "posterior")
     page.wait_for_function("document.getElementById('inv-result').textContent.includes('1% sure')")
     assert "ε = 1.651" in _text(page, "#inv-result")

@@ -109,5 +109,10 @@ export function initBeyond() {
     box.dispatchEvent(new Event("change"));
   });
   onChange(debounce(composition, 80));
+  // The error target depends on Δ: re-solved when Δ moves (never a "with Δ = 1" left beside Δ = 3).
+  let solvedFor = state.sensitivity;
+  onChange(debounce(() => {
+    if ($("inv-target").value === "error" && state.valid && state.sensitivity !== solvedFor) { solvedFor = state.sensitivity; solve(); }
+  }, 120));
   return Promise.all([solve(), composition()]);
 }
