@@ -262,6 +262,7 @@ def check(
     confidence: float = 0.95,
     max_seconds: float = 100.0,
     libraries: Sequence[str] | None = None,
+    replay: bool | None = None,
 ) -> CheckReport:
     """Check ``fn`` (a Polars table → a release made by a covered library) against (ε, δ).
 
@@ -271,7 +272,9 @@ def check(
     reproducible; None: fresh); ``structured`` adds the large structured tables; ``audit`` the
     black-box audit on the worst pair (at ``confidence``); ``max_seconds`` bounds the whole
     check (about half for the searches, the rest for the audit); ``libraries`` limits the
-    adapters (default: every covered library installed here). See the module docstring.
+    adapters (default: every covered library installed here); ``replay`` audits the noise calls'
+    outputs with their pre-noise values frozen (None: only when the function is too slow for the
+    audit's first round in the time left). See the module docstring.
     """
     started = time.perf_counter()
     if not callable(fn):
@@ -298,7 +301,7 @@ def check(
         return report.done("adapter-error", notes=[str(error)])
     runner = _Runner(fn, adapters, eps, relation)
     try:
-        return _check(runner, report, columns, trials, seed, structured, audit, confidence, budget)
+        return _check(runner, report, columns, trials, seed, structured, audit, confidence, budget, replay)
     except AdapterError as error:
         return report.done("adapter-error", notes=[str(error)])
 
@@ -361,6 +364,7 @@ def _check(
     audit: bool,
     confidence: float,
     budget: float,
+    replay: bool | None = None,
 ) -> CheckReport:
     notes: list[str] = []
     calls: list[NoiseCall] = []
@@ -476,7 +480,7 @@ def _check(
             )
     audit_result = None
     if audit:
-        audit_result, audit_notes = _audit(runner, report, results, pairs, columns, confidence, budget, probe)
+        audit_result, audit_notes = _audit(runner, report, results, pairs, columns, confidence, budget, probe, replay)
         notes += audit_notes
     verdict = "violated" if report.findings else "inconclusive"
     if not report.findings and audit_result is not None and audit_result.verdict == "ok":
@@ -535,6 +539,7 @@ def _audit(
     confidence: float,
     budget: float,
     probe: Any,
+    force_replay: bool | None = None,
 ) -> tuple[AuditResult | None, list[str]]:
     import numpy as np
 
@@ -565,11 +570,12 @@ def _audit(
     float_test = _is_float(sample)
     mechanism: Callable[..., Any]
     model = "the function's output"
-    replaying = per_run * 2 * FIRST_ROUND_RUNS > 0.5 * remaining
+    replaying = per_run * 2 * FIRST_ROUND_RUNS > 0.5 * remaining if force_replay is None else force_replay
     replay: Callable[..., Any] | None = None
     if replaying:
         model = "the noise calls' outputs (replay: values before noise frozen, only the library's noise sampled)"
-        notes.append(f"one run takes {per_run:.2g} s: audited by replay, {model}")
+        why = f"one run takes {per_run:.2g} s: " if force_replay is None else ""
+        notes.append(f"{why}audited by replay, {model}")
 
         def freeze(frame: Any) -> list[Callable[[], Any]]:
             """The pre-noise state of one table: each noise call's own noise, ready to be added again."""
@@ -760,12 +766,22 @@ def audit_script(
             f"""
             D = {_runs_literal(d)}
             D_PRIME = {_runs_literal(d_prime)}
+
+
+            def numbers(output):
+                if isinstance(output, dict):  # keyed outputs: the keys present, then the values
+                    return [len(output)] + [float(output[key]) for key in sorted(output)]
+                return np.asarray(output, dtype=float).ravel().tolist()
+
+
             for name, runs in (("D", D), ("D'", D_PRIME)):
                 frame = table(runs)
-                outputs = np.array([np.asarray(fn(frame), dtype=float).ravel() for _ in range(2000)])
-                finite = np.isfinite(outputs).all(axis=1)
-                low_bit = (outputs.view(np.uint64) & 1).any(axis=1)
-                print(name, "mean", np.nanmean(outputs, axis=0), "non-finite share", 1 - finite.mean(),
+                outputs = [numbers(fn(frame)) for _ in range(2000)]
+                width = max(len(o) for o in outputs)
+                padded = np.array([o + [0.0] * (width - len(o)) for o in outputs], dtype=float)
+                finite = np.isfinite(padded).all(axis=1)
+                low_bit = (padded.view(np.uint64) & 1).any(axis=1)
+                print(name, "first numbers", padded[:3].tolist(), "non-finite share", 1 - finite.mean(),
                       "odd last bit share", low_bit.mean())
             """
         )
