@@ -72,6 +72,14 @@ class Session:
     bounds, categories and the privacy unit (the session's default unit). Every query is checked
     against it before any spend, and the file's header against it on first use. Without one, a
     CSV column is text, read as numbers where a query needs numbers, and the release says so.
+    ``neighbours`` ("add-remove" or "replace-one") is the relation every Δ is derived for;
+    ``max_contributions`` (k) and ``max_groups`` (g) bound what one ``privacy_unit`` contributes:
+    at most k rows, in at most g keys. ``order_by`` is the declared row order that ``row_number``
+    in a ``where`` filter counts in. Every statistic also takes ``alpha`` (its interval holds with
+    probability 1 − alpha; default 0.05); a mean or variance ``split`` (its ε over its noisy parts,
+    default even); a quantile, median, min or max ``bins`` (the histogram's bins, default 64).
+    :meth:`query` names the ``statistic`` ("count", "sum", "mean", "variance", "histogram",
+    "quantile", …) and, for a quantile, its ``quantiles`` (q or a list of q).
     """
 
     def __init__(
