@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -264,17 +265,25 @@ def preview_html(preview: Any) -> str:
 def session_text(session: Any) -> str:
     """The session's source and budget, then one line per release it made."""
     head = (
-        f"Session on {str(session.source)!r}: spent {budget_text(session.spent, session.total)}; "
+        f"Session on {source_text(session.source)}: spent {budget_text(session.spent, session.total)}; "
         f"remaining {budget_text(session.remaining, session.total)}; {len(session.releases)} release(s)"
     )
     return "\n".join([head, f"  {account_text(session)}", *(f"  {release_text(r).splitlines()[0]}" for r in session.releases)])
+
+
+def source_text(source: Any) -> str:
+    """A file's path (quoted), or the kind of an in-memory table (never its rows)."""
+    if isinstance(source, str | os.PathLike):
+        return repr(os.fspath(source))
+    return f"an in-memory {type(source).__module__.partition('.')[0]} {type(source).__name__}"
 
 
 def account_text(session: Any) -> str:
     """Whose budget this is and whether it lasts: the account (a file's default named as such)
     and the ledger, or that an in-memory budget lasts for this session only."""
     ledger = getattr(session._accountant, "ledger", None)
-    named = "" if getattr(session, "account_given", True) else " (the file's default account: its resolved path)"
+    from_file = isinstance(session.source, str | os.PathLike)
+    named = "" if getattr(session, "account_given", True) or not from_file else " (the file's default account: its resolved path)"
     if ledger is None:
         return f"account {session.account!r}{named}, in memory: this budget lasts for this session only (no ledger)"
     return f"account {session.account!r}{named} in the ledger {ledger.path}"
@@ -282,7 +291,7 @@ def account_text(session: Any) -> str:
 
 def session_html(session: Any) -> str:
     head = (
-        f"<p><strong>Session</strong> on <code>{html.escape(str(session.source))}</code>: "
+        f"<p><strong>Session</strong> on <code>{html.escape(source_text(session.source))}</code>: "
         f"spent {html.escape(budget_text(session.spent, session.total))}, "
         f"remaining {html.escape(budget_text(session.remaining, session.total))}; "
         f"{html.escape(account_text(session))}</p>"
