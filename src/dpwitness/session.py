@@ -219,7 +219,7 @@ class Session:
         """An archive of this session: its releases (reload each with ``Release.from_dict``) and
         the account's spend history from the ledger."""
         return {
-            "source": str(self.source),
+            "source": os.fspath(self.source) if isinstance(self.source, str | os.PathLike) else type(self.source).__name__,
             "account": self.account,
             "spent": _plain_budget(self.spent),
             "remaining": _plain_budget(self.remaining),
