@@ -641,7 +641,17 @@ DERIVED = [
     "out-std-real", "out-interval", "out-interval-real", "out-loss-claimed", "out-loss", "out-worst-claimed", "out-worst",
     "out-composition", "out-unbiased", "badge-detail", "gauss-summary", "gauss-witness",
 ]  # fmt: skip
-LIVE_PLOTS = ["plot-density", "plot-ratio", "plot-gauss", "plot-gauss-delta", "plot-lr", "plot-roc"]
+LIVE_PLOTS = [
+    "plot-density",
+    "plot-ratio",
+    "plot-gauss",
+    "plot-gauss-delta",
+    "plot-lr",
+    "plot-roc",
+    "plot-dots",
+    "plot-loss",
+    "plot-kzcdp",
+]
 NOT_COMPUTED = "not computed for this setting"
 #: Each refused input: (number box, what is typed, what the page must say).
 REFUSALS = [
@@ -670,6 +680,8 @@ def _assert_nothing_stale(page: Any, context: Any) -> None:
         assert page.get_attribute(f"#{plot}", "data-empty") == "true", (context, plot)
         assert page.locator(f"#{plot} path").count() == 0, (context, plot)
     assert _text(page, "#membership-result") == NOT_COMPUTED, context
+    for element in ("dots-text", "loss-text", "kzcdp-text", "inv-result"):
+        assert _text(page, f"#{element}") == NOT_COMPUTED, (context, element)
     _go_to_step(page, 3)  # a step drawn from the live setting
     assert "Not computed for this setting" in _text(page, "#step-body"), context
     assert page.locator("#step-body svg").count() == 0, context

@@ -51,7 +51,14 @@ def inverse(target: str, value: float, sensitivity: float) -> dict[str, Any]:
         achieved = posterior(PRIOR, epsilon)
     else:
         achieved = advantage(epsilon)
-    return {"target": target, "value": value, "epsilon": epsilon, "achieved": achieved, "prior": PRIOR}
+    return {
+        "target": target,
+        "value": value,
+        "sensitivity": sensitivity,
+        "epsilon": epsilon,
+        "achieved": achieved,
+        "prior": PRIOR,
+    }
 
 
 @lru_cache(maxsize=64)

@@ -8,13 +8,21 @@ import { onChange, state } from "./state.js";
 const $ = (id) => document.getElementById(id);
 let inverse = null;
 
+let solving = 0;
 async function solve() {
   const target = $("inv-target").value, value = Number($("inv-value").value);
+  const mine = ++solving;
+  if (target === "error" && !state.valid) return;
+  if (target === "error" && state.sensitivity === 0) { inverse = null; setText($("inv-result"), t("live.no_noise")); $("inv-use").disabled = true; return; }
   try {
-    inverse = await getJSON("beyond/inverse", { target, value, sensitivity: state.sensitivity > 0 ? state.sensitivity : 1 });
-    setText($("inv-result"), t(`beyond.inverse_${target}`, { value: inverse.value, eps: inverse.epsilon, achieved: inverse.achieved, delta: state.sensitivity }));
+    const answer = await getJSON("beyond/inverse", { target, value, sensitivity: state.sensitivity > 0 ? state.sensitivity : 1 });
+    // an answer for a setting that has changed (or been refused) since it was asked is dropped
+    if (mine !== solving || (target === "error" && (!state.valid || answer.sensitivity !== Number(state.sensitivity.toPrecision(6))))) return;
+    inverse = answer;
+    setText($("inv-result"), t(`beyond.inverse_${target}`, { value: inverse.value, eps: inverse.epsilon, achieved: inverse.achieved, delta: inverse.sensitivity }));
     $("inv-use").disabled = false;
   } catch (error) {
+    if (mine !== solving) return;
     inverse = null;
     $("inv-result").textContent = errorText(error);
     $("inv-use").disabled = true;
@@ -71,6 +79,7 @@ export function drawBeyond(data) {
 export function beyondRefused() {
   for (const id of ["plot-dots", "plot-loss", "plot-kzcdp"]) emptyPlot($(id), t("common.not_computed"));
   for (const id of ["dots-text", "loss-text", "kzcdp-text"]) $(id).textContent = t("common.not_computed");
+  if ($("inv-target").value === "error") { solving += 1; $("inv-result").textContent = t("common.not_computed"); inverse = null; }
 }
 
 async function composition() {
@@ -112,7 +121,7 @@ export function initBeyond() {
   // The error target depends on Δ: re-solved when Δ moves (never a "with Δ = 1" left beside Δ = 3).
   let solvedFor = state.sensitivity;
   onChange(debounce(() => {
-    if ($("inv-target").value === "error" && state.valid && state.sensitivity !== solvedFor) { solvedFor = state.sensitivity; solve(); }
+    if ($("inv-target").value === "error" && state.valid && (state.sensitivity !== solvedFor || !inverse)) { solvedFor = state.sensitivity; solve(); }
   }, 120));
   return Promise.all([solve(), composition()]);
 }
