@@ -45,7 +45,7 @@ fi
 # name | import check (a statement) | pip requirements
 anchors=(
     "opendp|import opendp.prelude as dp, polars as pl; assert dp.__version__.startswith('0.16'), dp.__version__; assert pl.__version__ == '1.36.1', pl.__version__|opendp[polars]==0.16.* polars==1.36.1"
-    "diffprivlib|import diffprivlib, sklearn; assert diffprivlib.__version__ == '0.6.6', diffprivlib.__version__; assert sklearn.__version__.startswith('1.8'), sklearn.__version__|diffprivlib==0.6.6 scikit-learn==1.8.*"
+    "diffprivlib|import diffprivlib, sklearn; assert diffprivlib.__version__ == '0.6.6', diffprivlib.__version__; assert sklearn.__version__.startswith('1.8'), sklearn.__version__|diffprivlib==0.6.6 scikit-learn==1.8.* pandas==2.3.3"  # pandas: docs/coming-from.md's pandas source
     "python-dp|import pydp; from pydp.algorithms.numerical_mechanisms import LaplaceMechanism; assert pydp.__version__ == '1.1.5', pydp.__version__|python-dp==1.1.5"
 )
 
