@@ -205,9 +205,7 @@ class _Runner:
     reasons: dict[str, int] = field(default_factory=dict)
 
     def calls(self, frame: Any) -> list[NoiseCall]:
-        with recording("unnoised", self.adapters) as recorder:
-            recorder.epsilon = self.epsilon  # type: ignore[attr-defined]
-            recorder.neighbours = self.neighbours  # type: ignore[attr-defined]
+        with recording("unnoised", self.adapters, epsilon=self.epsilon, neighbours=self.neighbours) as recorder:
             self.fn(frame)
         return recorder.calls
 
@@ -579,9 +577,7 @@ def _audit(
 
         def freeze(frame: Any) -> list[Callable[[], Any]]:
             """The pre-noise state of one table: each noise call's own noise, ready to be added again."""
-            with recording("unnoised", runner.adapters) as recorder:
-                recorder.epsilon = runner.epsilon  # type: ignore[attr-defined]
-                recorder.neighbours = runner.neighbours  # type: ignore[attr-defined]
+            with recording("unnoised", runner.adapters, epsilon=runner.epsilon, neighbours=runner.neighbours) as recorder:
                 fn(frame)
             return [c.replay for c in recorder.calls if c.replay is not None]
 

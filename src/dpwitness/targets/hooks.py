@@ -83,12 +83,18 @@ class NoiseCall:
 
 
 class Recorder:
-    """The noise calls seen while it is active, in order; ``mode`` says whether noise is added."""
+    """The noise calls seen while it is active, in order; ``mode`` says whether noise is added.
 
-    def __init__(self, mode: str = "record") -> None:
+    ``epsilon`` (the ε the checked function claims) and ``neighbours`` (the relation) let an
+    adapter derive what a library leaves implicit, e.g. the Δ a bare OpenDP measurement allows.
+    """
+
+    def __init__(self, mode: str = "record", *, epsilon: float | None = None, neighbours: str = "add-remove") -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}")
         self.mode = mode
+        self.epsilon = epsilon
+        self.neighbours = neighbours
         self.calls: list[NoiseCall] = []
         self.depth = 0
 
@@ -103,14 +109,21 @@ def active() -> Recorder | None:
 
 
 @contextmanager
-def recording(mode: str = "record", adapters: tuple[Adapter, ...] | None = None) -> Iterator[Recorder]:
-    """Record the noise calls made inside the block (installing the adapters' hooks first)."""
+def recording(
+    mode: str = "record",
+    adapters: tuple[Adapter, ...] | None = None,
+    *,
+    epsilon: float | None = None,
+    neighbours: str = "add-remove",
+) -> Iterator[Recorder]:
+    """Record the noise calls made inside the block (installing the adapters' hooks and pinning
+    their libraries' randomness first); ``epsilon``/``neighbours``: see :class:`Recorder`."""
     chosen = adapters if adapters is not None else available_adapters()
     for adapter in chosen:
         adapter.ensure_installed()
     for adapter in chosen:
         adapter.pin()
-    recorder = Recorder(mode)
+    recorder = Recorder(mode, epsilon=epsilon, neighbours=neighbours)
     token = _active.set(recorder)
     try:
         yield recorder

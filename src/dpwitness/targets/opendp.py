@@ -71,7 +71,7 @@ class OpenDPAdapter(Adapter):
             if _rows(arg) > SIZE_LIMIT:
                 raise Unsupported(f"more than {SIZE_LIMIT} rows: OpenDP's float sums subsample them (randomised)")
             parts = getattr(measurement, "_dpw_parts", None)
-            relation = getattr(recorder, "neighbours", "add-remove")
+            relation = recorder.neighbours
             if parts is not None:
                 transformation, inner = parts
                 value = transformation(arg)
@@ -83,7 +83,7 @@ class OpenDPAdapter(Adapter):
                 replay = lambda: original(inner, value)  # noqa: E731 (the inner noise only)
             else:
                 value = arg
-                claimed = getattr(recorder, "epsilon", None)
+                claimed = recorder.epsilon
                 sensitivity = _largest_distance(measurement, claimed)
                 epsilon, delta = claimed, 0.0
                 mechanism = _kind(measurement)

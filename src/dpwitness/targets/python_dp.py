@@ -62,7 +62,7 @@ class PythonDPAdapter(Adapter):
             if kind == "BoundedSum" and "lower_bound" in kw and "upper_bound" in kw:
                 low, high = float(kw["lower_bound"]), float(kw["upper_bound"])
                 recorder = active()
-                relation = getattr(recorder, "neighbours", "add-remove")
+                relation = recorder.neighbours if recorder is not None else "add-remove"
                 per_record = (high - low) if relation == "replace-one" else max(abs(low), abs(high))
                 return scale * per_record, (low, high)
             return None, None
