@@ -23,6 +23,8 @@ it on fresh samples. Families:
   coordinates (a library that copies one noisy value to several keys shows here: continuous
   noise makes two coordinates equal with probability 0); searched with the sums and
   differences, whose power statement covers both;
+* in the tight mode, ``binned rows``: value sets on whole rows whose continuous columns are cut
+  into a few pooled-quantile bins (a histogram estimate of the log density ratio, thresholded);
 * in floating-point mode, ``bit pattern``: value sets on the bit pattern of each output.
 
 Missing values (NaN: a position that a shorter structured output does not have, or a NaN the
