@@ -98,8 +98,11 @@ def test_cli_commands_exit_as_documented(page: Path, clone: Path) -> None:
         for command, code in block:
             if skipped(command):
                 continue
-            result = runner.invoke(app, shlex.split(command)[1:])
+            args, _, redirect = command.partition(" '>' ")  # `dpwitness schema FILE > OUT`: stdout to a file
+            result = runner.invoke(app, shlex.split(args)[1:])
             assert result.exit_code == code, (command, result.output[-2000:], repr(result.exception))
+            if redirect:
+                Path(redirect.strip()).write_text(result.stdout, encoding="utf-8")
             ran += 1
     assert ran >= 5
 
