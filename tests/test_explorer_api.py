@@ -598,13 +598,15 @@ def test_replace_one_trap_breaks_the_claim() -> None:
 def test_inverse_targets_give_the_epsilon_that_meets_them(client: TestClient) -> None:
     error = get(client, "beyond/inverse", target="error", value=5, sensitivity=2)
     assert error["epsilon"] == pytest.approx(2 * math.log(20) / 5, rel=1e-5)
-    assert abs(error["achieved"] - 5) < 1e-3 * 5  # the sampler's real scale, put back
+    assert error["within"] is True and abs(error["achieved"] - 5) < 1e-3 * 5  # the sampler's real scale, put back
     posterior = get(client, "beyond/inverse", target="posterior", value=0.05)
     assert posterior["achieved"] == pytest.approx(0.05, rel=1e-5)
     advantage = get(client, "beyond/inverse", target="advantage", value=0.2)
     assert math.tanh(advantage["epsilon"] / 2) == pytest.approx(0.2, rel=1e-5)
-    refused = client.get("/api/beyond/inverse", params={"target": "error", "value": 1e-9}).json()
-    assert refused["code"] == "parameter" and refused["parameter"] == "value"  # its ε would exceed 100
+    outside = get(client, "beyond/inverse", target="error", value=0.01, sensitivity=1)
+    assert outside["within"] is False and outside["epsilon"] > 100 and outside["achieved"] is None  # said, not refused
+    refused = client.get("/api/beyond/inverse", params={"target": "risk", "value": 0.1}).json()
+    assert refused["code"] == "parameter" and refused["parameter"] == "target"
 
 
 def test_zcdp_composition_is_below_k_epsilon_and_agrees_at_one_release(client: TestClient) -> None:

@@ -28,7 +28,8 @@ def inverse(target: str, value: float, sensitivity: float) -> dict[str, Any]:
     """The ε meeting ``target``: ``error`` (the 95% half-width b·ln(1/α) of the Laplace release),
     ``posterior`` (the most a 1% prior can rise to) or ``advantage`` (TPR − FPR, pure ε). The ε is
     then put back through the forward formula (the mechanism's real scale, the risk bound) and the
-    achieved value returned beside it; an ε outside the explorer's range is refused by name."""
+    achieved value returned beside it; an ε outside the explorer's range is returned with
+    ``within: false`` (the page says so and offers nothing to use)."""
     if target not in TARGETS:
         raise ParameterError("target", f"one of {list(TARGETS)}", target)
     low, high = TARGETS[target]
@@ -42,9 +43,19 @@ def inverse(target: str, value: float, sensitivity: float) -> dict[str, Any]:
         epsilon = math.log(value * (1 - PRIOR) / (PRIOR * (1 - value)))
     else:
         epsilon = 2 * math.atanh(value)
-    if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
-        raise ParameterError("value", f"a target whose ε lies in [{MIN_EPSILON:g}, {MAX_EPSILON:g}]", value)
     epsilon = float(f"{epsilon:.6g}")
+    if not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        # a fair question whose answer lies outside the explorer's range: said, not refused
+        return {
+            "target": target,
+            "value": value,
+            "sensitivity": sensitivity,
+            "epsilon": epsilon,
+            "within": False,
+            "range": [MIN_EPSILON, MAX_EPSILON],
+            "achieved": None,
+            "prior": PRIOR,
+        }
     if target == "error":
         achieved = mechanism(float(f"{sensitivity:.6g}"), epsilon).scale * math.log(1 / ALPHA)
     elif target == "posterior":
@@ -56,6 +67,8 @@ def inverse(target: str, value: float, sensitivity: float) -> dict[str, Any]:
         "value": value,
         "sensitivity": sensitivity,
         "epsilon": epsilon,
+        "within": True,
+        "range": [MIN_EPSILON, MAX_EPSILON],
         "achieved": achieved,
         "prior": PRIOR,
     }

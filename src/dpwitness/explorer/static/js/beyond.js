@@ -18,6 +18,12 @@ async function solve() {
     const answer = await getJSON("beyond/inverse", { target, value, sensitivity: state.sensitivity > 0 ? state.sensitivity : 1 });
     // an answer for a setting that has changed (or been refused) since it was asked is dropped
     if (mine !== solving || (target === "error" && (!state.valid || answer.sensitivity !== Number(state.sensitivity.toPrecision(6))))) return;
+    if (!answer.within) {
+      inverse = null;
+      setText($("inv-result"), t("beyond.inverse_outside", { eps: answer.epsilon, low: answer.range[0], high: answer.range[1] }));
+      $("inv-use").disabled = true;
+      return;
+    }
     inverse = answer;
     setText($("inv-result"), t(`beyond.inverse_${target}`, { value: inverse.value, eps: inverse.epsilon, achieved: inverse.achieved, delta: inverse.sensitivity }));
     $("inv-use").disabled = false;
