@@ -19,12 +19,15 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dpwitness import Session
 from dpwitness.cli import app
 from dpwitness.engines import engine_for
 from dpwitness.errors import ParameterError
+from dpwitness.reader import _scan_native, dialect_for, header, native_is_exact, scan_polars
 from dpwitness.serve.config import ColumnConfig, TableConfig
 from dpwitness.serve.tables import load_table
 
@@ -148,8 +151,23 @@ def _header_only() -> bytes:
     return b"id,name,age,sex\n"
 
 
+def _one_line_each(write: Callable[[], bytes]) -> Callable[[], bytes]:
+    """The same writer's file without the record it spread over two lines."""
+
+    def written() -> bytes:
+        data = write()
+        start = data.rindex(b"\n", 0, data.index(b'"two')) + 1
+        return data[:start] + data[data.index(b"\n", data.index(b'lines"', start)) + 1 :]
+
+    return written
+
+
 CORPUS: dict[str, tuple[str, Callable[[], bytes]]] = {
     "python-csv": (".csv", _python_csv),
+    "python-csv, one line each": (".csv", _one_line_each(_python_csv)),
+    "pandas, one line each": (".csv", _one_line_each(_pandas)),
+    "excel-bom, one line each": (".csv", _one_line_each(_excel_bom)),
+    "tsv, one line each": (".tsv", _one_line_each(_tsv)),
     "pandas": (".csv", _pandas),
     "excel-bom": (".csv", _excel_bom),
     "tsv": (".tsv", _tsv),
@@ -384,3 +402,106 @@ def test_a_declared_separator_reaches_the_reader_through_the_session(tmp_path: P
     with pytest.raises(ParameterError) as caught:
         Session(path, epsilon=1.0, separator=":")
     assert caught.value.parameter == "separator"
+
+
+# --- the fast path: Polars' own parser, taken only where it gives exactly the same table ---------
+
+FAST = {"python-csv, one line each", "pandas, one line each", "excel-bom, one line each", "tsv, one line each", "one-megabyte"}
+
+
+def _native(path: Path) -> list[Row]:
+    dialect = dialect_for(path)
+    return _scan_native(path, dialect, header(path, dialect)).collect().rows()
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_each_path_reads_the_reference_table_where_it_is_taken(corpus: dict[str, Path], name: str) -> None:
+    """The exact cut always gives the reference; the byte check admits the writers' well-formed
+    files (and refuses the others), and where it admits a file Polars' own parse is the reference."""
+    path = corpus[name]
+    _, rows = _expected(path)
+    assert scan_polars(path, exact=True).collect().rows() == rows
+    assert native_is_exact(path) == (name in FAST or name == "header-only")
+    if native_is_exact(path):
+        assert _native(path) == rows
+        assert scan_polars(path).collect().rows() == rows
+
+
+# Lines that sit at the fast path's edges: quotes at a field's boundaries, doubled, misplaced.
+EDGE_LINES = [
+    b'30,"a""b",1,F',
+    b'31,"""",1,F',
+    b'32,"a"",b",1,F',
+    b'33,""a,1,F',
+    b'34,"a"" ,1,F',
+    b'35,a"b,1,F',
+    b'36,"a" ,1,F',
+    b'37, "a",1,F',
+    b'"38","x",1,"F"',
+    b'39,"a,1,F\n40,b",1,F',  # a quote pair across a line end: two malformed records
+    b'41,"x"',  # ragged and quoted
+    b'42,"a""',
+    b"43,x,1,F\r\n44,y,2,M",
+    b"",
+]
+
+
+def _hostile_in_quoted_base(line: bytes, where: int) -> bytes:
+    lines = [f'{i},"n, {i}",{20 + i},{"FM"[i % 2]}'.encode() for i in range(30)]
+    lines[where] = line
+    return b"id,name,age,sex\n" + b"\n".join(lines) + b"\n"
+
+
+def test_a_file_with_one_line_outside_the_fast_path_reads_the_exact_table(tmp_path: Path) -> None:
+    """Every hostile or edge line, first, in the middle or last of a file of quoted records:
+    the table read is the reference, whichever path the check picks; where the check picks
+    the fast path, Polars' own parse is the reference too. Both outcomes occur."""
+    taken = set()
+    for number, line in enumerate(HOSTILE_LINES + EDGE_LINES):
+        for where in (0, 15, 29):
+            path = tmp_path / f"line{number}-{where}.csv"
+            path.write_bytes(_hostile_in_quoted_base(line, where))
+            _, rows = _expected(path)
+            assert engine_for("polars").open(path).frame.collect().rows() == rows, (line, where)
+            fast = native_is_exact(path)
+            taken.add(fast)
+            if fast:
+                assert _native(path) == rows, (line, where)
+    assert taken == {True, False}
+    for line in (b'9,"unclosed,30,F', b'10,"closed"then text,40,M', b"11,bare\rreturn,45,F", b"22,5'11\",x,M", EDGE_LINES[9]):
+        path = tmp_path / "fallback.csv"
+        path.write_bytes(_hostile_in_quoted_base(line, 15))
+        assert not native_is_exact(path), line
+
+
+_FIELD = st.sampled_from(
+    ["", "a", "x y", '"a"', '""', '"a""b"', '""""', '"a,b"', '"a', 'b"', 'a"b', '"a"b', '"a" ', "\r", "\ufeff", "\x00", '"\r"']
+)
+_LINE_OF_FIELDS = st.lists(_FIELD, min_size=0, max_size=5).map(",".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_LINE_OF_FIELDS, min_size=1, max_size=6))
+def test_the_byte_check_never_admits_a_file_polars_reads_differently(lines: list[str]) -> None:
+    """Random lines of well-formed, malformed and stray quoted fields, bare \\r, byte-order marks
+    and NUL after a clean first record: whenever the check admits the file, Polars' own parse
+    equals the reference (and the table read is the reference either way)."""
+    import tempfile
+
+    data = ("id,name,age\n1,x,2\n" + "\n".join(lines) + "\n").encode()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "random.csv"
+        path.write_bytes(data)
+        _, rows = reference(data)
+        assert scan_polars(path).collect().rows() == rows
+        if native_is_exact(path):
+            assert _native(path) == rows
+
+
+def test_the_check_is_redone_when_the_file_changes(tmp_path: Path) -> None:
+    path = tmp_path / "changing.csv"
+    path.write_bytes(_hostile_in_quoted_base(b"5,plain,25,F", 5))
+    assert native_is_exact(path)
+    path.write_bytes(_hostile_in_quoted_base(b'5,"unclosed,25,F', 5))
+    assert not native_is_exact(path)
+    assert scan_polars(path).collect().rows() == _expected(path)[1]

@@ -37,13 +37,15 @@ in the engine, in parallel, without collecting the file anywhere.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from dpwitness.errors import ParameterError
 
 if TYPE_CHECKING:
+    import numpy as np
     import polars as pl
     from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -157,16 +159,130 @@ def _polars_cell(raw: pl.Expr) -> pl.Expr:
     return pl.when(quoted).then(inner).when(raw == "").then(None).otherwise(raw)
 
 
-def scan_polars(path: Path, *, separator: str | None = None) -> pl.LazyFrame:
+_CHUNK = 1 << 22  # bytes per step of the fast path's check (a few MiB: the masks stay in cache)
+_CHECKS: dict[tuple[object, ...], bool] = {}  # file identity -> whether the native parse is exact
+
+
+def native_is_exact(path: Path, *, separator: str | None = None) -> bool:
+    """Whether Polars' own CSV parser gives exactly the table of the rules above for ``path``.
+
+    A whole-file byte check (numpy, a few MiB at a time), true when the parser cannot differ
+    from the rules: more than one column; no bare ``\\r``; the first record well formed with
+    exactly the header's number of fields and no byte-order mark; every ``"`` opens a field
+    (after the separator or a line start), closes one (before the separator or the line end)
+    or is one of a doubled pair inside a quoted field; and no line end inside quotes (Polars'
+    quote-aware row count equals the number of lines). Whatever the outcome, the table read
+    is the same (:func:`scan_polars` falls back to the exact cut otherwise); only the time
+    differs. The outcome is cached per file identity (device, inode, size, modification time).
+    """
+    dialect = dialect_for(path, separator)
+    names = header(path, dialect)
+    status = path.stat()
+    key = (str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, dialect.separator)
+    if key not in _CHECKS:
+        if len(_CHECKS) > 256:
+            _CHECKS.clear()
+        _CHECKS[key] = len(names) > 1 and _bytes_are_plain(path, dialect, names)
+    return _CHECKS[key]
+
+
+def _bytes_are_plain(path: Path, dialect: Dialect, names: tuple[str, ...]) -> bool:
+    import numpy as np
+    import polars as pl
+
+    lines = 0
+    with path.open("rb") as handle:
+        handle.readline(_HEADER_LIMIT + 1)  # the header (checked by ``header``)
+        first = handle.readline(_HEADER_LIMIT + 1)
+        if first:
+            if first.startswith(_BOM.encode()) or len(first) > _HEADER_LIMIT:
+                return False
+            cells, well_formed = dialect.cells(first.decode("utf-8", errors="replace").removesuffix("\n"))
+            if not well_formed or len(cells) != len(names):
+                return False
+        pieces = _whole_lines(handle, first)
+        for piece in pieces:
+            buffer = np.frombuffer(piece, np.uint8)
+            lines += int(np.count_nonzero(buffer == 10))
+            if not _plain_block(buffer, ord(dialect.separator)):
+                return False
+    native = _scan_native(path, dialect, names).select(pl.len()).collect().item()
+    return bool(native == lines)
+
+
+def _whole_lines(handle: BinaryIO, first: bytes) -> Iterator[bytes | memoryview]:
+    """The rest of the file in blocks of whole lines, each ending in ``\\n`` (one is added to a
+    last line without one); a block is a view of what was read, not a copy."""
+    rest = first
+    while block := handle.read(_CHUNK):
+        end = block.rfind(b"\n") + 1
+        if end == 0:
+            rest += block
+            continue
+        head = block.find(b"\n") + 1
+        yield rest + block[:head]
+        if head < end:
+            yield memoryview(block)[head:end]
+        rest = block[end:]
+    if rest:
+        yield rest if rest.endswith(b"\n") else rest + b"\n"
+
+
+def _plain_block(buffer: np.ndarray, separator: int) -> bool:
+    """Whole lines (ending in ``\\n``): no bare ``\\r``, and every quote opens, closes or is doubled."""
+    import numpy as np
+
+    returns = np.flatnonzero(buffer == 13)
+    if returns.size and (buffer[returns + 1] != 10).any():
+        return False
+    quotes = np.flatnonzero(buffer == 34)
+    if quotes.size % 2:
+        return False
+    opening, closing = quotes[0::2], quotes[1::2]
+    before = buffer[opening - 1]
+    if opening.size and opening[0] == 0:
+        before[0] = 10  # a block starts at a line start
+    after = buffer[closing + 1]
+    ok_before = (before == separator) | (before == 10) | (before == 34)
+    ok_after = (after == separator) | (after == 10) | (after == 13) | (after == 34)
+    return bool(ok_before.all() and ok_after.all())
+
+
+def _scan_native(path: Path, dialect: Dialect, names: tuple[str, ...]) -> pl.LazyFrame:
+    import polars as pl
+
+    return pl.scan_csv(
+        path,
+        has_header=False,
+        skip_lines=1,  # the header
+        separator=dialect.separator,
+        quote_char='"',
+        schema={name: pl.String for name in names},
+        encoding="utf8-lossy",
+        truncate_ragged_lines=True,
+    )
+
+
+def _first_record_has_bom(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.readline(_HEADER_LIMIT + 1)
+        return handle.read(3) == _BOM.encode()
+
+
+def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False) -> pl.LazyFrame:
     """A lazy Polars frame of ``path`` under the rules above: every column text, one line one record.
 
-    Only the header is read now; the lines are read when the plan runs, and only the cells of
-    the columns a plan uses are cut out of them.
+    When :func:`native_is_exact` holds (a whole-file byte check, cached per file), the frame is
+    Polars' own CSV parse, which then gives exactly the table of the rules; otherwise (or with
+    ``exact=True``) every line is cut by :class:`Dialect`'s expressions. Both give the same
+    table; which one ran shows only in the time. Only the columns a plan uses are read.
     """
     import polars as pl
 
     dialect = dialect_for(path, separator)
     names = header(path, dialect)
+    if not exact and native_is_exact(path, separator=dialect.separator):
+        return _scan_native(path, dialect, names)
     lines = pl.scan_csv(
         path,
         has_header=False,
@@ -177,6 +293,9 @@ def scan_polars(path: Path, *, separator: str | None = None) -> pl.LazyFrame:
         encoding="utf8-lossy",
     )
     line = pl.col(_LINE).fill_null("")  # an empty line: one empty field, so a record of nulls
+    if _first_record_has_bom(path):  # Polars drops a byte-order mark at the start of what it parses
+        lines = lines.with_row_index("_dpw_index")
+        line = pl.when(pl.col("_dpw_index") == 0).then(pl.lit(_BOM) + line).otherwise(line)
     quoted = line.str.contains('"', literal=True)
     plain = line.str.split(dialect.separator)
     readable = (line + pl.lit(dialect.separator)).str.extract(dialect.readable, 1)
