@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +13,15 @@ nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "tutorial.ipynb"
+
+
+def _hook() -> Any:
+    """docs/notebook_hook.py, the mkdocs hook that puts the executed notebook in the site."""
+    spec = importlib.util.spec_from_file_location("notebook_hook", NOTEBOOK.parents[1] / "docs" / "notebook_hook.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.slow
@@ -30,5 +41,8 @@ def test_the_tutorial_runs(adult: str, tmp_path: Path, monkeypatch: pytest.Monke
         str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for cell in outputs.values() for o in cell
     )
     assert "claim holds" in text and "VIOLATED" in text and "refused:" in text and "advantage" in text
+    assert "verdict='ok'" in text  # the release's own audit reaches a verdict (enough samples for power)
+    page = _hook().render(notebook, True)  # the site's tutorial page, from these outputs
+    assert "OK: ε_lb" in page and "<svg" in page and "](../docs/" not in page
     html = "".join(str(o.get("data", {}).get("text/html", "")) for cell in outputs.values() for o in cell)
     assert "<table>" in html and "<svg" in html  # the report's key table and chart, rendered
