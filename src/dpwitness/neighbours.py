@@ -189,9 +189,7 @@ def unit_l2_sensitivity(
     if neighbours is Neighbours.ADD_REMOVE:
         return per * largest * math.sqrt(full)
     fewest_shared = 0 if cells is None else max(0, 2 * full - cells)
-    squares = max(
-        shared * (high - low) ** 2 + 2 * (full - shared) * largest**2 for shared in {fewest_shared, full}
-    )
+    squares = max(shared * (high - low) ** 2 + 2 * (full - shared) * largest**2 for shared in {fewest_shared, full})
     return per * math.sqrt(squares)
 
 

@@ -378,9 +378,7 @@ class Query:
             for position, name in enumerate(self.declared_columns):
                 kind = schema.columns[name]
                 values = [k[position] if len(self.declared_columns) > 1 else k for k in self.keys]
-                if not all(_fits(kind, v) for v in values) or (
-                    kind is ColumnKind.UNTYPED and len({type(v) for v in values}) > 1
-                ):
+                if not all(_fits(kind, v) for v in values) or (kind is ColumnKind.UNTYPED and len({type(v) for v in values}) > 1):
                     raise ParameterError("keys", f"values of {name!r}'s kind ({kind.value})", values)
                 declared = schema.categories.get(name)
                 outside = [v for v in values if declared is not None and v not in declared]

@@ -177,9 +177,7 @@ class Schema:
         missing = [name for name in self.columns if name not in header]
         if missing:
             shown = ", ".join(header) if len(header) <= 30 else ", ".join(header[:30]) + ", …"
-            raise ParameterError(
-                "schema", f"columns of {source}'s header ({shown}): the schema does not match the file", missing
-            )
+            raise ParameterError("schema", f"columns of {source}'s header ({shown}): the schema does not match the file", missing)
 
     def missing_column(self, parameter: str, name: str) -> ParameterError:
         """The error for a query naming a column this schema does not have."""

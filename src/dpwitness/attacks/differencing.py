@@ -124,5 +124,3 @@ def differencing_attack(
         rows=len(data),
         target=int(target),
     )
-
-

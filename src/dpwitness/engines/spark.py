@@ -386,9 +386,7 @@ def _declared(frame: DataFrame, groups: list[str], keys: Sequence[Any]) -> Colum
 
     if len(groups) == 1:
         return _col(groups[0]).isin([literal(groups[0], k) for k in keys])
-    matches = [
-        reduce(lambda a, b: a & b, [_col(g) == literal(g, v) for g, v in zip(groups, key, strict=True)]) for key in keys
-    ]
+    matches = [reduce(lambda a, b: a & b, [_col(g) == literal(g, v) for g, v in zip(groups, key, strict=True)]) for key in keys]
     return reduce(lambda a, b: a | b, matches)
 
 
