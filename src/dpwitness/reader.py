@@ -32,6 +32,10 @@ file) or end records at a bare ``\\r``. So each engine reads lines with its own 
 (Polars: ``scan_csv`` with the line end as the only separator; Spark: ``read.text`` with
 ``lineSep="\\n"``) and cuts the fields with the same two regular expressions (:data:`Dialect`),
 in the engine, in parallel, without collecting the file anywhere.
+
+The fast path (Polars): where :func:`native_is_exact` shows, by a byte check of the whole
+file, that Polars' own quoted parse gives exactly the table of these rules, that parse is used
+instead; the table is the same either way, only the time differs.
 """
 
 from __future__ import annotations
