@@ -505,3 +505,21 @@ def test_the_check_is_redone_when_the_file_changes(tmp_path: Path) -> None:
     path.write_bytes(_hostile_in_quoted_base(b'5,"unclosed,25,F', 5))
     assert not native_is_exact(path)
     assert scan_polars(path).collect().rows() == _expected(path)[1]
+
+
+def test_the_check_reads_blocks_of_whole_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 64-byte blocks, lines (one of 1,000 bytes) span blocks: the check still admits a clean
+    file, ending with or without a line end, and still finds one stray quote in a late block."""
+    from dpwitness import reader
+
+    monkeypatch.setattr(reader, "_CHUNK", 64)
+    lines = [f'{i},"n, {i}",{"y" * (1000 if i == 7 else 3)},{"FM"[i % 2]}'.encode() for i in range(40)]
+    for name, data, admitted in [
+        ("clean.csv", b"id,name,x,sex\n" + b"\n".join(lines) + b"\n", True),
+        ("no-final-newline.csv", b"id,name,x,sex\n" + b"\n".join(lines), True),
+        ("stray.csv", b"id,name,x,sex\n" + b"\n".join([*lines[:35], b'35,a"b,1,F', *lines[36:]]) + b"\n", False),
+    ]:
+        path = tmp_path / name
+        path.write_bytes(data)
+        assert native_is_exact(path) is admitted, name
+        assert scan_polars(path).collect().rows() == _expected(path)[1], name

@@ -217,19 +217,20 @@ def _bytes_are_plain(path: Path, dialect: Dialect, names: tuple[str, ...]) -> bo
 def _whole_lines(handle: BinaryIO, first: bytes) -> Iterator[bytes | memoryview]:
     """The rest of the file in blocks of whole lines, each ending in ``\\n`` (one is added to a
     last line without one); a block is a view of what was read, not a copy."""
-    rest = first
+    rest = [first]  # the start of a line, in pieces (joined once: a long line costs its length)
     while block := handle.read(_CHUNK):
         end = block.rfind(b"\n") + 1
         if end == 0:
-            rest += block
+            rest.append(block)
             continue
         head = block.find(b"\n") + 1
-        yield rest + block[:head]
+        yield b"".join([*rest, block[:head]])
         if head < end:
             yield memoryview(block)[head:end]
-        rest = block[end:]
-    if rest:
-        yield rest if rest.endswith(b"\n") else rest + b"\n"
+        rest = [block[end:]]
+    last = b"".join(rest)
+    if last:
+        yield last if last.endswith(b"\n") else last + b"\n"
 
 
 def _plain_block(buffer: np.ndarray, separator: int) -> bool:
