@@ -24,9 +24,10 @@ VENV = Path(os.environ.get("DPW_ANCHORS_VENV", REPO / ".venv-anchors"))
 CLI = VENV / "bin" / "dpwitness"
 sys.path.insert(0, str(HERE))
 
-from check_cases import CASES, MORE_CASES, VENVS  # noqa: E402  (the cases live beside this script)
+from check_cases import CASES, MORE_CASES, SECONDS, VENVS  # noqa: E402  (the cases live beside this script)
 
 ALL_CASES = {**CASES, **MORE_CASES}
+PUBLIC_CASES = tuple(CASES)
 
 
 def cli_for(name: str) -> Path:
@@ -34,9 +35,10 @@ def cli_for(name: str) -> Path:
     return REPO / VENVS[name] / "bin" / "dpwitness" if name in VENVS else CLI
 
 
-def run_case(name: str, *, scripts: Path | None = None, max_seconds: float = 100.0) -> dict[str, Any]:
+def run_case(name: str, *, scripts: Path | None = None, max_seconds: float | None = None) -> dict[str, Any]:
     """One case through ``dpwitness check --json``: its report, exit code, CPU and wall seconds."""
     columns, expected, what = ALL_CASES[name]
+    max_seconds = max_seconds or SECONDS.get(name, 100.0)
     command = [str(cli_for(name)), "check", f"{HERE / 'check_cases.py'}:{name}", "--columns", columns, "--epsilon", "1"]
     command += ["--max-seconds", str(max_seconds), "--json"]
     if scripts is not None:
@@ -96,7 +98,7 @@ def main(names: list[str]) -> int:
             print(f"| {ALL_CASES[name][2]} | {ALL_CASES[name][1]} | skipped: no {cli_for(name)} | | | |")
             continue
         result = run_case(name)
-        bad += not agrees(result) or result["cpu"] > 120
+        bad += not agrees(result) or (name in CASES and result["cpu"] > 120)
         print(
             f"| {result['what']} | {result['expected']} | {result['verdict']} | {result['cpu']:.1f} | {result['wall']:.1f} | "
             f"{summary(result['report'])} |",

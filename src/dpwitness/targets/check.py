@@ -560,11 +560,17 @@ def _audit(
         return None, ["no time left for the audit"]
     fn = runner.fn
     try:
-        started = time.perf_counter()
-        sample = fn(d)
-        per_run = time.perf_counter() - started
+        per_run = math.inf
+        for _ in range(3):  # the fastest of three runs: the machine's load should not decide
+            started = time.perf_counter()
+            with recording("record", runner.adapters, epsilon=runner.epsilon, neighbours=runner.neighbours) as recorder:
+                sample = fn(d)
+            per_run = min(per_run, time.perf_counter() - started)
     except Exception as error:
         return None, [f"audit not run: fn raised {type(error).__name__} on the worst pair"]
+    # When the function returns exactly what its noise calls released, auditing those is auditing the release.
+    numbers = _numbers(sample)
+    released_as_is = numbers is not None and numbers == _numbers(recorder.outputs)
     float_test = _is_float(sample)
     mechanism: Callable[..., Any]
     model = "the function's output"
@@ -606,7 +612,7 @@ def _audit(
         )
     except (MechanismError, ParameterError) as error:
         return None, [*notes, f"audit not run: {error}"]
-    if result.violated and replaying:
+    if result.violated and replaying and not released_as_is:
         notes.append(
             f"the noise calls' outputs violate ε (ε_lb = {result.best_epsilon_lower_bound:.4g}); the release is computed "
             "from them, so this is evidence about the release, not a proof (not a finding)"
@@ -632,6 +638,21 @@ def _audit(
             )
         )
     return result, notes
+
+
+def _numbers(output: Any) -> list[float] | None:
+    """The numbers of an output in order (a dict's values by key), or None when it has others."""
+    import numpy as np
+
+    try:
+        if isinstance(output, Mapping):
+            output = [output[key] for key in sorted(output)]
+        flat = np.asarray(output, dtype=float).ravel() if not isinstance(output, list) else None
+        if flat is None:
+            flat = np.concatenate([np.asarray(part, dtype=float).ravel() for part in output]) if output else np.zeros(0)
+        return [float(v) for v in flat]
+    except (TypeError, ValueError):
+        return None
 
 
 def _is_float(output: Any) -> bool:
@@ -727,6 +748,7 @@ def repro_script(
 
             def before_noise(runs):
                 CALLS.clear()
+                globals().get("PIN", lambda: None)()  # the library's own randomness, pinned (if it has any)
                 fn(table(runs))
                 site, mechanism, _, value = CALLS[CALL]
                 return site, mechanism, np.asarray(value, dtype=float).ravel()

@@ -96,6 +96,7 @@ class Recorder:
         self.epsilon = epsilon
         self.neighbours = neighbours
         self.calls: list[NoiseCall] = []
+        self.outputs: list[Any] = []  # in "record" mode: what each call released (noise added)
         self.depth = 0
 
 
@@ -176,7 +177,9 @@ def noise_call(
         )
         if recorder.mode == "unnoised":
             return unnoised() if unnoised is not None else value
-        return noised()
+        released = noised()
+        recorder.outputs.append(released)
+        return released
     finally:
         recorder.depth -= 1
 

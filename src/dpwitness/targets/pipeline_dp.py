@@ -96,6 +96,44 @@ class PipelineDPAdapter(Adapter):
             if original is not None:
                 self.patch(selection, name, _refused_while_recording(original))
 
+    def repro_hook(self) -> str:
+        return """
+import sys
+import numpy as np
+import pipeline_dp.dp_computations as _computations
+
+CALLS = []
+
+
+def _site():
+    frame = sys._getframe(2)
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _unnoised_add_noise(mechanism, value):
+    CALLS.append((_site(), type(mechanism).__name__, mechanism.sensitivity, value))
+    return value
+
+
+def _unnoised_laplace(value, eps, l1_sensitivity):
+    CALLS.append((_site(), "apply_laplace_mechanism", l1_sensitivity, value))
+    return value
+
+
+def _unnoised_gaussian(value, eps, delta, l2_sensitivity):
+    CALLS.append((_site(), "apply_gaussian_mechanism", l2_sensitivity, value))
+    return value
+
+
+_computations.AdditiveMechanism.add_noise = _unnoised_add_noise
+_computations.apply_laplace_mechanism = _unnoised_laplace
+_computations.apply_gaussian_mechanism = _unnoised_gaussian
+
+
+def PIN():  # contribution bounding's sampling, pinned before each run as the check pinned it
+    np.random.seed(PINNED_SEED)
+""".replace("PINNED_SEED", str(PINNED_SEED))
+
     def pin(self) -> None:
         import numpy as np
 
