@@ -1,0 +1,70 @@
+"""Benchmark: peak memory of a DP mean on a large Parquet table against Polars' streaming mean.
+
+    python3 bench/bench_mean_memory.py [--rows 100000000] [--runs 2]
+
+Each side runs in a fresh Python process, measured by its own peak RSS (``ru_maxrss`` from
+``os.wait4``, so imports count on both sides, as they do for a user): Polars'
+``scan_parquet(...).select(pl.col("age").mean()).collect(engine="streaming")`` against
+``Session(path).mean("age", (0, 100), epsilon=1.0)`` (the whole release, Polars engine).
+Target: dpwitness's peak ≤ 1.3× Polars'. The table is ``bench/gen_parquet.py``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_parquet import generate
+
+TARGET = 1.3
+PROGRAMS = {
+    "polars streaming mean": (
+        "import polars as pl, sys\n"
+        "print(pl.scan_parquet(sys.argv[1]).select(pl.col('age').mean()).collect(engine='streaming').item())"
+    ),
+    "dpwitness mean": (
+        "import sys\nfrom dpwitness.session import Session\n"
+        "print(Session(sys.argv[1], epsilon=1.0).mean('age', (0, 100), epsilon=1.0).value)"
+    ),
+}
+
+
+def peak_rss_mb(program: str, path: Path) -> tuple[float, float]:
+    """Peak RSS (MB) and wall time (s) of ``program`` run in a new interpreter on ``path``."""
+    started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-c", program, str(path)], stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise RuntimeError(f"{program!r} exited with {child.returncode}")
+    return usage.ru_maxrss / 1024, time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000_000)
+    parser.add_argument("--runs", type=int, default=2, help="runs per side (alternating); the smallest peak is kept")
+    args = parser.parse_args(argv)
+    path = generate(args.rows)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    peaks: dict[str, list[float]] = {name: [] for name in PROGRAMS}
+    for _ in range(args.runs):
+        for name, program in PROGRAMS.items():
+            peak, wall = peak_rss_mb(program, path)
+            peaks[name].append(peak)
+            print(f"{name}: peak RSS {peak:.0f} MB, {wall:.1f} s", flush=True)
+    baseline, ours = min(peaks["polars streaming mean"]), min(peaks["dpwitness mean"])
+    verdict = "met" if ours <= TARGET * baseline else "missed"
+    print(f"{args.rows:,} rows: dpwitness {ours:.0f} MB against Polars {baseline:.0f} MB = {ours / baseline:.2f}× "
+          f"(target ≤ {TARGET}×: {verdict}); load average before {load}, after "
+          + ", ".join(f"{x:.1f}" for x in os.getloadavg()))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
