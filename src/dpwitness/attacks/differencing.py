@@ -67,7 +67,13 @@ def differencing_attack(
     seed: int | None = None,
     trials: int = 20_000,
 ) -> DifferencingResult:
-    """Recover row ``target`` (0-based) of ``values`` from the partial sums Q_target and Q_target+1."""
+    """Recover row ``target`` (0-based) of ``values`` from the partial sums Q_target and Q_target+1.
+
+    Values are clamped to ``bounds`` = (L, U). With ``epsilon`` None the sums are exact; otherwise
+    each is a Laplace release at ``epsilon``, asked ``repeats`` times and averaged, and the success
+    probability of the best guess is estimated over ``trials`` simulated attacks; ``seed`` makes
+    the run reproducible (NOT for production).
+    """
     data = check_finite_vector("values", values)
     low, high = check_bounds(*bounds)
     if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < len(data):

@@ -120,7 +120,12 @@ def floating_point_attack(
     samples: int = 10_000,
     seed: int | None = None,
 ) -> FloatingPointResult:
-    """Release ``samples`` outputs from each input both ways; report how many identify their input."""
+    """Release ``samples`` outputs from each input both ways; report how many identify their input.
+
+    The two inputs are ``value`` and its ``neighbour``; both mechanisms (naive float Laplace and
+    dpwitness's grid Laplace) use scale ``sensitivity``/``epsilon``; ``seed`` makes the draws
+    reproducible (NOT for production).
+    """
     x0 = check_finite("value", value)
     x1 = check_finite("neighbour", neighbour)
     delta = check_positive_finite("sensitivity", sensitivity)

@@ -30,7 +30,8 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def tpr_bound(fpr: npt.ArrayLike, epsilon: float, delta: float = 0.0) -> FloatArray:
-    """The largest TPR any test can reach at this FPR against an (ε, δ)-DP release."""
+    """The largest TPR any test can reach at false-positive rate ``fpr`` (a number or an array)
+    against an (``epsilon``, ``delta``)-DP release."""
     f = np.asarray(fpr, dtype=np.float64)
     e = math.exp(epsilon)
     return np.asarray(np.minimum.reduce([np.ones_like(f), e * f + delta, 1.0 - (1.0 - f - delta) / e]), dtype=np.float64)
@@ -98,7 +99,12 @@ def membership_attack(
     trials: int = 2000,
     seed: int | None = None,
 ) -> MembershipResult:
-    """Run ``trials`` releases with the target in and ``trials`` with it out; score each by the exact LR."""
+    """Run ``trials`` releases with the target in and ``trials`` with it out; score each by the exact LR.
+
+    ``population`` is every record but the target's, whose value is ``target_value``; values are
+    clamped to ``bounds`` = (L, U) and the released sum (over a public cohort size) gets Laplace
+    noise at ``epsilon``; ``seed`` makes the run reproducible (NOT for production).
+    """
     data = check_finite_vector("population", population)
     low, high = check_bounds(*bounds)
     target = float(np.clip(check_finite("target_value", target_value), low, high))
