@@ -32,7 +32,15 @@ class ServiceError(RuntimeError):
 
 
 class Client:
-    """Talks to one service as one analyst (``token``)."""
+    """Talks to one service as one analyst (``token``).
+
+    ``url`` is the service's address (``http://127.0.0.1:8000``); ``timeout`` (seconds) bounds each
+    request. Every query names its ``table`` and, for :meth:`query` and :meth:`preview`, its
+    ``statistic`` ("count", "sum", "mean", "variance", "histogram", "quantile", …); ``epsilon`` is
+    its ε (or give ``rho`` for an analyst whose total is ρ); ``bounds`` = [L, U] overrides the
+    column's declared clamping bounds; ``by`` lists declared categorical columns to group by.
+    :meth:`budget` returns at most ``limit`` of the most recent spends.
+    """
 
     def __init__(self, url: str, token: str, *, timeout: float = 30.0) -> None:
         self.url = url.rstrip("/")
