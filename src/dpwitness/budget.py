@@ -124,7 +124,8 @@ class Usage:
 
 
 def check_total(*, epsilon: float | None = None, delta: float | None = None, rho: float | None = None) -> Budget:
-    """A validated total: (ε, δ) with ε > 0 and 0 ≤ δ < 1, or ρ > 0 with 0 ≤ δ < 1; not both ε and ρ."""
+    """A validated total: (``epsilon``, ``delta``) with ε > 0 and 0 ≤ δ < 1, or ``rho`` > 0 with
+    0 ≤ δ < 1; not both ε and ρ."""
     if epsilon is not None and rho is not None:
         raise ParameterError("rho", "not given together with epsilon (a total is either (ε, δ) or ρ)", rho)
     if epsilon is None and rho is None:
@@ -352,6 +353,10 @@ class Accountant:
     before spending leaves nothing behind. Every spend is recorded durably before it counts.
     Admission and recording are atomic: in memory under one lock (threads sharing a session
     never overspend together), on a ledger inside one SQLite transaction (processes too).
+    The total is ``total_epsilon`` with an optional total ``delta``, or ``rho`` (a zCDP total);
+    ``account`` names the ledger's account. A spend (:meth:`spend`) charges ``epsilon`` (and its
+    ``delta``, ``rho``) under a ``label`` that the history and the ledger keep; :meth:`raise_budget`
+    takes the new ``epsilon``, ``delta`` or ``rho`` of the total, recorded under its ``label``.
     """
 
     def __init__(
@@ -486,7 +491,8 @@ class Accountant:
 
 
 def raised(current: Budget, *, epsilon: float | None, delta: float | None, rho: float | None) -> Budget:
-    """``current`` with the given fields raised; each must be ≥ its current value and of the total's kind."""
+    """``current`` with the given fields (``epsilon``, ``delta``, ``rho``) raised; each must be ≥ its
+    current value and of the total's kind."""
     if epsilon is None and delta is None and rho is None:
         raise ParameterError("raise_budget", "at least one of epsilon, delta, rho", None)
     new_epsilon, new_delta, new_rho = current.epsilon, current.delta, current.rho
@@ -520,7 +526,9 @@ class Ledger:
     concurrent processes on one file therefore never overspend together, and a crash after
     the commit loses no record (at worst a budget unit is spent for a release never returned).
     Files written before totals and δ were recorded are migrated on open (their spends count
-    δ = 0, ρ = ε²/2: that schema recorded only ε).
+    δ = 0, ρ = ε²/2: that schema recorded only ε). ``path`` is the SQLite file (created if
+    absent). :meth:`raise_budget` sets an account's new ``epsilon``, ``delta`` or ``rho`` (never
+    lower), recorded as an event under its ``label``.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
