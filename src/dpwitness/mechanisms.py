@@ -151,7 +151,7 @@ class Laplace:
         return float(ratio) if np.ndim(ratio) == 0 else ratio
 
     def interval(self, alpha: float = 0.05) -> float:
-        """Half-width w with P(|noise| > w) = α for one coordinate: b·ln(1/α)."""
+        """Half-width w with P(|noise| > w) = ``alpha`` (α) for one coordinate: b·ln(1/α)."""
         return self.scale * math.log(1.0 / check_alpha(alpha))
 
     @property
@@ -175,7 +175,8 @@ class Laplace:
         """Release ``value`` + noise; ``size=N`` gives N independent releases.
 
         ``seed`` makes the output reproducible (and marks the release as not for production);
-        without it the OS's cryptographically secure generator is used.
+        without it the OS's cryptographically secure generator is used. ``query`` names what was
+        released and ``neighbours`` the relation its Δ was derived for (both stated in the release).
         """
         result, bits = _noisy_release(self.noise, self.dimension, value, size, seed)
         return Release(
@@ -348,7 +349,7 @@ class Gaussian:
         return self.sigma
 
     def interval(self, alpha: float = 0.05) -> float:
-        """Half-width w with P(|noise| > w) ≈ α for one coordinate: σ·Φ⁻¹(1 − α/2)."""
+        """Half-width w with P(|noise| > w) ≈ ``alpha`` (α) for one coordinate: σ·Φ⁻¹(1 − α/2)."""
         return self.sigma * NormalDist().inv_cdf(1.0 - check_alpha(alpha) / 2.0)
 
     @property
@@ -392,7 +393,9 @@ class Gaussian:
         query: str = "value",
         neighbours: str | None = None,
     ) -> Release:
-        """Release ``value`` + noise; ``size=N`` gives N independent releases (seeded: not for production)."""
+        """Release ``value`` + noise; ``size=N`` gives N independent releases. ``seed`` makes them
+        reproducible (not for production); ``query`` names what was released and ``neighbours`` the
+        relation its Δ was derived for (both stated in the release)."""
         result, bits = _noisy_release(self.noise, self.dimension, value, size, seed)
         noisy = self.noise is not None
         notes: tuple[str, ...] = ()
