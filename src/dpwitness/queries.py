@@ -531,6 +531,8 @@ def derivation_cases(*, epsilon: float = 1.0) -> Iterator[Query]:
     variance, a grouped histogram) are skipped. The sensitivity search runs each through both
     engines' exact aggregates against ``[p.sensitivity for p in q.parts]`` (L1) and
     ``[p.l2_sensitivity for p in q.parts]`` (L2).
+
+    :param epsilon: the ε every case query carries (default 1.0); Δ does not depend on it.
     """
     for statistic, options in CASE_OPTIONS.items():
         for relation in Neighbours:

@@ -30,7 +30,12 @@ _JUDGES: dict[str, Callable[..., Any]] = {}
 
 
 def register_judge(name: str, judge: Callable[..., Any]) -> None:
-    """Register ``judge(mechanism, **options)`` as ``"witness"`` or ``"audit"`` for :class:`Release`."""
+    """Register ``judge(mechanism, **options)`` as ``"witness"`` or ``"audit"`` for :class:`Release`.
+
+    :param name: ``"witness"`` or ``"audit"``, the method of :class:`Release` that calls it; a
+        second registration under the same name replaces the first.
+    :param judge: called with the release's mechanism and the method's keyword options.
+    """
     _JUDGES[name] = judge
 
 
@@ -231,6 +236,9 @@ class Release:
 
         Keyed values come back with string keys, vectors as arrays. The mechanism is not
         archived: to witness a reloaded release, rebuild ``Laplace(sensitivity=…, epsilon=…)``.
+
+        :param data: a mapping as :meth:`to_dict` returns it (or as JSON read back); its
+            ``kind`` picks the release class (this class when absent).
         """
         candidates: list[type[Release]] = [Release, *Release._kinds]
         kinds = {kind.__name__: kind for kind in candidates}

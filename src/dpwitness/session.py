@@ -793,7 +793,11 @@ class Session:
 
 
 def check_max_rows(max_rows: Any) -> int:
-    """A declared bound on rows (privacy units with ``privacy_unit``): a whole number ≥ 1."""
+    """A declared bound on rows (privacy units with ``privacy_unit``): a whole number ≥ 1.
+
+    :param max_rows: the value given as ``max_rows=``; a bool, a non-integer or a number < 1
+        raises :class:`~dpwitness.errors.ParameterError` naming ``max_rows``.
+    """
     if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
         raise ParameterError("max_rows", "a whole number ≥ 1 (a declared bound on rows or units, not a count)", max_rows)
     return max_rows
