@@ -113,6 +113,10 @@ class Usage:
         )
 
     def plus(self, spend: Spend) -> Usage:
+        """These sums with one more spend added (``records`` one higher).
+
+        :param spend: the spend to add, as the account records it.
+        """
         return Usage(
             math.fsum((self.epsilon, spend.epsilon)),
             math.fsum((self.delta, spend.delta)),
@@ -161,6 +165,9 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
     Every α > 1 gives a valid bound, so α is searched in floating point (bisection on the
     derivative of the exponent) and the bound is then evaluated *at that α* in 60-digit
     decimal arithmetic and rounded up to the next float: the result is rigorous.
+
+    :param rho: ρ ≥ 0 (finite); 0 gives δ = 0.
+    :param epsilon: ε ≥ 0 (finite). The result is at most 1.
     """
     rho = check_non_negative_finite("rho", rho)
     epsilon = check_non_negative_finite("epsilon", epsilon)
@@ -215,7 +222,11 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     """The smallest ε (to ≈ 1e-12 relative, rounded up) with :func:`zcdp_delta`(ρ, ε) ≤ δ.
 
     Searched in floating point, then confirmed with the rigorous :func:`zcdp_delta` and
-    raised in tiny steps until it holds: the result is never an ε that does not hold."""
+    raised in tiny steps until it holds: the result is never an ε that does not hold.
+
+    :param rho: ρ ≥ 0 (finite); 0 gives ε = 0.
+    :param delta: δ; outside (0, 1) (or not finite) the result is ∞ (0 when ρ = 0).
+    """
     rho = check_non_negative_finite("rho", rho)
     if not (math.isfinite(delta) and 0 < delta < 1):
         return math.inf if rho > 0 else 0.0
@@ -238,7 +249,11 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
 @scoped_cache(256)
 def zcdp_rho(epsilon: float, delta: float) -> float:
     """The largest ρ (to ≈ 1e-12 relative, rounded down) with :func:`zcdp_delta`(ρ, ε) ≤ δ
-    (searched in floating point, then confirmed rigorously and lowered until it holds)."""
+    (searched in floating point, then confirmed rigorously and lowered until it holds).
+
+    :param epsilon: ε ≥ 0 (finite).
+    :param delta: δ; outside (0, 1) (or not finite) the result is 0.
+    """
     epsilon = check_non_negative_finite("epsilon", epsilon)
     if not (math.isfinite(delta) and 0 < delta < 1):
         return 0.0
@@ -260,7 +275,11 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
 
 
 def tv_charge(tv_distance: float, epsilon: float) -> float:
-    """(1 + e^ε)·Σ tv: what outputs within TV Σ tv of an (ε, δ)-DP mechanism's add to δ at ε."""
+    """(1 + e^ε)·Σ tv: what outputs within TV Σ tv of an (ε, δ)-DP mechanism's add to δ at ε.
+
+    :param tv_distance: Σ tv ≥ 0, the summed total-variation distance (0 gives 0).
+    :param epsilon: the ε at which δ is charged; above 700 the charge is ∞.
+    """
     if tv_distance == 0:
         return 0.0
     return math.inf if epsilon > 700 else (1.0 + math.exp(epsilon)) * tv_distance
@@ -282,7 +301,11 @@ def admits(total: Budget, usage: Usage) -> bool:
 
 def guarantee(total: Budget, usage: Usage) -> Budget:
     """What the account's releases together satisfy: the better of basic composition (Σε, Σδ)
-    and zCDP composition (Σρ converted at the total's δ, plus the selection δ); with ρ."""
+    and zCDP composition (Σρ converted at the total's δ, plus the selection δ); with ρ.
+
+    :param total: the account's total (its δ is the one Σρ is converted at).
+    :param usage: the sums over the account's spends.
+    """
     basic = Budget(usage.epsilon, usage.delta, usage.rho)
     room = total.delta - usage.selection_delta
     if usage.rho == 0 or room <= 0:
@@ -314,7 +337,11 @@ def _converted_epsilon(rho: float, tv_distance: float, room: float) -> float:
 
 def remaining(total: Budget, usage: Usage) -> Budget:
     """What one more release could still spend: ε (the most a pure ε-DP release could take by
-    either route), δ (the most selection δ), ρ (the most zCDP ρ)."""
+    either route), δ (the most selection δ), ρ (the most zCDP ρ).
+
+    :param total: the account's total budget.
+    :param usage: the sums over the spends recorded so far.
+    """
     if total.is_zcdp:
         rho_left = max(total.rho - usage.rho, 0.0)
         return Budget(math.sqrt(2 * rho_left), max(total.delta - usage.selection_delta, 0.0), rho_left)
@@ -330,7 +357,13 @@ def remaining(total: Budget, usage: Usage) -> Budget:
 
 
 def refusal(total: Budget, usage: Usage, spend: Spend, account: str | None = None) -> BudgetExceeded:
-    """The :class:`BudgetExceeded` for a spend that does not fit (no data values in it)."""
+    """The :class:`BudgetExceeded` for a spend that does not fit (no data values in it).
+
+    :param total: the account's total budget, quoted in the message.
+    :param usage: the sums over the spends recorded before this one.
+    :param spend: the refused spend.
+    :param account: the account's name, quoted in the message; None (default) names none.
+    """
     left = remaining(total, usage)
     if not (total.is_zcdp or total.delta > 0):  # ρ is never shown beside a pure-ε total
         asked, left = Budget(spend.epsilon, spend.delta, 0.0), Budget(left.epsilon, left.delta, 0.0)

@@ -44,7 +44,11 @@ ArrayLike = float | int | npt.ArrayLike
 
 
 def check_in_range(parameter: str, value: float, accepted: tuple[float, float], what: str = "") -> float:
-    """``value`` within the closed range ``accepted``, else a one-line ParameterError naming it."""
+    """``value`` within the closed range ``accepted``, else a one-line ParameterError naming it.
+
+    :param parameter: the parameter's name as the user wrote it, named in the error.
+    :param what: how the error describes the expected value (default "a number").
+    """
     low, high = accepted
     if not low <= value <= high:
         raise ParameterError(parameter, f"{what or 'a number'} in [{low:g}, {high:g}] (the range calibrated exactly)", value)
@@ -52,7 +56,11 @@ def check_in_range(parameter: str, value: float, accepted: tuple[float, float], 
 
 
 def check_laplace_parameters(sensitivity: float, epsilon: float) -> None:
-    """The accepted ranges of the Laplace sampler (docs/mechanism.md): ε, Δ and the scale Δ/ε."""
+    """The accepted ranges of the Laplace sampler (docs/mechanism.md): ε, Δ and the scale Δ/ε.
+
+    :param sensitivity: Δ, 0 (no noise needed) or in [1e-100, 1e100], with Δ/ε in the same range.
+    :param epsilon: ε, in [1e-3, 1e3].
+    """
     check_in_range("epsilon", epsilon, EPSILON_RANGE, "ε")
     if sensitivity > 0:
         check_in_range("sensitivity", sensitivity, SENSITIVITY_RANGE, "Δ = 0 or")
