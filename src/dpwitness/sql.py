@@ -162,7 +162,9 @@ def compile_statement(
     ``categories`` and ``bounds`` are the data owner's declared ones (a schema), if any;
     ``public`` the public tables a JOIN may name (name → Polars DataFrame or CSV/Parquet path).
     ``epsilon`` is the statement's total ε, split evenly over the aggregates without an
-    ``EPSILON(aggregate, ε)`` of their own. Raises :class:`SqlError` (or ``ParameterError``)
+    ``EPSILON(aggregate, ε)`` of their own; None only when every aggregate has one.
+    ``privacy_unit`` is the session's privacy-unit column (None: none; only then is
+    ``COUNT(DISTINCT unit)`` refused). Raises :class:`SqlError` (or ``ParameterError``)
     before anything is spent.
     """
     if not isinstance(statement, str) or not statement.strip():
@@ -1154,7 +1156,10 @@ class Explanation:
 
 
 def table_name(source: Any) -> str:
-    """The SQL name of a session's table: a file's stem (``adult.csv`` → ``adult``), else ``data``."""
+    """The SQL name of a session's table: a file's stem (``adult.csv`` → ``adult``), else ``data``.
+
+    :param source: the session's source: a path (text or path-like) or a frame.
+    """
     from pathlib import Path
 
     if isinstance(source, str) or hasattr(source, "__fspath__"):
@@ -1183,7 +1188,15 @@ def compile_for(
     name: str | None = None,
     public: Mapping[str, Any] | None = None,
 ) -> Statement:
-    """Compile ``statement`` against ``session``'s table (reads its schema only; spends nothing)."""
+    """Compile ``statement`` against ``session``'s table (reads its schema only; spends nothing).
+
+    :param epsilon: the statement's total ε, split evenly over the aggregates without an
+        ``EPSILON(aggregate, ε)`` of their own; None only when every aggregate has one.
+    :param name: the table's name in SQL, a non-empty text; None (default) takes
+        :func:`table_name` of the session's source.
+    :param public: the public tables a JOIN may name (name → Polars DataFrame or CSV/Parquet
+        path); None (default) allows no JOIN.
+    """
     if name is not None and not (isinstance(name, str) and name):
         raise ParameterError("name", "the table's name in SQL (a non-empty text)", name)
     declared = getattr(session, "declared_schema", None)
@@ -1203,7 +1216,10 @@ def compile_for(
 
 
 def target(session: Session, compiled: Statement) -> Session:
-    """The session the statement's queries run on: ``session``, or over its table joined with the public one."""
+    """The session the statement's queries run on: ``session``, or over its table joined with the public one.
+
+    :param compiled: the statement from :func:`compile_for`; its JOIN, if any, picks the table.
+    """
     join, on = compiled.join, compiled.join_on
     if join is None or on is None:
         return session
@@ -1221,7 +1237,16 @@ def run(
     public: Mapping[str, Any] | None = None,
 ) -> Answer | Explanation:
     """Answer ``statement`` on ``session`` (``Session.sql``): compile, check every query and the
-    budget for all of them together, then spend and release each aggregate once."""
+    budget for all of them together, then spend and release each aggregate once.
+
+    :param epsilon: the statement's total ε (see :func:`compile_for`).
+    :param alpha: each interval misses the true value with probability ``alpha`` (default
+        0.05, in (0, 1)).
+    :param explain: True returns the :class:`Explanation` (as ``EXPLAIN SELECT …`` does) and
+        spends nothing; default False.
+    :param name: the table's name in SQL (default: :func:`table_name` of the source).
+    :param public: the public tables a JOIN may name (name → Polars DataFrame or CSV/Parquet path).
+    """
     alpha = check_alpha(alpha)
     compiled = compile_for(session, statement, epsilon=epsilon, name=name, public=public)
     over = target(session, compiled)
@@ -1232,7 +1257,12 @@ def run(
 
 
 def explain_statement(session: Session, compiled: Statement, *, alpha: float = 0.05) -> Explanation:
-    """The plan: one :meth:`Session.preview` per aggregate (nothing spent)."""
+    """The plan: one :meth:`Session.preview` per aggregate (nothing spent).
+
+    :param session: the session the queries would run on (:func:`target`).
+    :param compiled: the compiled statement.
+    :param alpha: the previewed intervals' miss probability (default 0.05).
+    """
     previews = tuple(_previewed(session, a, alpha) for a in compiled.aggregates)
     notes = (compiled.epsilon_note, *compiled.notes)
     return Explanation(compiled.text, compiled.aggregates, previews, compiled.keys_from, compiled.epsilon, notes)
@@ -1246,7 +1276,12 @@ def _previewed(session: Session, aggregate: Aggregate, alpha: float) -> Preview:
 
 
 def execute(session: Session, compiled: Statement, *, alpha: float = 0.05) -> Answer:
-    """Spend and release each aggregate of a checked statement, then post-process the values."""
+    """Spend and release each aggregate of a checked statement, then post-process the values.
+
+    :param session: the session the queries run on (:func:`target`), whose account is charged.
+    :param compiled: the compiled statement, its queries and budget already checked.
+    :param alpha: each interval's miss probability (default 0.05).
+    """
     releases: list[Release] = []
     aggregates: list[Aggregate] = []
     keys: tuple[Key, ...] | None = compiled.keys
