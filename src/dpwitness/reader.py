@@ -121,7 +121,10 @@ def _cell(raw: str) -> str | None:
 
 
 def dialect_for(path: Path, separator: str | None = None) -> Dialect:
-    """The declared ``separator``, else a tab for ``.tsv`` and a comma otherwise."""
+    """The declared ``separator``, else a tab for ``.tsv`` and a comma otherwise.
+
+    :param path: the CSV file (only its suffix is looked at; nothing is read).
+    """
     if separator is None:
         separator = "\t" if path.suffix.lower() == ".tsv" else ","
     return Dialect(separator)
@@ -133,6 +136,9 @@ def header(path: Path, dialect: Dialect) -> tuple[str, ...]:
     Raises :class:`~dpwitness.ParameterError` (parameter ``source``) for an empty file, an
     empty or malformed first line, or a header with empty or repeated names. The header is the
     data owner's metadata, so the message may name the columns; it never shows a record.
+
+    :param path: the CSV file.
+    :param dialect: the dialect (:func:`dialect_for`) the first line is cut with.
     """
     try:
         with path.open("rb") as handle:
@@ -281,6 +287,8 @@ def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False
     Polars' own CSV parse, which then gives exactly the table of the rules; otherwise (or with
     ``exact=True``) every line is cut by :class:`Dialect`'s expressions. Both give the same
     table; which one ran shows only in the time. Only the columns a plan uses are read.
+
+    :param separator: one of ``,``, ``;``, ``|`` or a tab; None (default) as :func:`dialect_for`.
     """
     import polars as pl
 
@@ -323,6 +331,8 @@ def read_spark(spark: SparkSession, path: Path, *, separator: str | None = None)
     Lines come from ``spark.read.text`` (``lineSep="\\n"``, split across tasks as any text
     file); the header line is the file's first (offset 0) and is dropped by position, not by
     its content; the fields are cut per line in Spark with :class:`Dialect`'s expressions.
+
+    :param separator: one of ``,``, ``;``, ``|`` or a tab; None (default) as :func:`dialect_for`.
     """
     from pyspark.sql import functions as F
 
