@@ -62,7 +62,8 @@ SCALE_RANGE = (1e-100, 1e100)
 
 
 class BitSource(Protocol):
-    """Anything that returns uniformly random 64-bit words."""
+    """Anything that returns uniformly random 64-bit words: ``words(n)`` gives ``n`` (≥ 0) of
+    them as a uint64 array; ``name`` says what it is, ``secure`` whether it is cryptographically secure."""
 
     name: str
     secure: bool
@@ -75,6 +76,7 @@ class SecureBits:
 
     Secure, and the fallback default when ``cryptography`` is not installed; select it with
     ``DPWITNESS_SECURE_SOURCE=os.urandom``. About 24–38 M samples/s on the 2-core benchmark machine.
+    ``words(n)`` reads 8·``n`` bytes of os.urandom as ``n`` uint64 words.
     """
 
     name = "os.urandom (cryptographically secure)"
@@ -104,6 +106,8 @@ class CipherBits:
     child never share a stream. Thread-safe (one lock around the cipher state). Requests of up
     to 4,096 words are cut from a 32 KiB block of keystream; larger ones are produced directly.
     Known-answer tests (NIST SP 800-38A F.5.5, RFC 8439 §2.4.2) check the keystream.
+    ``cipher`` is one of :data:`CIPHERS` (default "aes-256-ctr"); ``words(n)`` returns the next
+    ``n`` uint64 words of the keystream.
     """
 
     secure = True
@@ -183,7 +187,12 @@ def secure_source(name: str | None = None) -> BitSource:
 
 
 class SeededBits:
-    """Deterministic PCG64 stream for reproducible runs. NOT for production releases."""
+    """Deterministic PCG64 stream for reproducible runs. NOT for production releases.
+
+    ``seed`` is an integer or a SeedSequence (a fresh PCG64 is seeded with it) or a numpy
+    Generator (its bit generator is used, and advanced); ``words(n)`` returns its next ``n``
+    raw 64-bit words.
+    """
 
     secure = False
 
@@ -347,6 +356,11 @@ class GridLaplace:
         at most 2^-27 of ε and the scale is never more than that much coarser than asked,
         whatever ε in :data:`EPSILON_RANGE` (no absolute reservation: the tables' measured
         deviation is charged relative to the ε at hand).
+
+        :param sensitivity: Δ, the L1 shift to cover (in real units, > 0).
+        :param epsilon: ε > 0, the privacy loss the shift may cost at most.
+        :param dimension: the number of coordinates released together (default 1): each may
+            add one step of rounding.
         """
         scale = sensitivity / epsilon
         granularity_log2 = math.frexp(min(sensitivity, scale * LN2))[1] - 1 - GRID_STEPS_LOG2
@@ -372,7 +386,10 @@ class GridLaplace:
         return self.m * self.granularity / LN2
 
     def steps_for_shift(self, shift: float, dimension: int = 1) -> int:
-        """Largest grid-step shift that an L1 input shift of ``shift`` can cause after rounding."""
+        """Largest grid-step shift that an L1 input shift of ``shift`` can cause after rounding.
+
+        :param dimension: the number of coordinates (default 1); each may add one step of rounding.
+        """
         if shift == 0:
             return 0
         return _max_steps(shift, self.granularity_log2, dimension)
@@ -438,6 +455,8 @@ class GridLaplace:
         Up to :data:`SCALAR_DRAWS` draws take the scalar path (Python integers on the same two
         words per attempt, the same tests: :meth:`_attempt_one`), which costs a few µs instead
         of tens of µs of NumPy calls on tiny arrays; tests check both paths give identical draws.
+
+        :param bits: the source of random words (:func:`bit_source`).
         """
         if n <= SCALAR_DRAWS:
             return np.array(_scalar_fill(n, bits, self._attempt_one, spare=_LAPLACE_SPARE), dtype=np.int64)
@@ -523,7 +542,10 @@ def _max_steps(shift: float, granularity_log2: int, dimension: int) -> int:
 
 
 def round_to_grid(values: npt.NDArray[np.float64], granularity_log2: int) -> npt.NDArray[np.int64]:
-    """round-half-up(values / γ) exactly (division by a power of two is exact); |values/γ| < 2^62."""
+    """round-half-up(values / γ) exactly (division by a power of two is exact); |values/γ| < 2^62.
+
+    :param granularity_log2: k, the grid's exponent: γ = 2^k.
+    """
     scaled = np.ldexp(values, -granularity_log2)
     whole = np.floor(scaled)
     return (whole + (scaled - whole >= 0.5)).astype(np.int64)
@@ -545,6 +567,8 @@ def add_noise_on_grid(
     the same value is computed in Python integers (:func:`exact_add_noise_on_grid`). Which path
     runs depends only on whether |x| ≥ 2^61·γ, which the output itself shows (the noise is
     ≲ 2^40 steps), or on a draw ≥ 2^61 steps (never in practice).
+
+    :param granularity_log2: k, the grid's exponent: γ = 2^k.
     """
     limit = math.ldexp(float(FAST_PATH_STEPS), granularity_log2)  # 2^61 steps in real units (a normal float)
     small = values.size == 0 or (
@@ -568,6 +592,10 @@ def exact_add_noise_on_grid(
     = ⌊(2·num + den')/(2·den')⌋ with den' = den·2^k (or num·2^-k); then N + X is an exact
     integer, and (N + X)·2^k is converted to the nearest double once (Python's int → float and
     int / int are correctly rounded; past the float range it is ±∞, still a function of N + X).
+
+    :param values: the finite true values x (any shape).
+    :param noise_steps: the draws X in grid steps, shape (n, *values.shape).
+    :param granularity_log2: k, the grid's exponent: γ = 2^k.
     """
     flat = values.reshape(-1)
     centres = [grid_steps(float(x), granularity_log2) for x in flat.tolist()]
@@ -580,7 +608,10 @@ def exact_add_noise_on_grid(
 
 
 def grid_steps(x: float, granularity_log2: int) -> int:
-    """round-half-up(x / 2^k) exactly, as a Python integer, for any finite x."""
+    """round-half-up(x / 2^k) exactly, as a Python integer, for any finite x.
+
+    :param granularity_log2: k, the grid's exponent.
+    """
     numerator, denominator = x.as_integer_ratio()
     if granularity_log2 >= 0:
         denominator <<= granularity_log2
@@ -590,7 +621,10 @@ def grid_steps(x: float, granularity_log2: int) -> int:
 
 
 def grid_to_float(steps: int, granularity_log2: int) -> float:
-    """steps·2^k rounded to the nearest double (ties to even) once; ±∞ beyond the float range."""
+    """steps·2^k rounded to the nearest double (ties to even) once; ±∞ beyond the float range.
+
+    :param granularity_log2: k, the grid's exponent.
+    """
     try:
         if granularity_log2 >= 0:
             return float(steps << granularity_log2)
@@ -743,7 +777,10 @@ class GridGaussian:
         return math.ldexp(shift, -self.granularity_log2) + math.sqrt(changed)
 
     def rho_for_steps(self, steps: float) -> float:
-        """zCDP ρ = k²/2s² of N_ℤ(0, s²) for shifts of L2 length ≤ k (Canonne–Kamath–Steinke 2020)."""
+        """zCDP ρ = k²/2s² of N_ℤ(0, s²) for shifts of L2 length ≤ k (Canonne–Kamath–Steinke 2020).
+
+        :param steps: k, the shift's L2 length in grid steps (:meth:`steps_for_shift`).
+        """
         return steps * steps / (2.0 * self.s * self.s)
 
     def delta_for_steps(self, epsilon: float, steps: float, changed: int = 1) -> float:
@@ -752,6 +789,8 @@ class GridGaussian:
         One coordinate: the exact hockey-stick divergence of N_ℤ(0, s²) (CKS 2020, Thm 7) with
         its tail sums bounded rigorously by integrals; several coordinates: the zCDP → (ε, δ)
         conversion (CKS 2020, Prop. 12). Plus (1 + e^ε)·changed·η for the tables' deviation.
+
+        :param epsilon: the ε at which δ is bounded (≥ 0).
         """
         if steps == 0:
             return 0.0
@@ -808,7 +847,10 @@ class GridGaussian:
 
     # --- sampling --------------------------------------------------------------------------
     def sample(self, n: int, bits: BitSource) -> npt.NDArray[np.int64]:
-        """n independent draws of X, in grid steps (up to :data:`SCALAR_DRAWS` on the scalar path, as for Laplace)."""
+        """n independent draws of X, in grid steps (up to :data:`SCALAR_DRAWS` on the scalar path, as for Laplace).
+
+        :param bits: the source of random words (:func:`bit_source`).
+        """
         if n <= SCALAR_DRAWS:
             return np.array(_scalar_fill(n, bits, self._attempt_one, spare=_GAUSS_SPARE), dtype=np.int64)
         out = np.empty(n, dtype=np.int64)
@@ -954,6 +996,9 @@ def discrete_gaussian_delta(s: float, steps: int, epsilon: float) -> float:
 
     δ = P[X > εs²/k − k/2] − e^ε·P[X > εs²/k + k/2]; the first tail is bounded above, the
     second below, so the result never understates δ.
+
+    :param s: the discrete Gaussian's scale in grid steps (> 0).
+    :param epsilon: the ε at which δ is computed (≥ 0).
     """
     if steps == 0:
         return 0.0
@@ -969,6 +1014,9 @@ def zcdp_delta(rho: float, epsilon: float) -> float:
 
     δ = inf_α exp((α−1)(αρ − ε)) / (α−1) · (1 − 1/α)^α; any α gives a valid bound, so the
     numerical minimisation can only make it looser, never wrong.
+
+    :param rho: ρ ≥ 0 (0 gives δ = 0).
+    :param epsilon: ε ≥ 0. The result is at most 1.
     """
     if rho == 0:
         return 0.0
@@ -995,6 +1043,10 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
 
     The smallest σ with Φ(Δ/2σ − εσ/Δ) − e^ε·Φ(−Δ/2σ − εσ/Δ) ≤ δ, solved by bisection on σ/Δ
     (the left side decreases in σ). ≈ 4.2247 for ε = 1, δ = 10^-6, Δ = 1.
+
+    :param sensitivity: Δ, the L2 sensitivity (σ scales with it).
+    :param epsilon: ε > 0.
+    :param delta: δ in (0, 1).
     """
 
     def excess(ratio: float) -> float:
@@ -1035,6 +1087,11 @@ def gaussian_for_delta(*, sensitivity: float, epsilon: float, delta: float, chan
 
     The grid puts s = σ/γ in [2^16, 2^17); the shift is charged in whole rounded steps; s is the
     smallest value whose rigorous bound (tables' deviation η included) fits under δ.
+
+    :param epsilon: ε > 0.
+    :param delta: δ in (0, 1); ValueError when too small to leave room for the tables' charge.
+    :param changed: the number of coordinates one neighbour may change (default 1); above 1 the
+        bound goes through zCDP.
     """
     sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
     granularity_log2 = math.frexp(sigma)[1] - 1 - GAUSS_STEPS_LOG2
@@ -1061,7 +1118,12 @@ def gaussian_for_delta(*, sensitivity: float, epsilon: float, delta: float, chan
 
 @scoped_cache(256, scoped_maxsize=64)
 def gaussian_for_rho(*, sensitivity: float, rho: float, changed: int = 1) -> GridGaussian:
-    """The grid Gaussian whose zCDP ρ = k²/2s² for an L2 shift of ``sensitivity`` (k rounded steps) is ≤ ρ."""
+    """The grid Gaussian whose zCDP ρ = k²/2s² for an L2 shift of ``sensitivity`` (k rounded steps) is ≤ ρ.
+
+    :param rho: ρ > 0.
+    :param changed: the number of coordinates one neighbour may change (default 1); each may
+        add up to one step of rounding.
+    """
     sigma = sensitivity / math.sqrt(2.0 * rho)
     granularity_log2 = math.frexp(sigma)[1] - 1 - GAUSS_STEPS_LOG2
     probe = GridGaussian.__new__(GridGaussian)
