@@ -146,7 +146,8 @@ def sensitivity_search(
     ``fn`` maps a Polars DataFrame to a number, a 1-D vector (same length on both tables), or
     a dict of keyed numbers (a key missing on one side counts as 0). ``columns`` maps each
     column name to a Polars dtype (every value of it, null included, and NaN/±∞ for floats)
-    or to a list of allowed values (include None to allow nulls). ``privacy_unit`` names the
+    or to a list of allowed values (include None to allow nulls). ``neighbours`` is the
+    relation, ``"add-remove"`` (default) or ``"replace-one"``. ``privacy_unit`` names the
     column that identifies a person: the search generates it (integers, or the dtype given
     in ``columns``); ``max_contributions``/``max_groups`` size the units it generates (one
     row beyond the bound). ``norm`` is ``"l1"`` (Laplace) or ``"l2"`` (Gaussian). ``trials``
@@ -190,7 +191,9 @@ def search_claims(
 
     ``outputs(frame)`` returns {name: output} for every name in ``claims``. ``pairs`` are
     checked first, as given (a replay, e.g. the worst pairs another engine's search found);
-    with ``trials=0`` only they are checked. Returns one result per name.
+    with ``trials=0`` only they are checked. Returns one result per name. ``columns``,
+    ``neighbours``, ``privacy_unit``, ``max_contributions``, ``max_groups``, ``norm``, ``trials``
+    and ``seed`` are as for :func:`sensitivity_search`.
     """
     require("polars", "polars", "the sensitivity search")
     hypothesis = require("hypothesis", "audit", "the sensitivity search")
@@ -536,7 +539,11 @@ DTYPE_NAMES = (
 
 
 def load_function(target: str) -> Callable[..., Any]:
-    """The function named ``MODULE:FUNCTION`` (the current directory is importable, as for ``python -m``)."""
+    """The function named ``MODULE:FUNCTION`` (the current directory is importable, as for ``python -m``).
+
+    :param target: ``MODULE:FUNCTION`` text, e.g. ``mystats:total_income``; anything else, an
+        unimportable module or a missing function raises ``ParameterError("sensitivity_search", …)``.
+    """
     import importlib
     import os
     import sys
@@ -557,7 +564,10 @@ def load_function(target: str) -> Callable[..., Any]:
 
 
 def parse_columns(text: str | None) -> dict[str, Any]:
-    """``--columns`` JSON: {"name": "Float64" (a Polars dtype name) or [allowed values, null allowed]}."""
+    """``--columns`` JSON: {"name": "Float64" (a Polars dtype name) or [allowed values, null allowed]}.
+
+    :param text: the JSON text; None, invalid JSON or an empty object raises ``ParameterError("columns", …)``.
+    """
     import json
 
     import polars as pl
@@ -588,6 +598,10 @@ def output_shift(first: Output, second: Output, norm: str = "l1") -> float:
 
     A key missing from one dict counts as 0. Equal values (∞ = ∞ included) differ by 0; NaN
     against anything but NaN, or ∞ against another value, differ by ∞.
+
+    :param first: f(D).
+    :param second: f(D′), of the same shape.
+    :param norm: ``"l1"`` (default) or ``"l2"``.
     """
     a, b = _coordinates(first), _coordinates(second)
     if a.keys() != b.keys() and not (isinstance(first, Mapping) and isinstance(second, Mapping)):
