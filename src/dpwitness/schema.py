@@ -21,6 +21,7 @@ are missing), and the release says so.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import tomllib
@@ -166,6 +167,21 @@ class Schema:
     def dtypes(self) -> dict[str, str]:
         """The declared types as ``dtypes=`` for an engine's ``open`` (untyped and other kinds left out)."""
         return {name: kind.value for name, kind in self.columns.items() if kind in DECLARABLE}
+
+    def bounds_for(self, column: str | None) -> tuple[float, float] | None:
+        """``column``'s declared clamping bounds [L, U], or None when it declares none."""
+        return None if column is None else self.bounds.get(column)
+
+    def keys_for(self, columns: Iterable[str]) -> tuple[Any, ...] | None:
+        """The declared keys of a grouping by ``columns``: one column's categories, or for several
+        every combination of theirs (tuples, in column order); None when a column declares none
+        (its keys are then undeclared)."""
+        names = tuple(columns)
+        if not names or not all(c in self.categories for c in names):
+            return None
+        if len(names) == 1:
+            return tuple(self.categories[names[0]])
+        return tuple(itertools.product(*(self.categories[c] for c in names)))
 
     def check_header(self, names: Iterable[str], *, source: str = "the file") -> None:
         """Raise ``ParameterError("schema", …)`` unless every declared column is in the file's header.

@@ -234,7 +234,9 @@ class Session:
     # default the session's), ``rho`` (a Gaussian calibrated to ρ-zCDP, on a ρ total only),
     # ``max_rows`` (the declared bound on rows for undeclared keys; default the session's) and
     # ``alpha`` (the interval's 1 − confidence). An option that conflicts with the account's
-    # total is a ParameterError naming it, before anything is spent or read.
+    # total is a ParameterError naming it, before anything is spent or read. ``bounds`` None and
+    # ``by`` without ``keys`` (a histogram without categories) take the declared schema's bounds
+    # and categories, when it declares them (see :meth:`query`).
     def count(
         self,
         *,
@@ -259,7 +261,7 @@ class Session:
     def sum(
         self,
         column: str,
-        bounds: tuple[float, float],
+        bounds: tuple[float, float] | None = None,
         *,
         epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
@@ -278,7 +280,7 @@ class Session:
     def mean(
         self,
         column: str,
-        bounds: tuple[float, float],
+        bounds: tuple[float, float] | None = None,
         *,
         epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
@@ -299,7 +301,7 @@ class Session:
     def variance(
         self,
         column: str,
-        bounds: tuple[float, float],
+        bounds: tuple[float, float] | None = None,
         *,
         epsilon: float | None = None,
         split: Sequence[float] | None = None,
@@ -335,7 +337,7 @@ class Session:
         self,
         column: str,
         q: float | Sequence[float],
-        bounds: tuple[float, float],
+        bounds: tuple[float, float] | None = None,
         *,
         epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
@@ -359,7 +361,7 @@ class Session:
     def median(
         self,
         column: str,
-        bounds: tuple[float, float],
+        bounds: tuple[float, float] | None = None,
         *,
         epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
@@ -379,7 +381,7 @@ class Session:
     def min(
         self,
         column: str,
-        bounds: tuple[float, float],
+        bounds: tuple[float, float] | None = None,
         *,
         epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
@@ -400,7 +402,7 @@ class Session:
     def max(
         self,
         column: str,
-        bounds: tuple[float, float],
+        bounds: tuple[float, float] | None = None,
         *,
         epsilon: float | None = None,
         by: str | Sequence[str] | None = None,
@@ -465,13 +467,27 @@ class Session:
         bins: int | None = None,
         where: str | None = None,
     ) -> Query:
-        """The validated description of a query under this session's relation, privacy unit and order."""
+        """The validated description of a query under this session's relation, privacy unit and order.
+
+        With a declared ``schema=``, a statistic needing bounds takes the column's declared bounds
+        when ``bounds`` is None, and ``by`` (or a histogram's column) without ``keys`` takes the
+        declared categories (their product for several columns): declared keys, no δ."""
+        grouping = (by,) if isinstance(by, str) else tuple(by or ())
+        declared = self.declared_schema
+        if declared is not None:
+            if bounds is None and statistic in _BOUNDED_STATISTICS:
+                bounds = declared.bounds_for(column)
+            if keys is None:
+                if grouping:
+                    keys = declared.keys_for(grouping)
+                elif statistic == "histogram" and column is not None:
+                    keys = declared.keys_for((column,))
         return Query(
             statistic=statistic,  # type: ignore[arg-type]
             epsilon=epsilon,
             column=column,
             bounds=None if bounds is None else tuple(bounds),  # type: ignore[arg-type]
-            by=(by,) if isinstance(by, str) else tuple(by or ()),
+            by=grouping,
             keys=None if keys is None else tuple(keys),
             neighbours=self.neighbours,
             privacy_unit=self.privacy_unit,
@@ -790,6 +806,10 @@ class Session:
             self._opened()  # the declared schema is checked against the header first
             self._schema = self.declared_schema or self.engine.schema(self._opened())
         return self._schema
+
+
+#: The statistics that clamp to bounds (a declared schema's bounds are their default).
+_BOUNDED_STATISTICS = frozenset({"sum", "mean", "variance", "quantile"})
 
 
 def check_max_rows(max_rows: Any) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import sys
@@ -28,8 +27,11 @@ console = Console(highlight=False, emoji=False)
 _SHOWN_KEYS = 40
 
 
-def _bounded(option: str, text: str) -> tuple[str, tuple[float, float]]:
-    """Parse ``COL:L:U`` (the column name may itself contain ':')."""
+def _bounded(option: str, text: str) -> tuple[str, tuple[float, float] | None]:
+    """Parse ``COL:L:U`` (the column name may itself contain ':'), or ``COL`` alone: the bounds
+    the ``--schema`` declares for it (None here; without them the query names the flag)."""
+    if text and ":" not in text:
+        return text, None
     pieces = text.rsplit(":", 2)
     if len(pieces) != 3 or not pieces[0]:
         raise ParameterError(option, "COL:L:U (a column and two numbers)", text)
@@ -287,7 +289,7 @@ def query(
                 return {}
             columns = _columns(chosen["--by"])
             listed = chosen.get("--keys")
-            found = _key_tuples(listed, columns, kinds) if listed is not None else _declared_keys(session, columns)
+            found = _key_tuples(listed, columns, kinds) if listed is not None else None  # None: the schema's
             return {"by": columns, "keys": found}
 
         def add(statistic: str, column: str | None, options: dict[str, Any], position: tuple[str, int]) -> None:
@@ -300,9 +302,7 @@ def query(
                 column, bounds = _bounded(option, text)
                 add(statistic, column, {"bounds": bounds, **group((option, index))}, (option, index))
         for index, column in enumerate(histogram or []):
-            found = _listed(categories, kinds.get(column), flag="--categories")
-            if found is None:
-                found = _declared_keys(session, (column,))
+            found = _listed(categories, kinds.get(column), flag="--categories")  # None: the schema's categories
             add("histogram", column, {"keys": found, **group(("--histogram", index))}, ("--histogram", index))
         for option, texts, fixed in (
             ("--median", median, 0.5),
@@ -402,17 +402,6 @@ def _number(flag: str, text: str | None, kind: type[int] | type[float]) -> Any:
         return kind(text)
     except ValueError:
         raise ParameterError(flag, "a whole number" if kind is int else "a number", text) from None
-
-
-def _declared_keys(session: Any, columns: tuple[str, ...]) -> list[Any] | None:
-    """Keys from the declared schema's categories (every combination, for several columns), or
-    None (keys from the data) when a column has none declared."""
-    declared = getattr(session, "declared_schema", None)
-    categories = getattr(declared, "categories", {}) if declared is not None else {}
-    if not columns or not all(c in categories for c in columns):
-        return None
-    combos = list(itertools.product(*(categories[c] for c in columns)))
-    return [c[0] for c in combos] if len(columns) == 1 else combos
 
 
 #: What the Python parameters are called on this command line (errors name the flag typed).
@@ -624,7 +613,7 @@ def _ordinal(n: int) -> str:
     return {2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
-def _quantile_spec(option: str, text: str, fixed: float | None) -> tuple[str, tuple[float, float], Any]:
+def _quantile_spec(option: str, text: str, fixed: float | None) -> tuple[str, tuple[float, float] | None, Any]:
     """``COL:L:U`` (--median, --min, --max) or ``COL:L:U:Q1,Q2,…`` (--quantile)."""
     if fixed is not None:
         column, bounds = _bounded(option, text)
