@@ -113,6 +113,8 @@ class FileChange:
         return replace(self, records=records, at=self.at - (index < self.at))
 
     def write(self, records: Sequence[Any], path: Path) -> Path:
+        """Write ``records`` (D's or D′'s) to ``path`` as this change's file: a CSV with the header
+        and ``\n`` line ends, or a Parquet file with ``schema``; returns ``path``."""
         if self.header is not None:
             path.write_bytes(b"".join(line + b"\n" for line in (self.header, *records)))
             return path
@@ -191,7 +193,8 @@ def csv_changes(
     and pandas write them: minimal quoting, ``\\n`` line ends): under add/remove, each of ``lines``
     added at the start, middle and end, and each base line removed; under replace-one, a line
     replaced by each of ``lines``. With ``unit`` (the first column is the privacy unit) a base
-    line of its own unit (:data:`SINGLE_UNIT`) is appended and is the one replaced or removed."""
+    line of its own unit (:data:`SINGLE_UNIT`) is appended and is the one replaced or removed.
+    ``relation`` is ``"add-remove"`` or ``"replace-one"`` (or a :class:`Neighbours`)."""
     relation = Neighbours.parse(relation)
     base_rows = [list(r) for r in rows] + ([[SINGLE_UNIT, *rows[0][1:]]] if unit and rows else [])
     records = tuple(_csv_line(r) for r in base_rows)
@@ -222,7 +225,9 @@ def parquet_changes(
 ) -> list[FileChange]:
     """Pairs of Parquet files: one row added (at the start and end) or removed, or replaced by
     each of ``candidates``. With ``unit``, the changed row's unit is :data:`FRESH_UNIT` and the
-    replaced or removed row is the only row of its unit (:data:`SINGLE_UNIT`)."""
+    replaced or removed row is the only row of its unit (:data:`SINGLE_UNIT`). ``schema`` maps
+    each column to its Polars dtype, ``rows`` are the base table's rows (column → value), and
+    ``relation`` is ``"add-remove"`` or ``"replace-one"`` (or a :class:`Neighbours`)."""
     relation = Neighbours.parse(relation)
     base = [dict(r) for r in rows]
     if unit is not None and base:
@@ -246,7 +251,10 @@ def parquet_changes(
 
 
 def sample_rows(values: Mapping[str, Sequence[Any]], count: int, *, seed: int) -> list[list[Any]]:
-    """``count`` rows, each cell drawn (seeded) from its column's ``values``: a base table."""
+    """``count`` rows, each cell drawn (seeded) from its column's ``values``: a base table.
+
+    :param seed: the seed of the draws (Python's ``random.Random``): the same seed, the same rows.
+    """
     rng = random.Random(seed)
     return [[rng.choice(list(options)) for options in values.values()] for _ in range(count)]
 
@@ -277,6 +285,9 @@ def file_search(
     run them in a few jobs, each distinct file opened once) and returns their exact aggregates
     in order. Files are written to ``directory`` (a temporary folder by default), each distinct
     file once. Returns one result per query; a violation is shrunk to a minimal pair when ``shrink``.
+    ``queries`` are the queries whose parts are checked (each against the changes of its own
+    relation, which must be present); ``norm`` is ``"l1"`` (default: each part's Δ, Laplace) or
+    ``"l2"`` (its L2 Δ, Gaussian).
     """
     if norm not in NORMS:
         raise ParameterError("norm", "'l1' (Laplace) or 'l2' (Gaussian)", norm)
@@ -374,7 +385,8 @@ def _evaluate_unique(evaluate: Evaluate, jobs: list[tuple[Query, Path]]) -> list
 
 
 def engine_face(name: str, *, dtypes: Mapping[str, str] | None = None) -> Evaluate:
-    """``evaluate`` through an engine's real ``open(path)`` (``dtypes`` declared, or every CSV
+    """``evaluate`` through an engine's real ``open(path)`` (engine ``name``: "polars" or "spark";
+    ``dtypes`` declared, or every CSV
     column text) and its exact aggregates, with :data:`SELECTION_KEY`. The Spark engine's jobs
     are planned on one opened frame per file and run in a few Spark jobs (:func:`spark_batch`)."""
     from dpwitness.engines import engine_for
@@ -402,7 +414,8 @@ def spark_batch(
     number; plans of one output schema are unioned (balanced, so each union is analysed once,
     over its own inputs) and collected once, and the rows read back by the engine's ``read``: a
     Spark job costs about a second whatever its size, so one ``collect`` runs hundreds of plans.
-    Also the library sweep's Spark replay (tests/test_sensitivity_library.py).
+    Also the library sweep's Spark replay (tests/test_sensitivity_library.py). ``selection_key``
+    (four 64-bit words, default :data:`SELECTION_KEY`) keys contribution bounding, the same for D and D′.
     """
     from pyspark.sql import functions as F
 
