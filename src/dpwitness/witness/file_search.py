@@ -386,8 +386,8 @@ def _evaluate_unique(evaluate: Evaluate, jobs: list[tuple[Query, Path]]) -> list
 
 def engine_face(name: str, *, dtypes: Mapping[str, str] | None = None) -> Evaluate:
     """``evaluate`` through an engine's real ``open(path)`` (engine ``name``: "polars" or "spark";
-    ``dtypes`` declared, or every CSV
-    column text) and its exact aggregates, with :data:`SELECTION_KEY`. The Spark engine's jobs
+    ``dtypes`` declared, or every CSV column text) and its exact aggregates, with
+    :data:`SELECTION_KEY`. The Spark engine's jobs
     are planned on one opened frame per file and run in a few Spark jobs (:func:`spark_batch`)."""
     from dpwitness.engines import engine_for
 
