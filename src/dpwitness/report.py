@@ -35,7 +35,10 @@ CHART_KEYS = 60
 
 
 def sensitivity_text(release: Release) -> str:
-    """Δ as every output shows it: one number, or ``part Δ`` for each part of a derived statistic."""
+    """Δ as every output shows it: one number, or ``part Δ`` for each part of a derived statistic.
+
+    :param release: the release whose Δ (an L2 Δ for Gaussian noise, marked so) is shown.
+    """
     parts: Sequence[Release] = getattr(release, "parts", ())
     if not parts:
         return f"{release.sensitivity:g}" + (" (L2)" if release.distribution == "gaussian" else "")
@@ -50,7 +53,12 @@ def render_html(
     spent: Any = None,
     remaining: Any = None,
 ) -> str:
-    """The whole report as one HTML string (``spent``/``remaining``: a number or a budget)."""
+    """The whole report as one HTML string (``spent``/``remaining``: a number or a budget).
+
+    :param releases: the releases, one summary row and one section each, in order.
+    :param title: the page's title and heading (default "dpwitness report"), HTML-escaped.
+    :param source: the data's description (e.g. :func:`source_text`); empty (default) shows none.
+    """
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -73,7 +81,10 @@ def render_html(
 
 
 def summary_table(releases: Sequence[Release]) -> str:
-    """One row per release: query, value (or its number of keys), interval, ε, δ, Δ."""
+    """One row per release: query, value (or its number of keys), interval, ε, δ, Δ.
+
+    :param releases: the releases, one HTML table row each.
+    """
     rows = []
     for r in releases:
         keyed = isinstance(r.value, dict)
@@ -194,7 +205,10 @@ TEXT_KEYS = 20
 
 
 def release_repr(release: Release) -> str:
-    """``Release(query=…, value=…, interval=…, epsilon=…, …)``: short, every number readable."""
+    """``Release(query=…, value=…, interval=…, epsilon=…, …)``: short, every number readable.
+
+    :param release: the release shown (a keyed one shows its number of keys, not its values).
+    """
     if isinstance(release.value, dict):
         value, interval = f"<{len(release.value)} keys>", "<per key>"
     else:
@@ -245,7 +259,10 @@ def _parameters(release: Release) -> str:
 
 
 def preview_text(preview: Any) -> str:
-    """A :class:`~dpwitness.planning.Preview` in one line: cost and accuracy, nothing spent."""
+    """A :class:`~dpwitness.planning.Preview` in one line: cost and accuracy, nothing spent.
+
+    :param preview: the preview shown.
+    """
     level = f"{100 * (1 - preview.alpha):g}%"
     if preview.interval is None:
         accuracy = "width depends on the data (see .parts)"
@@ -259,6 +276,7 @@ def preview_text(preview: Any) -> str:
 
 
 def preview_html(preview: Any) -> str:
+    """:func:`preview_text` of ``preview`` as an HTML paragraph (escaped)."""
     return f"<p>{html.escape(preview_text(preview))}</p>"
 
 
@@ -272,7 +290,10 @@ def session_text(session: Any) -> str:
 
 
 def source_text(source: Any) -> str:
-    """A file's path (quoted), or the kind of an in-memory table (never its rows)."""
+    """A file's path (quoted), or the kind of an in-memory table (never its rows).
+
+    :param source: a session's source: a path (text or path-like) or an in-memory frame.
+    """
     if isinstance(source, str | os.PathLike):
         return repr(os.fspath(source))
     return f"an in-memory {type(source).__module__.partition('.')[0]} {type(source).__name__}"
@@ -290,6 +311,7 @@ def account_text(session: Any) -> str:
 
 
 def session_html(session: Any) -> str:
+    """The ``session``'s source, budget and releases as HTML (for Jupyter); never a row of its data."""
     head = (
         f"<p><strong>Session</strong> on <code>{html.escape(source_text(session.source))}</code>: "
         f"spent {html.escape(budget_text(session.spent, session.total))}, "
@@ -300,7 +322,11 @@ def session_html(session: Any) -> str:
 
 
 def record_html(title: str, record: dict[str, Any]) -> str:
-    """A verdict and its fields as a two-column table (witness reports, audit results)."""
+    """A verdict and its fields as a two-column table (witness reports, audit results).
+
+    :param title: the table's heading, HTML-escaped.
+    :param record: field name → value; empty and None values are left out.
+    """
     rows = "".join(
         f"<tr><td>{html.escape(str(k))}</td><td>{html.escape(_field(v))}</td></tr>"
         for k, v in record.items()
@@ -329,13 +355,15 @@ def shows_rho(total: Any) -> bool:
 def budget_text(value: Any, total: Any) -> str:
     """A budget's ε and δ (float noise of sums cut to 12 digits); ρ only where a ρ budget is in
     use: a ρ total, or an (ε, δ) total with δ > 0 (zCDP composition may be its better route);
-    never beside a pure-ε total."""
+    never beside a pure-ε total. ``value`` is the budget shown (spent, remaining or a total),
+    ``total`` the account's total, which decides whether ρ is shown."""
     return str(shown_budget(value, total))
 
 
 def shown_budget(value: Any, total: Any) -> Any:
     """``value`` as :func:`budget_text` shows it: a :class:`~dpwitness.budget.Budget` with its
-    float noise cut and ρ = 0 (left out of ``str``) unless a ρ budget is in use."""
+    float noise cut and ρ = 0 (left out of ``str``) unless a ρ budget is in use (``total``,
+    the account's total, decides)."""
     from dpwitness.budget import Budget
 
     rho = tidy(value.rho) if shows_rho(total) else 0.0
