@@ -188,6 +188,9 @@ class Schema:
 
         Columns of the file that the schema leaves out are *undeclared*: a query naming one is
         refused (:meth:`dpwitness.queries.Query.check_schema`). Reads the header only.
+
+        :param names: the file's column names (its header line).
+        :param source: how the message names the file (default "the file").
         """
         header = list(names)
         missing = [name for name in self.columns if name not in header]
@@ -196,7 +199,11 @@ class Schema:
             raise ParameterError("schema", f"columns of {source}'s header ({shown}): the schema does not match the file", missing)
 
     def missing_column(self, parameter: str, name: str) -> ParameterError:
-        """The error for a query naming a column this schema does not have."""
+        """The error for a query naming a column this schema does not have.
+
+        :param parameter: the query's parameter that named it (e.g. ``column``, ``by``).
+        :param name: the column named.
+        """
         listed = ", ".join(self.columns)
         if self.declared:
             return ParameterError(parameter, f"a column declared in the schema ({listed})", f"{name} (undeclared)")
@@ -205,7 +212,10 @@ class Schema:
     # --- reading and writing the declaration ------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Schema:
-        """A declared schema from a TOML file (see docs/schema.md for its format); reads no data."""
+        """A declared schema from a TOML file (see docs/schema.md for its format); reads no data.
+
+        :param path: the TOML file (UTF-8); a missing or unreadable one raises ``ParameterError("schema", …)``.
+        """
         source = Path(path)
         try:
             text = source.read_text(encoding="utf-8")
@@ -218,7 +228,8 @@ class Schema:
     @classmethod
     def from_toml(cls, text: str, *, where: str = "schema") -> Schema:
         """A declared schema from TOML text: ``[columns.NAME]`` tables with ``type`` and optional
-        ``bounds = [L, U]`` and ``categories = [...]``; an optional top-level ``privacy_unit``."""
+        ``bounds = [L, U]`` and ``categories = [...]``; an optional top-level ``privacy_unit``.
+        ``where`` names the text's origin (a path) in a TOML syntax error (default "schema")."""
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as error:
@@ -227,7 +238,12 @@ class Schema:
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any], *, prefix: str = "schema") -> Schema:
-        """A declared schema from parsed TOML (also a service config's ``[tables.NAME]`` body)."""
+        """A declared schema from parsed TOML (also a service config's ``[tables.NAME]`` body).
+
+        :param raw: the parsed mapping: ``schema_version``, ``columns``, optional ``privacy_unit``, ``source``.
+        :param prefix: the parameter name errors are prefixed with (default "schema"; a service
+            config passes its table's key); other prefixes allow keys beside the schema's own.
+        """
         version = raw.get("schema_version", SCHEMA_VERSION)
         if version != SCHEMA_VERSION:
             raise ParameterError(f"{prefix}.schema_version", f"{SCHEMA_VERSION} (this version of dpwitness)", version)
@@ -263,7 +279,10 @@ class Schema:
         return cls(kinds, bounds, categories, raw.get("privacy_unit"), declared=True)
 
     def to_toml(self, *, source: str | None = None) -> str:
-        """The schema as a TOML file, with a header saying what it is and that it was read from data."""
+        """The schema as a TOML file, with a header saying what it is and that it was read from data.
+
+        :param source: the data file it describes, written as ``source = …``; None (default) writes none.
+        """
         lines = [
             "# dpwitness schema: the data owner's declaration of this table's columns.",
             "# Written by `dpwitness schema` / dpwitness.Schema.infer, which READ THE VALUES of the data:",
@@ -390,7 +409,8 @@ def load_schema(schema: Schema | str | os.PathLike[str] | None) -> Schema | None
 
 def untyped_notes(query: Any, kinds: Mapping[str, ColumnKind]) -> tuple[str, ...]:
     """What a release on a table without declared types must say: which untyped (CSV text)
-    columns ``query`` (a :class:`dpwitness.queries.Query`) read as numbers, or filtered on."""
+    columns ``query`` (a :class:`dpwitness.queries.Query`) read as numbers, or filtered on.
+    ``kinds`` maps each column of the table to its :class:`ColumnKind`."""
     notes = []
     column = query.column
     if query.bounds is not None and column is not None and kinds.get(column) is ColumnKind.UNTYPED:
