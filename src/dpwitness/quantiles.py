@@ -62,7 +62,10 @@ _SCALE_MARGIN = 1.0 + 2.0**-20
 
 # --- validation (before any spend) ----------------------------------------------------------
 def check_quantiles(value: Any) -> tuple[float, ...]:
-    """q as a number or a non-empty sequence of numbers in [0, 1] (at most 1000)."""
+    """q as a number or a non-empty sequence of numbers in [0, 1] (at most 1000).
+
+    :param value: the ``q=`` given; anything else, or repeated numbers, raises ``ParameterError("q", …)``.
+    """
     expected = "a number in [0, 1] or a non-empty list of them"
     items = [value] if isinstance(value, int | float) and not isinstance(value, bool) else value
     if isinstance(items, str | bytes) or not isinstance(items, Sequence) or not 0 < len(items) <= MAX_QUANTILES:
@@ -79,6 +82,7 @@ def check_quantiles(value: Any) -> tuple[float, ...]:
 
 
 def check_bins(value: Any) -> int:
+    """The ``bins=`` given (``value``): a whole number from 2 to :data:`MAX_BINS`, else ``ParameterError("bins", …)``."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 2 <= value <= MAX_BINS:
         raise ParameterError("bins", f"a whole number from 2 to {MAX_BINS}", value)
     return int(value)
@@ -89,6 +93,9 @@ def bin_scale(bounds: tuple[float, float], bins: int) -> float:
 
     One subtraction and one multiplication, in float64: the same operations in every engine,
     so every engine assigns every row to the same bin.
+
+    :param bounds: the clamping bounds (L, U), L < U.
+    :param bins: B, the number of equal bins of [L, U].
     """
     return bins / (bounds[1] - bounds[0])
 
@@ -99,6 +106,9 @@ def rank_error(scale: float, bins: int, alpha: float) -> float:
 
     Solves 2·inf_λ e^{−λt}(1 − λ²b²)^{−B} = α (Doob's maximal inequality; see the module
     docstring). In units of b, the optimal λb is u = τ/(B + √(B² + τ²)) at t = τ·b.
+
+    :param scale: b, the Laplace scale of each bin count (0 gives t = 0).
+    :param alpha: α, strictly between 0 and 1.
     """
     alpha = check_alpha(alpha)
     if scale == 0:
@@ -119,6 +129,9 @@ def rank_error(scale: float, bins: int, alpha: float) -> float:
 
 
 def accuracy_note(*, rank: float, bounds: tuple[float, float], bins: int, alpha: float) -> str:
+    """The release's accuracy statement: with probability ≥ 1 − ``alpha`` every true rank is within
+    (1 + q)·``rank`` rows (:func:`rank_error`), values resolved to bins of width (U − L)/``bins``
+    of ``bounds`` (L, U)."""
     width = (bounds[1] - bounds[0]) / bins
     return (
         f"with probability ≥ {1 - alpha:g}, every released quantile's true rank is within (1 + q)·{rank:.4g} rows "
@@ -127,7 +140,8 @@ def accuracy_note(*, rank: float, bounds: tuple[float, float], bins: int, alpha:
 
 
 def quantile_notes(quantiles: Sequence[float], bins: int, bounds: tuple[float, float]) -> tuple[str, ...]:
-    """What every quantile release states about its method."""
+    """What every quantile release states about its method: one noisy histogram of ``bins`` bins
+    of ``bounds`` (L, U), and for 0 or 1 among ``quantiles`` what min/max mean here."""
     width = (bounds[1] - bounds[0]) / bins
     notes = [
         f"quantiles post-processed from one noisy histogram of {bins} bins of width {width:.4g} "
@@ -147,6 +161,8 @@ def monotone_cumulative(counts: npt.NDArray[np.float64]) -> npt.NDArray[np.float
 
     If every raw cumulative count is within t of a non-decreasing truth, so is each of the two
     envelopes, hence their mean: the fix-up never loosens the rank bound.
+
+    :param counts: the B noisy bin counts, in bin order (B + 1 cumulative values come back).
     """
     raw = np.concatenate(([0.0], np.cumsum(counts, dtype=np.float64)))
     upper = np.maximum.accumulate(raw)
@@ -155,7 +171,11 @@ def monotone_cumulative(counts: npt.NDArray[np.float64]) -> npt.NDArray[np.float
 
 
 def value_at_rank(cumulative: npt.NDArray[np.float64], rank: float, bounds: tuple[float, float]) -> float:
-    """The smallest x where the (monotone) cumulative count reaches ``rank``, linear inside its bin."""
+    """The smallest x where the (monotone) cumulative count reaches ``rank``, linear inside its bin.
+
+    :param cumulative: the B + 1 monotone cumulative counts (:func:`monotone_cumulative`).
+    :param bounds: the clamping bounds (L, U), cut into B equal bins; the result is in [L, U].
+    """
     low, high = bounds
     bins = cumulative.size - 1
     width = (high - low) / bins
@@ -177,7 +197,12 @@ def target_rank(q: float, total: float, guard: float) -> float:
 def estimate(
     counts: npt.NDArray[np.float64], quantiles: Sequence[float], bounds: tuple[float, float], guard: float
 ) -> list[float]:
-    """The released values for ``quantiles`` from one vector of noisy bin counts."""
+    """The released values for ``quantiles`` from one vector of noisy bin counts.
+
+    :param counts: the B noisy bin counts, in bin order.
+    :param bounds: the clamping bounds (L, U); a total ≤ 0 gives their centre for every q.
+    :param guard: the rank kept away from each end (:func:`target_rank`; t at :data:`GUARD_ALPHA`).
+    """
     cumulative = monotone_cumulative(counts)
     total = float(cumulative[-1])
     if total <= 0:  # nothing, or noise only: the centre, the least wrong guess
@@ -188,7 +213,12 @@ def estimate(
 def interval(
     counts: npt.NDArray[np.float64], q: float, bounds: tuple[float, float], margin: float, guard: float
 ) -> tuple[float, float]:
-    """Values whose noisy rank is within (1 + q)·``margin`` of the target, widened to whole bins."""
+    """Values whose noisy rank is within (1 + q)·``margin`` of the target, widened to whole bins.
+
+    :param counts: the B noisy bin counts, in bin order.
+    :param bounds: the clamping bounds (L, U); the interval stays inside them.
+    :param guard: the rank kept away from each end, as for :func:`estimate`.
+    """
     cumulative = monotone_cumulative(counts)
     total = max(float(cumulative[-1]), 0.0)
     low, high = bounds
@@ -263,7 +293,9 @@ def quantile_release(
     common: dict[str, Any],
 ) -> QuantileRelease:
     """Compose the release from the noisy histogram: ``histogram.value`` maps each cell (a bin,
-    or (key…, bin) when grouped by ``keys``) to its noisy count."""
+    or (key…, bin) when grouped by ``keys``) to its noisy count. ``quantiles`` are the q
+    (checked, distinct), ``bounds`` (L, U) and ``bins`` the histogram's, and ``common`` the
+    fields every release of the query carries (epsilon, query, neighbours, notes, …)."""
     assert isinstance(histogram.value, dict) and histogram.mechanism is not None
     noise = histogram.mechanism.noise
     scale = _SCALE_MARGIN * max(histogram.scale, noise.scale if isinstance(noise, GridLaplace) else 0.0)
