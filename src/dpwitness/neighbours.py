@@ -21,6 +21,8 @@ class Neighbours(StrEnum):
 
     @classmethod
     def parse(cls, value: str | Neighbours) -> Neighbours:
+        """The relation named by ``value`` ("add-remove" or "replace-one", or a :class:`Neighbours`);
+        anything else raises ``ParameterError("neighbours", …)``."""
         try:
             return cls(value)
         except ValueError:
@@ -40,7 +42,12 @@ MAX_BOUND = 2.0**50
 
 
 def check_bounds(lower: float, upper: float, parameter: str = "bounds") -> tuple[float, float]:
-    """(L, U) with finite L < U and |L|, |U| ≤ 2^50 (:data:`MAX_BOUND`), checked before any spend."""
+    """(L, U) with finite L < U and |L|, |U| ≤ 2^50 (:data:`MAX_BOUND`), checked before any spend.
+
+    :param lower: L.
+    :param upper: U.
+    :param parameter: the parameter named in the error (default "bounds").
+    """
     expected = "(L, U) with finite L < U and |L|, |U| ≤ 2^50 (≈ 1.1e15)"
     low = check_finite(parameter, lower, expected)
     high = check_finite(parameter, upper, expected)
@@ -50,25 +57,37 @@ def check_bounds(lower: float, upper: float, parameter: str = "bounds") -> tuple
 
 
 def count_sensitivity(neighbours: Neighbours) -> float:
-    """Adding/removing a record moves a count by 1; replacing one cannot move it."""
+    """Adding/removing a record moves a count by 1; replacing one cannot move it.
+
+    :param neighbours: the relation: 1 under add/remove, 0 under replace-one.
+    """
     return 1.0 if neighbours is Neighbours.ADD_REMOVE else 0.0
 
 
 def sum_sensitivity(neighbours: Neighbours, lower: float, upper: float) -> float:
     """The textbook Δ of Σ clamp(x, L, U) over a column *without missing values*: max(|L|, |U|)
     for add/remove, U − L for replace-one. A session's sums use :func:`counted_range`, since a
-    record that can be missing (or filtered out) adds 0: replace-one then has max(U, 0) − min(L, 0)."""
+    record that can be missing (or filtered out) adds 0: replace-one then has max(U, 0) − min(L, 0).
+    ``lower`` and ``upper`` are L and U (checked by :func:`check_bounds`)."""
     low, high = check_bounds(lower, upper)
     return max(abs(low), abs(high)) if neighbours is Neighbours.ADD_REMOVE else high - low
 
 
 def histogram_sensitivity(neighbours: Neighbours) -> float:
-    """L1 over the bins: one bin moves by 1 (add/remove), or two bins by 1 each (replace)."""
+    """L1 over the bins: one bin moves by 1 (add/remove), or two bins by 1 each (replace).
+
+    :param neighbours: the relation.
+    """
     return 1.0 if neighbours is Neighbours.ADD_REMOVE else 2.0
 
 
 def mean_sensitivity_public_n(lower: float, upper: float, n: int) -> float:
-    """(U − L)/n: valid only under replace-one, where n is fixed and public."""
+    """(U − L)/n: valid only under replace-one, where n is fixed and public.
+
+    :param lower: L.
+    :param upper: U (L < U, checked by :func:`check_bounds`).
+    :param n: the public number of records, a whole number ≥ 1.
+    """
     low, high = check_bounds(lower, upper)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ParameterError("n", "a whole number ≥ 1", n)
@@ -82,6 +101,9 @@ def counted_range(low: float, high: float, *, always_counted: bool) -> tuple[flo
     outside the declared keys, a null privacy unit), so unless every record is always counted
     its term ranges over [low, high] ∪ {0} = [min(low, 0), max(high, 0)]. Under replace-one
     this is what separates a sum over [50, 100] (Δ = 100, not 50) from the textbook.
+
+    :param always_counted: True only when every record is counted whatever its value (no
+        missing values, no filter, no keys to fall outside): then [low, high] itself.
     """
     if always_counted:
         return low, high
@@ -94,6 +116,9 @@ def effective_relation(neighbours: Neighbours, *, positional: bool) -> Neighbour
     A row-position filter (``row_number <= 5`` over a declared order) is not record-wise:
     adding one record shifts the positions after it, so one record enters the window and
     another leaves, which moves the rows like replace-one even under add/remove.
+
+    :param neighbours: the declared relation.
+    :param positional: whether the query filters on row position; then replace-one.
     """
     return Neighbours.REPLACE_ONE if positional else neighbours
 
@@ -116,7 +141,12 @@ class ContributionBound:
 
     @classmethod
     def of(cls, max_contributions: int, max_groups: int | None = None, *, unit: bool = True) -> ContributionBound:
-        """k rows per unit in all; or, with ``max_groups`` g, ≤ g groups with ≤ k rows in each (g·k rows)."""
+        """k rows per unit in all; or, with ``max_groups`` g, ≤ g groups with ≤ k rows in each (g·k rows).
+
+        :param max_contributions: k, a whole number ≥ 1.
+        :param max_groups: g, a whole number ≥ 1, or None (default: a unit may touch k groups).
+        :param unit: False when there is no privacy unit: one row, one group (default True).
+        """
         for name, value in (("max_contributions", max_contributions), ("max_groups", max_groups)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
                 raise ParameterError(name, "a whole number ≥ 1", value)
@@ -137,6 +167,9 @@ def row_sensitivity(neighbours: Neighbours, low: float, high: float, *, grouped:
 
     Examples: a count (t = 1) gives 1 / 0 / 2; a sum over [L, U] gives max(|L|, |U|) / U − L /
     2·max(|L|, |U|); a sum centred at (L+U)/2 gives (U−L)/2 / U − L / U − L.
+
+    :param neighbours: the relation.
+    :param grouped: whether the output is a vector over keys (a row may change group).
     """
     largest = max(abs(low), abs(high))
     if neighbours is Neighbours.ADD_REMOVE:
@@ -151,6 +184,7 @@ def unit_sensitivity(neighbours: Neighbours, low: float, high: float, bound: Con
 
     Each of its ≤ ``bound.max_rows`` kept rows moves the L1 norm by at most
     :func:`row_sensitivity`, so Δ = max_rows × that; no blanket factor beyond it.
+    ``neighbours``, ``low``, ``high`` and ``grouped`` are as for :func:`row_sensitivity`.
     """
     return bound.max_rows * row_sensitivity(neighbours, low, high, grouped=grouped)
 
@@ -177,7 +211,8 @@ def unit_l2_sensitivity(
 
     Every way a row moves between counted and not counted (null, NaN, a filter, an undeclared
     key, a null unit) is in [low, high] already (:func:`counted_range`); rows outside the
-    declared keys are dropped, which only shrinks the vector.
+    declared keys are dropped, which only shrinks the vector. ``grouped`` says whether the
+    output is a vector over keys; ``cells`` (default None: unlimited) is the number of declared keys.
     """
     if not grouped:
         return unit_sensitivity(neighbours, low, high, bound, grouped=False)
@@ -206,6 +241,7 @@ def partition_threshold(*, scale: float, bound: ContributionBound, delta: float)
 
     Σ exp(c_i/b) is convex, so the maximum is at a vertex: as many keys as possible full
     (max_rows_per_group rows), one with the remainder, the rest with one row. Returns (τ, δ).
+    ``bound`` is the unit's :class:`ContributionBound`; ``delta`` is strictly between 0 and 1.
     """
     if not (isinstance(delta, float | int) and 0 < delta < 1):
         raise ParameterError("delta", "a number strictly between 0 and 1", delta)
