@@ -13,7 +13,11 @@ import numpy.typing as npt
 
 
 class ParameterError(ValueError):
-    """A parameter is outside its documented range. ``.parameter`` names it."""
+    """A parameter is outside its documented range. ``.parameter`` names it.
+
+    The message is one line: "``parameter`` must be ``expected``; got ``got``" (``got`` shown
+    with ``repr``: pass a description, never a record's value, where the data could show).
+    """
 
     def __init__(self, parameter: str, expected: str, got: Any) -> None:
         self.parameter = parameter
@@ -26,7 +30,11 @@ class BudgetExceeded(RuntimeError):
 
 
 class MissingPart(ImportError):
-    """An optional part is not installed; the message says which extra brings it."""
+    """An optional part is not installed; the message says which extra brings it.
+
+    ``what`` names what needs it (e.g. "the sensitivity search"), ``extra`` the extra of
+    ``pip install 'dpwitness[extra]'``.
+    """
 
     def __init__(self, what: str, extra: str) -> None:
         self.extra = extra
@@ -34,7 +42,10 @@ class MissingPart(ImportError):
 
 
 def require(module: str, extra: str, what: str) -> ModuleType:
-    """Import ``module`` or raise :class:`MissingPart` naming the extra that installs it."""
+    """Import ``module`` or raise :class:`MissingPart` naming the extra that installs it.
+
+    :param what: what needs the module, as the message names it.
+    """
     try:
         return importlib.import_module(module)
     except ImportError:
@@ -57,7 +68,12 @@ OPTIONAL_PARTS = {
 
 
 def missing_part(error: ImportError, what: str) -> MissingPart | None:
-    """The :class:`MissingPart` for an import of an optional module that failed, else None."""
+    """The :class:`MissingPart` for an import of an optional module that failed, else None.
+
+    :param error: the ImportError raised; its module's top-level name picks the extra
+        (:data:`OPTIONAL_PARTS`).
+    :param what: what needed the module, as the message names it.
+    """
     top = (error.name or "").partition(".")[0]
     return MissingPart(what, OPTIONAL_PARTS[top]) if top in OPTIONAL_PARTS else None
 
@@ -79,6 +95,7 @@ class ExitCode(IntEnum):
 
 
 def check_positive_finite(parameter: str, value: Any) -> float:
+    """``value`` as a float if it is a finite number > 0, else ``ParameterError`` naming ``parameter``."""
     number = check_finite(parameter, value, "a finite number > 0")
     if number <= 0:
         raise ParameterError(parameter, "a finite number > 0", value)
@@ -86,6 +103,7 @@ def check_positive_finite(parameter: str, value: Any) -> float:
 
 
 def check_non_negative_finite(parameter: str, value: Any) -> float:
+    """``value`` as a float if it is a finite number ≥ 0, else ``ParameterError`` naming ``parameter``."""
     number = check_finite(parameter, value, "a finite number ≥ 0")
     if number < 0:
         raise ParameterError(parameter, "a finite number ≥ 0", value)
@@ -93,6 +111,8 @@ def check_non_negative_finite(parameter: str, value: Any) -> float:
 
 
 def check_finite(parameter: str, value: Any, expected: str = "a finite number") -> float:
+    """``value`` as a float if it is a finite number (not a bool), else ``ParameterError`` naming
+    ``parameter`` and saying it was ``expected`` (default "a finite number")."""
     if isinstance(value, bool):
         raise ParameterError(parameter, expected, value)
     try:
@@ -105,6 +125,7 @@ def check_finite(parameter: str, value: Any, expected: str = "a finite number") 
 
 
 def check_alpha(alpha: Any) -> float:
+    """``alpha`` (an interval's miss probability) as a float strictly between 0 and 1, else ``ParameterError("alpha", …)``."""
     number = check_finite("alpha", alpha, "a number strictly between 0 and 1")
     if not 0.0 < number < 1.0:
         raise ParameterError("alpha", "a number strictly between 0 and 1", alpha)
@@ -112,7 +133,11 @@ def check_alpha(alpha: Any) -> float:
 
 
 def check_finite_vector(parameter: str, values: Any) -> npt.NDArray[np.float64]:
-    """A non-empty 1-D array of finite numbers."""
+    """A non-empty 1-D array of finite numbers.
+
+    :param parameter: the parameter named in the error.
+    :param values: anything numpy reads as a 1-D float array.
+    """
     try:
         data = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
