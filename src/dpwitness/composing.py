@@ -23,6 +23,15 @@ from dpwitness.witness.sensitivity import library_backing
 def compose(
     query: Query, plan: Plan, exact: Aggregates, streams: Sequence[np.random.SeedSequence | None], *, seed: int | None
 ) -> Release:
+    """The release of ``query``: each part's noise added once, then keys and post-processing.
+
+    :param query: the checked query (its parts, keys, bounds and statistic).
+    :param plan: its plan: one mechanism per part, the cost, δ/ρ and the key-selection threshold.
+    :param exact: the engine's exact aggregates, part name → number or {key: number}.
+    :param streams: one seeded stream per part (:func:`dpwitness.streams.query_streams`), or
+        None for each: the secure source.
+    :param seed: the session's seed, recorded on the release (None: secure randomness).
+    """
     keys = _release_keys(query, exact)
     released: list[Release] = []
     for part, mechanism, stream in zip(query.parts, plan.mechanisms, streams, strict=True):
@@ -120,6 +129,8 @@ def _release_keys(query: Query, exact: Aggregates) -> list[Key] | None:
 
 
 def release_notes(query: Query, plan: Plan) -> tuple[str, ...]:
+    """The notes a release of ``query`` under ``plan`` states: the plan's choice, the filter, dropped
+    nulls, clamping, contribution bounding and the other rules its Δ and noise rely on."""
     notes: list[str] = [plan.choice] if plan.choice else []
     if query.filtered == "value":
         notes.append(f"only rows where {query.where} are kept (a record may leave or enter the filter: Δ counts 0 or its value)")

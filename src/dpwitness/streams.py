@@ -18,7 +18,8 @@ def query_streams(seed: int | None, index: int, query: Query, count: int) -> lis
     history and by a digest of the whole query. The position alone is not enough: two sessions
     with one seed (or two concurrent spends on one ledger) see the same position, and two
     different queries must never share noise, or the difference of their releases is exact.
-    Without a seed: None for each (the secure source).
+    Without a seed: None for each (the secure source). ``count`` is the number of streams
+    (one per part of the query).
     """
     if seed is None:
         return [None] * count
@@ -28,6 +29,8 @@ def query_streams(seed: int | None, index: int, query: Query, count: int) -> lis
 
 
 def selection_key(stream: np.random.SeedSequence | None) -> SelectionKey:
+    """Four random 64-bit words that key contribution bounding (which rows a unit keeps): from
+    ``stream`` (seeded mode, reproducible), or from the secure source when it is None."""
     bits = SECURE_BITS if stream is None else SeededBits(stream)
     words = [int(w) for w in bits.words(4)]
     return (words[0], words[1], words[2], words[3])
