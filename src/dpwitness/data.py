@@ -32,7 +32,10 @@ def adult_missing() -> str:
 
 
 def adult_column(name: str) -> npt.NDArray[np.float64] | None:
-    """One numeric column of Adult (missing values dropped), or None when the file is absent."""
+    """One numeric column of Adult (missing values dropped), or None when the file is absent.
+
+    :param name: the column's name in Adult's header (e.g. "age"); it must hold numbers.
+    """
     path = adult_path()
     if path is None:
         return None
@@ -42,6 +45,10 @@ def adult_column(name: str) -> npt.NDArray[np.float64] | None:
 
 
 def generated_ages(n: int = ADULT_ROWS, seed: int = 2006) -> npt.NDArray[np.float64]:
-    """Synthetic ages in [17, 90] shaped roughly like a census (for machines without Adult)."""
+    """Synthetic ages in [17, 90] shaped roughly like a census (for machines without Adult).
+
+    :param n: how many ages (default :data:`ADULT_ROWS`, Adult's row count).
+    :param seed: the numpy generator's seed (default 2006): the same seed, the same ages.
+    """
     rng = np.random.default_rng(seed)
     return np.clip(np.round(rng.gamma(shape=7.5, scale=5.2, size=n) + 17), 17, 90)

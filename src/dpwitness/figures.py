@@ -17,7 +17,8 @@ def tidy(number: float) -> float:
 def figure(value: float, half_width: float) -> str:
     """``value`` at the precision its interval justifies: two significant digits of the
     half-width (± 3.2 → one decimal; ± 0.047 → three); a whole number (a rounded count) has
-    none (32,561, not 32,561.0000). Without a finite width, six significant digits."""
+    none (32,561, not 32,561.0000). Without a finite width, six significant digits.
+    ``half_width`` is the half-width of the value's interval, in the value's units."""
     number = float(value)
     if not math.isfinite(number):
         return str(number)
