@@ -110,13 +110,17 @@ class Plan:
         return self.mechanisms
 
     def spend(self, label: str) -> Spend:
-        """What the ledger records for this query: its ε and δ, its ρ, and δ from selection."""
+        """What the ledger records for this query: its ε and δ, its ρ, and δ from selection.
+
+        :param label: the query's label, recorded with the spend.
+        """
         if self.cost == 0:
             return Spend(label, 0.0, 0.0, 0.0, 0.0)
         return Spend(label, self.cost, self.delta, self.rho, self.selection_delta, self.tv_distance)
 
 
 def check_mechanism(mechanism: Any) -> str:
+    """``mechanism=`` as given: "laplace", "gaussian" or "auto", else ``ParameterError("mechanism", …)``."""
     if mechanism not in ("laplace", "gaussian", "auto"):
         raise ParameterError("mechanism", "laplace, gaussian or auto", mechanism)
     return str(mechanism)

@@ -582,6 +582,9 @@ def to_polars(predicate: Predicate, kinds: Mapping[str, Any], dtypes: Mapping[st
     ``dtypes`` (the frame's Polars schema, optional): a Categorical/Enum text column is cast to
     String only for an order comparison (an Enum orders by its categories, not as text);
     equality compares it directly (a cast would cost a pass over the strings).
+    ``predicate`` is the checked filter; ``kinds`` maps each column it names to its column kind
+    (an untyped CSV column compared with a number is parsed, text that does not parse is null;
+    a float column's NaN is null).
     """
     import polars as pl
 
@@ -601,7 +604,11 @@ def to_polars(predicate: Predicate, kinds: Mapping[str, Any], dtypes: Mapping[st
 
 
 def to_spark(predicate: Predicate, kinds: Mapping[str, Any]) -> Column:
-    """The value conditions as one Spark Column (``row_number`` is applied by the engine)."""
+    """The value conditions as one Spark Column (``row_number`` is applied by the engine).
+
+    :param predicate: the checked filter.
+    :param kinds: each column's kind, read as for :func:`to_polars`.
+    """
     from pyspark.sql import functions as F
 
     def read(name: str, number: bool, ordered: bool) -> Column:
