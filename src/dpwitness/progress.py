@@ -25,7 +25,11 @@ _silenced = threading.local()
 
 
 class Bar:
-    """What a long loop reports: a new description and steps done. Does nothing when silent."""
+    """What a long loop reports: a new description and steps done. Does nothing when silent.
+
+    ``display`` is the rich Progress it reports to and ``task`` its task id (both None, the
+    default: a silent bar that only counts ``completed``).
+    """
 
     def __init__(self, display: Any = None, task: Any = None) -> None:
         self._display, self._task = display, task
@@ -75,7 +79,8 @@ def silenced() -> Iterator[None]:
 def progress(description: str, *, total: int | None = None, enabled: bool = True) -> Iterator[Bar]:
     """A progress display for ``total`` steps (None: a spinner), shown only where it helps
     (``enabled`` and :func:`enabled`); yields a :class:`Bar` to advance. Inside another
-    display (a CLI run over several queries) it is silent: one display at a time."""
+    display (a CLI run over several queries) it is silent: one display at a time.
+    ``description`` is the text shown beside the bar."""
     if not (enabled and globals()["enabled"]()) or getattr(_silenced, "shown", 0) > 0:
         yield Bar()
         return
@@ -109,7 +114,10 @@ def _display(description: str, total: int | None) -> Iterator[Bar]:
 
 
 def large_source(source: object) -> bool:
-    """True for a file path larger than :data:`LARGE_FILE_BYTES` (a query over it shows progress)."""
+    """True for a file path larger than :data:`LARGE_FILE_BYTES` (a query over it shows progress).
+
+    :param source: a session's source; a frame, or a path that cannot be read, gives False.
+    """
     if not isinstance(source, str | os.PathLike):
         return False
     try:
