@@ -59,7 +59,10 @@ def naive_can_produce(output: float, value: float, scale: float) -> bool:
 
 
 def grid_can_produce(output: float, mechanism: Laplace) -> bool:
-    """True when dpwitness's release can return ``output`` (any input: the support is γ·ℤ)."""
+    """True when dpwitness's release can return ``output`` (any input: the support is γ·ℤ).
+
+    :param mechanism: the Laplace mechanism whose grid γ is checked (without grid noise: False).
+    """
     if mechanism.noise is None:
         return False
     steps = math.ldexp(output, -mechanism.noise.granularity_log2)

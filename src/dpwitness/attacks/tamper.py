@@ -131,7 +131,13 @@ def tamper_attack(
     seed: int | None = None,
     **audit_options: Any,
 ) -> list[TamperResult]:
-    """Run each named mistake (all by default) through the analytic witness and the auditor."""
+    """Run each named mistake (all by default) through the analytic witness and the auditor.
+
+    :param names: the mistakes to run, keys of :data:`MISTAKES`; None (default) runs them all.
+    :param epsilon: the ε each mistaken mechanism claims (default 0.5).
+    :param samples: runs per input for the auditor (None, default: adaptive).
+    :param seed: the auditor's seed (None: fresh randomness).
+    """
     from dpwitness.errors import ParameterError
     from dpwitness.witness.audit import audit
 
