@@ -126,7 +126,10 @@ def witness(mechanism: Laplace | Gaussian) -> WitnessReport | GaussianWitnessRep
 
 
 def compose(reports: list[WitnessReport]) -> WitnessReport:
-    """The witness of a statistic built from several releases (basic composition: losses add)."""
+    """The witness of a statistic built from several releases (basic composition: losses add).
+
+    :param reports: the witness report of each part (at least one).
+    """
     claimed = math.fsum(r.claimed_epsilon for r in reports)
     worst = math.fsum(r.worst_log_ratio for r in reports)
     ok = all(r.ok for r in reports)
@@ -192,6 +195,8 @@ def witness_gaussian(mechanism: Gaussian) -> GaussianWitnessReport:
     integral tail bounds, or the zCDP conversion for several coordinates, plus (1 + e^ε)·η),
     and, for one coordinate, the sum of max(0, P(x) − e^ε·P(x − k)) over the exact PMF: both must
     be ≤ the claimed δ; ρ = k²/2s²; and the variance of the sampled PMF against the claimed σ².
+
+    :param mechanism: the Gaussian mechanism whose claim and sampler are checked.
     """
     claimed_eps, claimed_delta, claimed_rho = mechanism.epsilon, mechanism.delta, mechanism.rho
     expected_variance = mechanism.analytic_sigma**2

@@ -38,7 +38,12 @@ def _restore(template: Any, values: npt.NDArray[np.float64]) -> Any:
 
 
 def neighbour_pairs(d: Any, *, relation: str = "answers", sensitivity: float = 1.0) -> list[tuple[str, Any, Any]]:
-    """(name, d, d′) for each standard pattern around ``d``."""
+    """(name, d, d′) for each standard pattern around ``d``.
+
+    :param relation: "answers" (default: each answer moves by at most ``sensitivity``),
+        "add-remove" or "replace-one" (``d`` a dataset of numeric records).
+    :param sensitivity: how far one answer moves under "answers" (default 1.0).
+    """
     if relation not in RELATIONS:
         raise ParameterError("relation", f"one of {', '.join(RELATIONS)}", relation)
     try:
@@ -98,6 +103,11 @@ def audit_neighbours(
     that this module does not import its caller); return the pair with the largest ε_lb.
 
     ``samples`` of the result is the runs per input of the worst pair; ``pairs_tried`` gives each pair's.
+
+    :param mechanism: the mechanism audited, as for :func:`dpwitness.audit`.
+    :param epsilon: the claimed ε each pair is audited against.
+    :param relation: how neighbours differ, as for :func:`neighbour_pairs` (default "answers").
+    :param sensitivity: how far one answer moves under "answers" (default 1.0).
     """
     pairs = neighbour_pairs(d, relation=relation, sensitivity=sensitivity)
     if not pairs:
