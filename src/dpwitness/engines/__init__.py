@@ -73,7 +73,14 @@ _ENGINES = {"polars": "dpwitness.engines.polars", "spark": "dpwitness.engines.sp
 
 
 class Engine(Protocol):
-    """What the session needs from an engine (see the module docstring for the semantics)."""
+    """What the session needs from an engine (see the module docstring for the semantics).
+
+    ``open``'s ``source`` is a path (CSV, TSV or Parquet) or an in-memory frame, ``dtypes``
+    the declared column types (None: a CSV's columns are text) and ``separator`` a CSV's
+    declared separator (None: a tab for ``.tsv``, else a comma). ``handle`` is what ``open``
+    returned, ``query`` a checked :class:`~dpwitness.queries.Query`, and ``selection_key`` the
+    four 64-bit words (:data:`SelectionKey`) that key contribution bounding's random choice.
+    """
 
     name: str
 
@@ -93,6 +100,8 @@ def declared_keys(query: Query, untyped: Collection[str], out: Aggregates) -> Ag
     ``"9"``), so the engine's keys are text there; this maps each such component back to the
     declared value, so the session finds every declared key whatever the column's type. (The
     declared columns are the leading components of an engine's key: a quantile's bin follows.)
+    ``untyped`` names the table's text columns; ``out`` is the engine's aggregates, returned
+    unchanged when no declared key column is untyped.
     """
     columns = query.declared_columns
     positions = [i for i, c in enumerate(columns) if c in untyped]

@@ -49,6 +49,14 @@ class PolarsTable:
 
 
 class PolarsEngine:
+    """The Polars engine (this module's ``ENGINE``), under the contract of :mod:`dpwitness.engines`.
+
+    ``handle`` is the table ``open`` returned (or a Polars LazyFrame), ``query`` a checked
+    :class:`~dpwitness.queries.Query`, and ``selection_key`` the four 64-bit words that key
+    contribution bounding's random choice of rows (the same words, the same rows kept).
+    ``aggregate`` collects ``plan`` with Polars' streaming engine.
+    """
+
     name = "polars"
 
     def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> PolarsTable:
