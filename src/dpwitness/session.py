@@ -329,7 +329,8 @@ class Session:
         mechanism: str | None = None,
         max_rows: int | None = None,
     ) -> Release:
-        """Counts per value of ``column`` over ``categories`` (declared), or over thresholded values from the data."""
+        """Counts per value of ``column`` over ``categories`` (declared; default the schema's categories of
+        ``column``, if declared), or over thresholded values from the data."""
         options: dict[str, Any] = {"keys": categories, "where": where, "delta": delta}
         return self._ask("histogram", column, options, epsilon, rho, mechanism, max_rows, alpha)
 
