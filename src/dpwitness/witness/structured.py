@@ -60,7 +60,10 @@ class Runs:
         return sum(times for _, times in self.runs)
 
     def frame(self, schema: Mapping[str, Any]) -> pl.DataFrame:
-        """The Polars table (built column by column; 2²² rows take a fraction of a second)."""
+        """The Polars table (built column by column; 2²² rows take a fraction of a second).
+
+        :param schema: column → Polars dtype (a column not in it: Polars infers; values cast non-strictly).
+        """
         import polars as pl
 
         index = np.repeat(np.arange(len(self.runs)), [times for _, times in self.runs])
@@ -76,7 +79,10 @@ class Runs:
 
     @classmethod
     def of_frame(cls, frame: pl.DataFrame) -> Runs:
-        """The runs of a (small) table: consecutive equal rows merged."""
+        """The runs of a (small) table: consecutive equal rows merged (NaN equals NaN).
+
+        :param frame: the Polars table, read row by row.
+        """
         runs: list[tuple[tuple[Any, ...], int]] = []
         for row in frame.iter_rows():
             if runs and _same_row(runs[-1][0], row):
@@ -132,6 +138,12 @@ class Shape:
         return f"large {self.big!r} at a binade edge, small ulp×{self.small_ulps:g}, {sizes}, {order}, {what} ({self.position})"
 
     def pair(self, exponent: int, template: tuple[Any, ...], column: int, columns: tuple[str, ...]) -> tuple[Runs, Runs] | None:
+        """(D, D′) of this shape at the edge 2^``exponent``; None when the shape has no outlier to add.
+
+        :param template: one row of values; every run's row is it with position ``column`` replaced.
+        :param column: the position, in ``template`` and ``columns``, of the numeric column varied.
+        :param columns: the tables' column names.
+        """
         edge = 2.0**exponent
         big_count = math.ceil(edge / abs(self.big))
         magnitude = big_count * abs(self.big)
