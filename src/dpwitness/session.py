@@ -476,7 +476,7 @@ class Session:
         grouping = (by,) if isinstance(by, str) else tuple(by or ())
         declared = self.declared_schema
         if declared is not None:
-            if bounds is None and statistic in _BOUNDED_STATISTICS:
+            if bounds is None and isinstance(statistic, str) and statistic in _BOUNDED_STATISTICS:
                 bounds = declared.bounds_for(column)
             if keys is None:
                 if grouping:
