@@ -273,6 +273,9 @@ def check(
     adapters (default: every covered library installed here); ``replay`` audits the noise calls'
     outputs with their pre-noise values frozen (None: only when the function is too slow for the
     audit's first round in the time left). See the module docstring.
+
+    :param epsilon: the ε the function claims, a finite number > 0 (no default).
+    :param delta: the δ the function claims, in [0, 1); default 0.0 (pure ε-DP).
     """
     started = time.perf_counter()
     if not callable(fn):
@@ -726,7 +729,19 @@ def _literal(value: Any) -> str:
 def repro_script(
     runner: _Runner, call: NoiseCall, key: str, d: Runs, d_prime: Runs, declared: float, columns: Mapping[str, Any]
 ) -> str:
-    """A standalone script (the library, polars and numpy only) showing a shift beyond the declared Δ."""
+    """A standalone script (the library, polars and numpy only) showing a shift beyond the declared Δ.
+
+    :param runner: the check's runner: its ``fn`` (whose source is copied into the script) and
+        its adapters (the one named by ``call.library`` supplies the recording hook).
+    :param call: the noise call whose pre-noise value moved, as recorded on one of the tables.
+    :param key: that call's key, ``"#<n> <library> <mechanism> at <site>"``; ``n`` (from 1) picks
+        the call to compare among the calls the function makes.
+    :param d: the first table D, as runs of identical rows.
+    :param d_prime: its neighbour D′, as runs of identical rows.
+    :param declared: the sensitivity the call declares; the script exits 1 when the shift (L1,
+        infinite when NaN appears on one side only) exceeds it by more than the relative tolerance.
+    :param columns: the checked columns (as for ``check``), in the order the tables use.
+    """
     adapter = next(a for a in runner.adapters if a.name == call.library)
     index = int(key.split(" ", 1)[0][1:]) - 1
     schema = _schema(columns)
@@ -773,7 +788,17 @@ def audit_script(
     runner: _Runner, d: Runs, d_prime: Runs, columns: Mapping[str, Any], schema: Mapping[str, Any], result: AuditResult
 ) -> str:
     """A standalone script that samples the function on both tables (the library alone) and prints
-    what the audit's event measures; the certified bound itself comes from ``dpwitness check``."""
+    what the audit's event measures; the certified bound itself comes from ``dpwitness check``.
+
+    :param runner: the check's runner: its ``fn`` (whose source is copied) and claimed ε.
+    :param d: the first table D, as runs of identical rows.
+    :param d_prime: its neighbour D′, as runs of identical rows.
+    :param columns: the checked columns (as for ``check``); their dtypes are derived from it.
+    :param schema: accepted for symmetry with the caller and not used: the dtypes come from
+        ``columns``.
+    :param result: the audit's result; its ε lower bound and event are quoted in the script's
+        docstring.
+    """
     return (
         f'"""Samples a dpwitness audit finding: ε_lb = {result.best_epsilon_lower_bound:.4g} > ε = {runner.epsilon:g}\n'
         f'(event {result.event}). Needs only the library (and polars, numpy)."""\n'
