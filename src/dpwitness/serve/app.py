@@ -46,7 +46,7 @@ from dpwitness.serve.cache import CachedAggregates
 from dpwitness.serve.config import AnalystConfig, ServiceConfig
 from dpwitness.serve.ledger import LABEL_PREFIX, GroupCommitLedger
 from dpwitness.serve.limits import BodySizeLimit, RateLimiter
-from dpwitness.serve.requests import CompiledQuery, QueryError, QueryRequest, compile_query
+from dpwitness.serve.requests import CompiledQuery, QueryError, QueryRequest, compile_query, json_safe
 from dpwitness.serve.sql import SqlRequest, answer_sql
 from dpwitness.serve.tables import LoadedTable, load_table
 from dpwitness.session import Session
@@ -368,7 +368,7 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
                 result = session.preview(query, **compiled.run_options())
         except ParameterError as error:
             raise _parameter_refusal(error) from None
-        return PreviewAnswer(table=compiled.table.name, preview=_json_safe(result.to_dict()))
+        return PreviewAnswer(table=compiled.table.name, preview=json_safe(result.to_dict()))
 
     @app.post(
         "/v1/sql",
@@ -468,20 +468,10 @@ def _public_release(release: Release) -> dict[str, Any]:
         interval = release.interval
         assert isinstance(interval, dict)
         data["interval"] = {_key(k): list(v) for k, v in interval.items()}
-    safe: dict[str, Any] = _json_safe(data)
+    safe: dict[str, Any] = json_safe(data)
     return safe
 
 
 def _key(key: Any) -> str:
     return " & ".join(map(str, key)) if isinstance(key, tuple) else str(key)
 
-
-def _json_safe(value: Any) -> Any:
-    """NaN and ±∞ are not JSON: they become null."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value

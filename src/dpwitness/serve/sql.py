@@ -11,14 +11,13 @@ release set states ε, δ, Δ and the relation per aggregate.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpwitness.errors import BudgetExceeded, MissingPart, ParameterError
-from dpwitness.serve.requests import QueryError
+from dpwitness.serve.requests import QueryError, json_safe
 from dpwitness.sql import Answer, SqlError, compile_statement, execute, explain_statement, table_of, target
 
 if TYPE_CHECKING:
@@ -94,7 +93,7 @@ def answer_sql(
             # the cache keys a shape by the query, not by the table it is joined with: read the join afresh
             over.engine = getattr(over.engine, "engine", over.engine)
         if body.explain or compiled.explain:
-            return {"table": table.name, "plan": _json_safe(explain_statement(over, compiled, alpha=chosen).to_dict())}
+            return {"table": table.name, "plan": json_safe(explain_statement(over, compiled, alpha=chosen).to_dict())}
         over.check_budget(list(compiled.queries))
         answer: Answer = execute(over, compiled, alpha=chosen)
         session.releases.clear()  # the service keeps no releases in memory
@@ -107,18 +106,9 @@ def answer_sql(
         raise QueryError(422, shown) from None
     data = answer.to_dict()
     data["rows"] = [[_key(cell) for cell in row] for row in data["rows"]]
-    return {"table": table.name, "answer": _json_safe(data)}
+    return {"table": table.name, "answer": json_safe(data)}
 
 
 def _key(cell: Any) -> Any:
     return " & ".join(map(str, cell)) if isinstance(cell, list) else cell
 
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    return value
