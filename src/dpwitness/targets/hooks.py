@@ -118,7 +118,14 @@ def recording(
     neighbours: str = "add-remove",
 ) -> Iterator[Recorder]:
     """Record the noise calls made inside the block (installing the adapters' hooks and pinning
-    their libraries' randomness first); ``epsilon``/``neighbours``: see :class:`Recorder`."""
+    their libraries' randomness first); ``epsilon``/``neighbours``: see :class:`Recorder`.
+
+    :param mode: ``"record"`` (default: each call is recorded and its noise added, the release
+        kept in ``outputs``) or ``"unnoised"`` (each call is recorded and returns its value
+        without noise); anything else raises ``ValueError``.
+    :param adapters: the adapters whose hooks to install; default None: every registered
+        adapter whose library is installed here.
+    """
     chosen = adapters if adapters is not None else available_adapters()
     for adapter in chosen:
         adapter.ensure_installed()
@@ -151,6 +158,27 @@ def noise_call(
     """The body of every hook: record the call, then add the noise (``noised()``) or not.
 
     ``unnoised()`` gives what the primitive returns without noise (default: ``value``).
+    Outside a recording block (or inside a hook already recording) it only returns ``noised()``.
+
+    :param adapter: the adapter whose hook this is: its name, version and ``package_roots``
+        (to find the call site) go into the record.
+    :param mechanism: the primitive's name as the report shows it (e.g. ``"laplace"``).
+    :param sensitivity: the Δ the library declared for this call, in ``norm``; None when the
+        hook cannot read one.
+    :param epsilon: the ε the library spends on this call; None when it states none.
+    :param delta: the δ of this call (None or 0 for pure ε).
+    :param value: the value before noise (a number, a sequence or an array; stored as a float
+        or a tuple of floats, NaN when not numeric).
+    :param noised: runs the primitive as the library would (noise added).
+    :param unnoised: what the primitive returns without noise in ``"unnoised"`` mode.
+    :param norm: the norm of ``sensitivity``: ``"l1"`` (default; Laplace/geometric) or
+        ``"l2"`` (Gaussian).
+    :param bounds: the input bounds (lower, upper) the library was given; default None: none.
+    :param replay: adds the library's own noise to ``value`` once more (no recomputation), for
+        the replay audit; default None: not replayable.
+    :param skip_frames: how many of the hook's own stack frames to pass over before looking for
+        the call site (default 2: this function and the patched primitive).
+    :param site: the call site to record, overriding the one found on the stack; default None.
     """
     recorder = _active.get()
     if recorder is None or recorder.depth > 0:
@@ -209,6 +237,11 @@ def call_sites(package_roots: tuple[str, ...], skip: int) -> tuple[str, str]:
 
     Frames of dpwitness itself (the hooks, the check) are passed over; ``skip`` drops the hook's
     own frames (the frame of the patched primitive's caller comes next).
+
+    :param package_roots: the library's source folders (path prefixes); a frame whose file
+        starts with one of them is inside the library. Empty: every frame is outside.
+    :param skip: how many frames to drop, starting with this function's caller (0: start at
+        the caller).
     """
     frame = sys._getframe(skip + 1)
     site = caller = ""
@@ -299,7 +332,13 @@ class Adapter:
         neighbours see the same draws). Default: nothing to pin."""
 
     def patch(self, owner: Any, attribute: str, replacement: Any) -> None:
-        """Replace ``owner.attribute`` (remembering the original for :meth:`uninstall`)."""
+        """Replace ``owner.attribute`` (remembering the original for :meth:`uninstall`).
+
+        :param owner: the module or class holding the primitive.
+        :param attribute: the primitive's name on ``owner``.
+        :param replacement: the hook set in its place (usually a wrapper calling
+            :func:`noise_call`); an inherited attribute is deleted again on uninstall.
+        """
         own = attribute in vars(owner)
         self._originals.append((owner, attribute, vars(owner)[attribute] if own else _INHERITED))
         setattr(owner, attribute, replacement)
