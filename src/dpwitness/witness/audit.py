@@ -213,7 +213,10 @@ class AuditResult:
 
 
 def json_number(value: float) -> float | str | None:
-    """A float for JSON: ±∞ as the strings "inf"/"-inf", NaN as None."""
+    """A float for JSON: ±∞ as the strings "inf"/"-inf", NaN as None.
+
+    :param value: any float; a finite one is returned unchanged.
+    """
     if math.isnan(value):
         return None
     if math.isinf(value):
@@ -246,6 +249,12 @@ class Encoder:
     shorter output does not have are NaN, which the events read as "missing"; a NaN the mechanism
     returns is an outcome: the shape code marks it (``N``, or ``·NaN@[positions]`` in an array). While every output has
     the same shape, the shape and length columns carry nothing and are left out of the view.
+
+    ``shape_code(signature)`` numbers a shape signature (the same signature, the same code, from
+    0 in order of first sight). ``rows(outputs, label)`` encodes a sequence of outputs as one
+    NaN-padded float array; ``encode(output, label)`` one output as (its signature, its values).
+    ``label`` names the input (``"d"``, ``"d_prime"``) in the error raised for an output that
+    cannot be encoded.
     """
 
     def __init__(self) -> None:
@@ -317,7 +326,11 @@ _PLAIN_BOOLEANS = frozenset({bool, np.bool_})
 
 
 def nan_mark(mask: npt.NDArray[np.bool_]) -> str:
-    """The part of a shape signature that says which values are NaN outputs ("" when none)."""
+    """The part of a shape signature that says which values are NaN outputs ("" when none).
+
+    :param mask: a boolean array, True where the (flattened) output is NaN; the signature lists
+        those positions as ``·NaN@[i, …]``.
+    """
     return f"·NaN@{np.flatnonzero(mask).tolist()}" if mask.any() else ""
 
 
@@ -328,7 +341,13 @@ def _pad(rows: FloatArray, width: int) -> FloatArray:
 
 
 class Sampler:
-    """Runs the mechanism n times on one input; ``draw`` returns an (n, k) float array of its outputs."""
+    """Runs the mechanism n times on one input; ``draw`` returns an (n, k) float array of its outputs.
+
+    ``deadline`` is a ``time.perf_counter()`` instant: a mechanism called once per output stops
+    with an out-of-time error when a block of runs ends past it. ``draw(data, rng, n, label)``
+    and ``draw_full`` run the mechanism on the input ``data`` with the generator ``rng``;
+    ``label`` names that input (``"d"``, ``"d_prime"``) in error messages.
+    """
 
     def __init__(self, mechanism: Mechanism, deadline: float) -> None:
         if not callable(mechanism):
@@ -601,6 +620,23 @@ def audit(
     internal randomness). Only ``replay`` is sampled, on the two frozen states, exactly as a
     mechanism would be. The guarantee is then about the noise stage alone, given those pre-noise
     values: a bound above ε proves the released noisy values break ε on this pair.
+
+    :param epsilon: the ε the mechanism claims, a finite number > 0 (no default).
+    :param delta: the δ it claims, in [0, 1); default 0.0 (pure ε-DP).
+    :param confidence: the probability, strictly between 0 and 1, with which every certified
+        bound holds (all events and rounds together); default 0.95.
+    :param seed: seeds the runs' random streams and the event search, for a reproducible audit;
+        default None: fresh entropy.
+    :param tolerance: the relative slack, a finite number > 0 (default 0.1): "ok" needs the loss
+        pinned within tolerance·ε and power against any loss above ε·(1 + tolerance).
+    :param max_samples: with ``samples=None``, the most runs per input over all rounds, a whole
+        number ≥ 10; default 5,000,000.
+    :param max_seconds: the audit's time budget in seconds, a finite number > 0 (default 60): a
+        round whose predicted time would exceed it is not started.
+    :param search_fraction: the share of each round's runs used to search for events (the rest
+        measures them), strictly between 0 and 1; default 0.25.
+    :param progress: show a progress bar on stderr; default None: only when stderr is a
+        terminal and at least 1,000,000 runs per input are planned.
     """
     eps, dlt, conf = _validate(epsilon, delta, samples, confidence)
     require("scipy", "audit", "the black-box auditor")  # before any run of the mechanism
@@ -1081,7 +1117,11 @@ def _tight(
 
 def agree_with_bounds(result: AuditResult) -> AuditResult:
     """The verdict that the bounds beside it imply: any certified bound above the claimed ε (fast or
-    tight; they hold together at ``confidence``) is a violation, and "ok" is never shown beside one."""
+    tight; they hold together at ``confidence``) is a violation, and "ok" is never shown beside one.
+
+    :param result: an audit's result; returned unchanged unless its best bound exceeds its
+        claimed ε without a "violated" verdict, then a copy marked violated with the reason.
+    """
     bound = result.best_epsilon_lower_bound
     if bound <= result.claimed_epsilon or result.verdict == "violated":
         return result
@@ -1121,7 +1161,12 @@ def _progress_bar(show: bool, *, total: int) -> Callable[[int | None], None]:
 
 
 def audit_laplace(mechanism: Laplace, **options: Any) -> AuditResult:
-    """Audit the project's own :meth:`Laplace.release` on the values 0 and Δ at its claimed ε."""
+    """Audit the project's own :meth:`Laplace.release` on the values 0 and Δ at its claimed ε.
+
+    :param mechanism: the Laplace mechanism to audit: its sensitivity Δ moves the first
+        coordinate, its ε is the claim (unless ``options`` sets ``epsilon``); the other
+        ``options`` are passed to ``audit``.
+    """
     first = np.zeros(mechanism.dimension)
     second = first.copy()
     second[0] = mechanism.sensitivity
