@@ -63,6 +63,15 @@ def local_session(
 
     Starting the JVM takes several seconds: start it once and reuse it. ``driver_memory``
     (e.g. ``"4g"``) only takes effect when no session is running yet.
+
+    :param cores: the worker threads of ``local[cores]``; default 2.
+    :param shuffle_partitions: ``spark.sql.shuffle.partitions``, the partitions of a shuffle
+        (a group-by); default 4 (Spark's own default, 200, is meant for clusters).
+    :param driver_memory: the driver's heap, in Spark's size syntax; default None: Spark's.
+    :param app_name: the application's name as Spark shows it; default ``"dpwitness"``.
+
+    Like ``driver_memory``, every parameter only applies when no session is active: an active
+    session is returned as it is.
     """
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         raise RuntimeError("Spark needs a Java runtime (17 or later): none found on PATH and JAVA_HOME is not set")
@@ -102,6 +111,16 @@ _SPARK_TYPES = {ColumnKind.INTEGER: "long", ColumnKind.FLOAT: "double", ColumnKi
 
 
 class SparkEngine:
+    """The Spark engine (this module's ``ENGINE``), under the contract of :mod:`dpwitness.engines`.
+
+    ``handle`` is the table ``open`` returned (or a Spark DataFrame), ``query`` a checked
+    :class:`~dpwitness.queries.Query`, and ``selection_key`` the four 64-bit words that key
+    contribution bounding's random choice of rows (the same words, the same rows kept).
+    ``aggregate`` collects ``plan`` and hands its rows to ``read``, whose ``untyped`` names the
+    table's text columns (default none), so that declared keys read from text cells come back
+    as the declared values (see :func:`dpwitness.engines.declared_keys`).
+    """
+
     name = "spark"
 
     def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> SparkTable:
