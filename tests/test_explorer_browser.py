@@ -1031,6 +1031,8 @@ def test_a_data_table_behind_every_plot(browser: Any, server: dict[str, Any]) ->
     )
     assert missing == [], missing
     page.click("#plot-density + details summary")
+    # The table is written when the details open (and again on each redraw): wait for it, then count.
+    page.wait_for_function("document.querySelectorAll('#plot-density + details table tr').length >= 5", timeout=10_000)
     rows = page.locator("#plot-density + details table tr")
     assert rows.count() >= 5
     assert "p(z | D)" in _text(page, "#plot-density + details table")
