@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +34,30 @@ def spark() -> Iterator[Any]:
     session = spark_engine.local_session(cores=2, shuffle_partitions=2)
     yield session
     session.stop()
+
+
+_SMALL_TABLES = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+}
+
+
+@pytest.fixture(scope="session")
+def spark_small_tables() -> Callable[[Any], AbstractContextManager[Any]]:
+    """``with spark_small_tables(spark):`` the shared session tuned for tables of a few rows (one
+    shuffle partition, no adaptive re-planning, no whole-stage code generation: compiling Java for
+    each plan costs more than running it), its settings restored afterwards."""
+
+    @contextmanager
+    def tuned(spark: Any) -> Iterator[Any]:
+        saved = {name: spark.conf.get(name) for name in _SMALL_TABLES}
+        for name, value in _SMALL_TABLES.items():
+            spark.conf.set(name, value)
+        try:
+            yield spark
+        finally:
+            for name, value in saved.items():
+                spark.conf.set(name, value)
+
+    return tuned

@@ -202,16 +202,10 @@ def _spark_cases() -> list[Query]:
 
 
 @pytest.fixture
-def spark_small(spark: Any) -> Iterator[Any]:
-    """The shared session, tuned for files of a few lines while a test runs (one shuffle partition,
-    no adaptive re-planning, no whole-stage code generation), then restored."""
-    tuned = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"}
-    saved = {name: spark.conf.get(name) for name in tuned}
-    for name, value in tuned.items():
-        spark.conf.set(name, value)
-    yield spark
-    for name, value in saved.items():
-        spark.conf.set(name, value)
+def spark_small(spark: Any, spark_small_tables: Any) -> Iterator[Any]:
+    """The shared session, tuned for files of a few lines while a test runs, then restored."""
+    with spark_small_tables(spark):
+        yield spark
 
 
 @pytest.mark.spark

@@ -273,17 +273,10 @@ def _spark_batch(jobs: list[Replay]) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def spark_tuned(spark: Any) -> Iterator[Any]:
-    """The shared session, tuned for tables of a few rows while this module runs: one shuffle
-    partition, no adaptive re-planning and no whole-stage code generation (compiling Java for
-    each plan costs more than running it)."""
-    tuned = {"spark.sql.shuffle.partitions": "1", "spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"}
-    saved = {name: spark.conf.get(name) for name in tuned}
-    for name, value in tuned.items():
-        spark.conf.set(name, value)
-    yield spark
-    for name, value in saved.items():
-        spark.conf.set(name, value)
+def spark_tuned(spark: Any, spark_small_tables: Any) -> Iterator[Any]:
+    """The shared session, tuned for tables of a few rows while this module runs."""
+    with spark_small_tables(spark):
+        yield spark
 
 
 @pytest.fixture(scope="module")
