@@ -92,7 +92,7 @@ else
         tail -n 5 "$venv/pip-dpwitness.log" >&2
     fi
 fi
-"$py" -c "import dpwitness.check, dpwitness.targets" >/dev/null 2>&1 && log "dpwitness: OK ($venv/bin/dpwitness check …)"
+"$py" -c "import dpwitness.targets.check" >/dev/null 2>&1 && log "dpwitness: OK ($venv/bin/dpwitness check …)"
 
 # PipelineDP 0.3.1 in a venv of its own (it brings its own python-dp; kept apart so that it can
 # never move the anchors' pins), with dpwitness installed the same way.
@@ -101,35 +101,27 @@ for dist in polars polars-runtime-32 pyarrow; do
     pin="$(grep -i "^$dist==" "$repo/requirements/lock.txt" | head -n 1)"
     [ -n "$pin" ] && polars_pins+=("$pin")
 done
-pdp_venv="${DPW_PIPELINEDP_VENV:-$repo/.venv-pipelinedp}"
-pdp_py="$pdp_venv/bin/python"
-[ -x "$pdp_py" ] || "$python_bin" -m venv "$pdp_venv" || log "FAILED: python3 -m venv $pdp_venv"
-if [ -x "$pdp_py" ]; then
-    if "$pdp_py" -c "import pipeline_dp, dpwitness.targets, hypothesis, scipy, polars" >/dev/null 2>&1; then
-        log "pipeline-dp: present in $pdp_venv, imports"
+# own_venv NAME VENV REQUIREMENT MODULE: NAME's library (REQUIREMENT, imported as MODULE) and dpwitness
+# in a venv of its own, with the lock's pins; left alone when both already import there.
+own_venv() {
+    local name="$1" venv="$2" requirement="$3" module="$4"
+    local vpy="$venv/bin/python"
+    [ -x "$vpy" ] || "$python_bin" -m venv "$venv" || { log "FAILED: python3 -m venv $venv"; return; }
+    if "$vpy" -c "import $module, dpwitness.targets, hypothesis, scipy, polars" >/dev/null 2>&1; then
+        log "$name: present in $venv, imports"
     else
-        log "pipeline-dp: installing pipeline-dp==0.3.1 and dpwitness into $pdp_venv"
-        "$pdp_py" -m pip install --quiet pipeline-dp==0.3.1 -e "$repo" "${pins[@]}" "${polars_pins[@]}" \
-            >"$pdp_venv/pip-pipelinedp.log" 2>&1 || { log "pipeline-dp: pip install FAILED (see $pdp_venv/pip-pipelinedp.log)"; }
+        log "$name: installing $requirement and dpwitness into $venv"
+        "$vpy" -m pip install --quiet "$requirement" -e "$repo" "${pins[@]}" "${polars_pins[@]}" \
+            >"$venv/pip-$name.log" 2>&1 || log "$name: pip install FAILED (see $venv/pip-$name.log)"
     fi
-    "$pdp_py" -c "import pipeline_dp, dpwitness.targets" >/dev/null 2>&1 && log "pipeline-dp: OK ($pdp_venv/bin/dpwitness check …)"
-fi
+    "$vpy" -c "import $module, dpwitness.targets" >/dev/null 2>&1 && log "$name: OK ($venv/bin/dpwitness check …)"
+}
+
+own_venv pipeline-dp "${DPW_PIPELINEDP_VENV:-$repo/.venv-pipelinedp}" pipeline-dp==0.3.1 pipeline_dp
 
 # SmartNoise SQL 1.0.10 in a venv of its own (it brings OpenDP 0.14, which would move the anchors'
 # OpenDP 0.16), with dpwitness installed the same way.
-sn_venv="${DPW_SMARTNOISE_VENV:-$repo/.venv-smartnoise}"
-sn_py="$sn_venv/bin/python"
-[ -x "$sn_py" ] || "$python_bin" -m venv "$sn_venv" || log "FAILED: python3 -m venv $sn_venv"
-if [ -x "$sn_py" ]; then
-    if "$sn_py" -c "import snsql, dpwitness.targets, hypothesis, scipy, polars" >/dev/null 2>&1; then
-        log "smartnoise-sql: present in $sn_venv, imports"
-    else
-        log "smartnoise-sql: installing smartnoise-sql==1.0.10 and dpwitness into $sn_venv"
-        "$sn_py" -m pip install --quiet smartnoise-sql==1.0.10 -e "$repo" "${pins[@]}" "${polars_pins[@]}" \
-            >"$sn_venv/pip-smartnoise.log" 2>&1 || { log "smartnoise-sql: pip install FAILED (see $sn_venv/pip-smartnoise.log)"; }
-    fi
-    "$sn_py" -c "import snsql, dpwitness.targets" >/dev/null 2>&1 && log "smartnoise-sql: OK ($sn_venv/bin/dpwitness check …)"
-fi
+own_venv smartnoise-sql "${DPW_SMARTNOISE_VENV:-$repo/.venv-smartnoise}" smartnoise-sql==1.0.10 snsql
 
 # The pins must hold together: pip check catches a later install that broke one.
 "$py" -m pip check >&2 || log "warning: pip check reports conflicts (see above)"
