@@ -72,12 +72,21 @@ export function tickLabel(v) {
   return String(Number(v.toPrecision(4)));
 }
 
-// The axes, grid and labels; returns the scales. `xlog`/`ylog` use log10 with decade ticks.
-function frame(svg, spec, xr, yr) {
+// A plot's accessible name: its title and its alternative text.
+const labelOf = (spec) => plain([spec.title, spec.alt].filter(Boolean).join(". "));
+
+// Empty the plot, size its viewBox to the element and label it; returns the size.
+function blank(svg, label) {
   svg.replaceChildren();
   const { width, height } = size(svg);
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.setAttribute("aria-label", plain([spec.title, spec.alt].filter(Boolean).join(". ")));
+  svg.setAttribute("aria-label", label);
+  return { width, height };
+}
+
+// The axes, grid and labels; returns the scales. `xlog`/`ylog` use log10 with decade ticks.
+function frame(svg, spec, xr, yr) {
+  const { width, height } = blank(svg, labelOf(spec));
   if (spec.ylog) svg.dataset.ylog = "true"; else delete svg.dataset.ylog;
   const left = spec.yLabel ? 58 : 16;
   const rows = layoutLegend(spec.legendItems || [], width - left - 12);
@@ -145,10 +154,7 @@ function render(svg, draw) {
 // A plot with nothing to show for this setting: no old curve left, and a sentence saying why.
 export function emptyPlot(svg, message) {
   drawers.delete(svg);
-  svg.replaceChildren();
-  const { width, height } = size(svg);
-  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.setAttribute("aria-label", message);
+  const { width, height } = blank(svg, message);
   svg.dataset.empty = "true";
   el("text", { x: width / 2, y: height / 2, "text-anchor": "middle", class: "empty-note" }, svg, message);
   tables.set(svg, null);
@@ -416,10 +422,7 @@ export function bars(svg, spec) {
 export function flow(svg, spec) {
   if (observer) observer.observe(svg);
   render(svg, () => {
-    svg.replaceChildren();
-    const { width, height } = size(svg);
-    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-    svg.setAttribute("aria-label", plain([spec.title, spec.alt].filter(Boolean).join(". ")));
+    const { width, height } = blank(svg, labelOf(spec));
     const n = spec.boxes.length;
     const vertical = width < 560;
     const gap = 18;
@@ -444,10 +447,7 @@ export function flow(svg, spec) {
 export function cells(svg, spec) {
   if (observer) observer.observe(svg);
   render(svg, () => {
-    svg.replaceChildren();
-    const { width, height } = size(svg);
-    svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-    svg.setAttribute("aria-label", plain([spec.title, spec.alt].filter(Boolean).join(". ")));
+    const { width, height } = blank(svg, labelOf(spec));
     const left = 70, top = 22, n = spec.columns, rows = spec.rows.length;
     const cw = (width - left - 8) / n, ch = Math.min(28, (height - top - 30) / rows);
     spec.rows.forEach((row, r) => {
