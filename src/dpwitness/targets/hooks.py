@@ -276,6 +276,10 @@ class Adapter:
     ``distribution`` (the package on the index), ``contract`` (one paragraph: input domain,
     size limits, internal randomness), ``max_rows`` (tables the search may build; None: no
     limit) and implement :meth:`install` (patch the primitives with :func:`noise_call`).
+    ``exact_noise`` is True only for a library whose noise primitives sample exactly (on a grid
+    2^k, in exact arithmetic) and round once to the output's type, as its documentation states:
+    its float outputs then have no porous support (Mironov), so the check does not ask the
+    audit's bit-pattern events, which are blind on outputs of full double precision, to show it.
     """
 
     name = ""
@@ -284,6 +288,7 @@ class Adapter:
     contract = ""
     max_rows: int | None = None
     randomised = False
+    exact_noise = False
 
     def __init__(self) -> None:
         self._installed = False

@@ -34,9 +34,11 @@ class OpenDPAdapter(Adapter):
     distribution = "opendp"
     contract = (
         "input: a member of the measurement's input domain (checked before each call; outside it: Unsupported); "
-        "size: ≤ 2^20 rows (float sums of unknown size subsample above it: randomised); randomness: only the noise"
+        "size: ≤ 2^20 rows (float sums of unknown size subsample above it: randomised); randomness: only the noise; "
+        "noise: exact (sampled on the grid 2^k in exact arithmetic, rounded once to the float: no porous support)"
     )
     max_rows = SIZE_LIMIT
+    exact_noise = True  # OpenDP's documented samplers: discrete noise on 2^k (k = -1074 for f64 by default), one rounding
 
     def install(self) -> None:
         import opendp.combinators as combinators
