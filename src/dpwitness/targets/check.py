@@ -122,6 +122,7 @@ class CheckReport:
     notes: tuple[str, ...] = ()
     pairs_tried: int = 0
     pairs_skipped: int = 0
+    cpu_seconds: float = 0.0
 
     @property
     def violated(self) -> bool:
@@ -154,6 +155,7 @@ class CheckReport:
             "delta": self.delta,
             "neighbours": self.neighbours,
             "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
             "audit": None if self.audit is None else self.audit.to_dict(),
             "notes": list(self.notes),
             "pairs_tried": self.pairs_tried,
@@ -167,7 +169,7 @@ class CheckReport:
             f"{mark} {self.verdict.upper()}: {libs}; claimed ε = {self.epsilon:g}"
             + (f", δ = {self.delta:g}" if self.delta else "")
             + f" under {self.neighbours}; {self.pairs_tried} pairs ({self.pairs_skipped} outside the contract)"
-            + f" in {self.seconds:.1f} s"
+            + f" in {self.cpu_seconds:.1f} s of CPU ({self.seconds:.1f} s)"
         ]
         lines.append(f"noise calls ({len(self.calls)}):")
         lines += [f"  #{i + 1} {c.describe()}" for i, c in enumerate(self.calls)]
@@ -232,9 +234,20 @@ class _Runner:
         if first is None or calls is None:
             self.skipped += 1
             return first_values if first is not None else dict.fromkeys(self.keys, 0.0)
+        if _invariants(first) != _invariants(calls):  # the library's declared invariants moved
+            reason = "the neighbours differ in what the library was told is invariant (outside its contract)"
+            self.reasons[reason] = self.reasons.get(reason, 0) + 1
+            self.skipped += 1
+            return first_values
         if [_signature(c) for c in first] != [_signature(c) for c in calls]:
             raise _CallsChanged(first_frame, frame, first, calls)
         return self.values(calls)
+
+
+def _invariants(calls: list[NoiseCall]) -> set[Any]:
+    """What the library was told is invariant on this table (calls that declare none say nothing:
+    a table with no call at all must still be compared on its noise calls)."""
+    return {c.invariant for c in calls if c.invariant is not None}
 
 
 def _signature(call: NoiseCall) -> tuple[Any, ...]:
@@ -269,15 +282,17 @@ def check(
     ``"replace-one"``; ``trials`` pairs for the small-table search (``seed`` makes the check
     reproducible; None: fresh); ``structured`` adds the large structured tables; ``audit`` the
     black-box audit on the worst pair (at ``confidence``); ``max_seconds`` bounds the whole
-    check (about half for the searches, the rest for the audit); ``libraries`` limits the
+    check's CPU time (:func:`time.process_time`, so that the machine's load does not decide the
+    verdict: about half for the searches, the rest for the audit); ``libraries`` limits the
     adapters (default: every covered library installed here); ``replay`` audits the noise calls'
-    outputs with their pre-noise values frozen (None: only when the function is too slow for the
+    outputs with their pre-noise values frozen (None: when that is faster and the function
+    returns exactly what its noise calls released, or when the function is too slow for the
     audit's first round in the time left). See the module docstring.
 
     :param epsilon: the ε the function claims, a finite number > 0 (no default).
     :param delta: the δ the function claims, in [0, 1); default 0.0 (pure ε-DP).
     """
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     if not callable(fn):
         raise ParameterError("fn", "a function taking a Polars table and calling a DP library", type(fn).__name__)
     eps = check_positive_finite("epsilon", epsilon)
@@ -294,7 +309,7 @@ def check(
         if unknown:
             raise ParameterError("libraries", f"names among {sorted(known)}", unknown)
     adapters = tuple(a for a in known.values() if (libraries is None or a.name in libraries) and a.importable())
-    report = _Report(eps, dlt, relation, started)
+    report = _Report(eps, dlt, relation, started, cpu_started)
     try:
         for adapter in adapters:
             adapter.ensure_installed()
@@ -313,10 +328,19 @@ class _Report:
     delta: float
     neighbours: str
     started: float
+    cpu_started: float
     calls: tuple[NoiseCall, ...] = ()
     findings: list[Finding] = field(default_factory=list)
     tried: int = 0
     skipped: int = 0
+
+    def cpu(self) -> float:
+        """CPU seconds of this process since the check began (the budget's clock)."""
+        return time.process_time() - self.cpu_started
+
+    def load_factor(self) -> float:
+        """Wall seconds per CPU second so far (1 on an idle core, more under load; within [1, 10])."""
+        return min(10.0, max(1.0, (time.perf_counter() - self.started) / max(self.cpu(), 1e-3)))
 
     def done(self, verdict: str, *, notes: Sequence[str] = (), audit: AuditResult | None = None) -> CheckReport:
         libraries = tuple(dict.fromkeys((c.library, c.version) for c in self.calls))
@@ -329,6 +353,7 @@ class _Report:
             delta=self.delta,
             neighbours=self.neighbours,
             seconds=time.perf_counter() - self.started,
+            cpu_seconds=self.cpu(),
             audit=audit,
             notes=tuple(notes),
             pairs_tried=self.tried,
@@ -402,9 +427,9 @@ def _check(
     pairs: dict[str, tuple[Runs, Runs]] = {}
     largest_seen: dict[str, float] = {}
     search_seconds = budget * 0.45
-    started = time.perf_counter()
+    started = time.process_time()
     runner.calls(probe)
-    per_run = time.perf_counter() - started
+    per_run = time.process_time() - started
     # A slow function gets fewer small-table pairs (about a third of the time, shrinking aside),
     # so that the structured search and the audit keep theirs.
     affordable = max(10, int(budget * 0.3 / max(2 * per_run, 1e-9)))
@@ -431,7 +456,7 @@ def _check(
         for name, result in found.items():
             results[name] = result
             pairs[name] = (Runs.of_frame(result.d), Runs.of_frame(result.d_prime))
-        remaining = search_seconds - (time.perf_counter() - report.started)
+        remaining = search_seconds - report.cpu()
         if structured and not any(r.violated for r in found.values()) and remaining > 1:
             try:
                 grown = structured_search(
@@ -558,41 +583,76 @@ def _audit(
         notes.append("no call with a declared Δ: the audit runs on the first table against itself")
     schema = dict(probe.schema)
     d, d_prime = d_runs.frame(schema), d_prime_runs.frame(schema)
-    remaining = budget - (time.perf_counter() - report.started)
+    remaining = budget - report.cpu()
     if remaining < 2:
         return None, ["no time left for the audit"]
     fn = runner.fn
     try:
         per_run = math.inf
         for _ in range(3):  # the fastest of three runs: the machine's load should not decide
-            started = time.perf_counter()
+            started = time.process_time()
             with recording("record", runner.adapters, epsilon=runner.epsilon, neighbours=runner.neighbours) as recorder:
                 sample = fn(d)
-            per_run = min(per_run, time.perf_counter() - started)
+            per_run = min(per_run, time.process_time() - started)
     except Exception as error:
         return None, [f"audit not run: fn raised {type(error).__name__} on the worst pair"]
     # When the function returns exactly what its noise calls released, auditing those is auditing the release.
     numbers = _numbers(sample)
     released_as_is = numbers is not None and numbers == _numbers(recorder.outputs)
     float_test = _is_float(sample)
+    by_name = {adapter.name: adapter for adapter in runner.adapters}
+    used = [by_name[c.library] for c in recorder.calls if c.library in by_name]
+    if float_test and released_as_is and used and all(adapter.exact_noise for adapter in used):
+        float_test = False
+        names = ", ".join(dict.fromkeys(adapter.name for adapter in used))
+        notes.append(
+            f"bit patterns not judged: {names} samples its noise exactly and rounds once (its adapter's contract), so "
+            "its float outputs have no porous support; the value families are audited"
+        )
+
+    def freeze(frame: Any) -> list[Callable[[], Any]]:
+        """The pre-noise state of one table: each noise call's own noise, ready to be added again."""
+        with recording("unnoised", runner.adapters, epsilon=runner.epsilon, neighbours=runner.neighbours) as recorder:
+            fn(frame)
+        return [c.replay for c in recorder.calls if c.replay is not None]
+
+    def noise_only(frozen: list[Callable[[], Any]], rng: np.random.Generator) -> Any:
+        return tuple(np.asarray(noise(), dtype=float).ravel().tolist() for noise in frozen)
+
+    # Replay samples the release itself when the function returns its noise calls' outputs as they
+    # are, every call is replayable and nothing before the noise is random.
+    equivalent = (
+        released_as_is
+        and bool(recorder.calls)
+        and all(c.replay is not None for c in recorder.calls)
+        and not any(adapter.randomised for adapter in used)
+    )
     mechanism: Callable[..., Any]
     model = "the function's output"
-    replaying = per_run * 2 * FIRST_ROUND_RUNS > 0.5 * remaining if force_replay is None else force_replay
+    why = ""
+    if force_replay is None:
+        replaying = per_run * 2 * FIRST_ROUND_RUNS > 0.5 * remaining
+        why = f"one run takes {per_run:.2g} s: " if replaying else ""
+        if equivalent and not replaying:
+            frozen = freeze(d)
+            noise_run = math.inf
+            for _ in range(5):
+                started = time.process_time()
+                noise_only(frozen, np.random.default_rng(0))
+                noise_run = min(noise_run, time.process_time() - started)
+            replaying = noise_run < 0.8 * per_run
+            why = (
+                f"the noise alone takes {noise_run:.2g} s a run against {per_run:.2g} s for the function, which "
+                "returns exactly what its noise calls released: "
+                if replaying
+                else ""
+            )
+    else:
+        replaying = force_replay
     replay: Callable[..., Any] | None = None
     if replaying:
         model = "the noise calls' outputs (replay: values before noise frozen, only the library's noise sampled)"
-        why = f"one run takes {per_run:.2g} s: " if force_replay is None else ""
         notes.append(f"{why}audited by replay, {model}")
-
-        def freeze(frame: Any) -> list[Callable[[], Any]]:
-            """The pre-noise state of one table: each noise call's own noise, ready to be added again."""
-            with recording("unnoised", runner.adapters, epsilon=runner.epsilon, neighbours=runner.neighbours) as recorder:
-                fn(frame)
-            return [c.replay for c in recorder.calls if c.replay is not None]
-
-        def noise_only(frozen: list[Callable[[], Any]], rng: np.random.Generator) -> Any:
-            return tuple(np.asarray(noise(), dtype=float).ravel().tolist() for noise in frozen)
-
         mechanism, replay = freeze, noise_only
     else:
 
@@ -610,7 +670,8 @@ def _audit(
             delta=report.delta,
             confidence=confidence,
             float_test=float_test,
-            max_seconds=max(1.0, remaining - 1.0),
+            # the audit's clock is the wall's: the CPU left, stretched by the load seen so far
+            max_seconds=max(1.0, (remaining - 1.0) * report.load_factor()),
             seed=0,
         )
     except (MechanismError, ParameterError) as error:
