@@ -54,7 +54,9 @@ class NoiseCall:
     library declares none the hook can read. ``value`` is the value before noise (a number or
     a tuple of numbers). ``replay()`` adds the library's own noise to ``value`` once more
     (only the noise, no recomputation). ``bounds`` are the input bounds the library was given,
-    when it was given some.
+    when it was given some. ``invariant`` is what the library was told is not protected
+    (e.g. the key sets an OpenDP margin declares invariant): both neighbours must share it, so a
+    pair on which it differs is outside the library's contract (skipped, never judged).
     """
 
     library: str
@@ -69,6 +71,7 @@ class NoiseCall:
     value: Any
     bounds: tuple[float, float] | None = None
     replay: Callable[[], Any] | None = field(default=None, repr=False)
+    invariant: Any = None
 
     @property
     def signature(self) -> tuple[Any, ...]:
@@ -154,6 +157,7 @@ def noise_call(
     replay: Callable[[], Any] | None = None,
     skip_frames: int = 2,
     site: str | None = None,
+    invariant: Any = None,
 ) -> Any:
     """The body of every hook: record the call, then add the noise (``noised()``) or not.
 
@@ -179,6 +183,8 @@ def noise_call(
     :param skip_frames: how many of the hook's own stack frames to pass over before looking for
         the call site (default 2: this function and the patched primitive).
     :param site: the call site to record, overriding the one found on the stack; default None.
+    :param invariant: what the library was told is not protected (hashable; equal on both
+        neighbours of a pair inside its contract); default None: nothing.
     """
     recorder = _active.get()
     if recorder is None or recorder.depth > 0:
@@ -201,6 +207,7 @@ def noise_call(
                 value=plain_value(value),
                 bounds=bounds,
                 replay=replay,
+                invariant=invariant,
             )
         )
         if recorder.mode == "unnoised":

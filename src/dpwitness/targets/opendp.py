@@ -91,8 +91,8 @@ _mod.Measurement.invoke = _unnoised_call
 
         def invoked(measurement: Any, arg: Any) -> Any:
             recorder = active()
-            if recorder is None or recorder.depth > 0:
-                return original(measurement, arg)
+            if recorder is None or recorder.depth > 0 or _on_frames(measurement):
+                return original(measurement, arg)  # Polars frames: the Polars adapter's hook on release sees them
             domain = measurement.input_domain
             try:
                 member = bool(domain.member(arg))
@@ -133,6 +133,11 @@ _mod.Measurement.invoke = _unnoised_call
             )
 
         return invoked
+
+
+def _on_frames(measurement: Any) -> bool:
+    """A measurement on Polars frames (a Polars context's compositor, a private lazyframe)."""
+    return str(measurement.input_domain).startswith(("FrameDomain", "LazyFrameDomain"))
 
 
 def _rows(arg: Any) -> int:
