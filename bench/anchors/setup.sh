@@ -12,6 +12,8 @@
 #   pipeline-dp==0.3.1      (with its python-dp), plus dpwitness
 # and in another ($DPW_SMARTNOISE_VENV, default <repo>/.venv-smartnoise):
 #   smartnoise-sql==1.0.10  (with its OpenDP 0.14), plus dpwitness
+# and in another ($DPW_SYNTH_VENV, default <repo>/.venv-synth):
+#   smartnoise-synth==1.0.8 (MWEM, MST, AIM; mbi 1.1.0 on JAX; without opacus/torch), plus dpwitness
 #
 # Idempotent: a library that already imports in the venv is left alone. A library that cannot be
 # installed is reported (and recorded in $DPW_ANCHORS_VENV/anchors-status.json); the benchmarks
@@ -101,18 +103,22 @@ for dist in polars polars-runtime-32 pyarrow; do
     pin="$(grep -i "^$dist==" "$repo/requirements/lock.txt" | head -n 1)"
     [ -n "$pin" ] && polars_pins+=("$pin")
 done
-# own_venv NAME VENV REQUIREMENT MODULE: NAME's library (REQUIREMENT, imported as MODULE) and dpwitness
-# in a venv of its own, with the lock's pins; left alone when both already import there.
+# own_venv NAME VENV REQUIREMENTS MODULE [NO_DEPS]: NAME's library (REQUIREMENTS, a space-separated
+# list, imported as MODULE) and dpwitness in a venv of its own, with the lock's pins; NO_DEPS (a
+# space-separated list) is installed first with --no-deps (a package whose declared dependencies
+# cannot or should not all be installed). Left alone when MODULE and dpwitness already import there.
 own_venv() {
-    local name="$1" venv="$2" requirement="$3" module="$4"
+    local name="$1" venv="$2" requirements="$3" module="$4" no_deps="${5:-}"
     local vpy="$venv/bin/python"
     [ -x "$vpy" ] || "$python_bin" -m venv "$venv" || { log "FAILED: python3 -m venv $venv"; return; }
     if "$vpy" -c "import $module, dpwitness.targets, hypothesis, scipy, polars" >/dev/null 2>&1; then
         log "$name: present in $venv, imports"
     else
-        log "$name: installing $requirement and dpwitness into $venv"
-        "$vpy" -m pip install --quiet "$requirement" -e "$repo" "${pins[@]}" "${polars_pins[@]}" \
-            >"$venv/pip-$name.log" 2>&1 || log "$name: pip install FAILED (see $venv/pip-$name.log)"
+        log "$name: installing ${no_deps:+$no_deps (no deps) }$requirements and dpwitness into $venv"
+        # shellcheck disable=SC2086  # word splitting of the requirement lists is intended
+        { [ -z "$no_deps" ] || "$vpy" -m pip install --quiet --no-deps $no_deps; } >"$venv/pip-$name.log" 2>&1 &&
+            "$vpy" -m pip install --quiet $requirements -e "$repo" "${pins[@]}" "${polars_pins[@]}" \
+                >>"$venv/pip-$name.log" 2>&1 || log "$name: pip install FAILED (see $venv/pip-$name.log)"
     fi
     "$vpy" -c "import $module, dpwitness.targets" >/dev/null 2>&1 && log "$name: OK ($venv/bin/dpwitness check …)"
 }
@@ -122,6 +128,14 @@ own_venv pipeline-dp "${DPW_PIPELINEDP_VENV:-$repo/.venv-pipelinedp}" pipeline-d
 # SmartNoise SQL 1.0.10 in a venv of its own (it brings OpenDP 0.14, which would move the anchors'
 # OpenDP 0.16), with dpwitness installed the same way.
 own_venv smartnoise-sql "${DPW_SMARTNOISE_VENV:-$repo/.venv-smartnoise}" smartnoise-sql==1.0.10 snsql
+
+# SmartNoise Synth 1.0.8 (MWEM, MST, AIM; its OpenDP, mbi on JAX, smartnoise-sql 1.0.10) in a venv
+# of its own: mbi brings JAX, which the SQL venv does not need. Installed without its declared
+# opacus 0.14 (that needs torch, a download of gigabytes with its CUDA wheels): the GAN
+# synthesizers (dpctgan, patectgan, pategan, dpgan) do not import there, and the adapter says so.
+own_venv smartnoise-synth "${DPW_SYNTH_VENV:-$repo/.venv-synth}" \
+    "smartnoise-sql==1.0.10 Faker==40.63.0 disjoint-set==0.9.0 mbi==1.1.0 pac-synth==0.0.8 jax==0.10.2 jaxlib==0.10.2 chex==0.1.92 optax==0.2.8 networkx==3.6.1" \
+    snsynth smartnoise-synth==1.0.8
 
 # The pins must hold together: pip check catches a later install that broke one.
 "$py" -m pip check >&2 || log "warning: pip check reports conflicts (see above)"
