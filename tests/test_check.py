@@ -171,3 +171,26 @@ def test_the_command_line(tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "FUNCTION" in bad.stderr
+
+
+def _cli_check(*flags: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "dpwitness", "check", str(TESTS / "targets_toyuser.py") + ":released_exact_sum"]
+    command += ["--columns", '{"x": "Float64"}', "--epsilon", "1", "--library", "toylib", "--no-structured"]
+    return subprocess.run(
+        [*command, "--trials", "10", "--max-seconds", "10", "--json", *flags], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_command_line_replay_flag() -> None:
+    replayed = {}
+    for mode in ("always", "never"):
+        run = _cli_check("--replay", mode)
+        payload = json.loads(run.stdout)
+        # toylib's float Laplace (numpy's) has a porous support: the float test sees it either way
+        assert run.returncode == 1 and payload["audit"]["verdict"] == "violated", run.stderr
+        replayed[mode] = [note for note in payload["notes"] if "audited by replay" in note]
+    assert replayed["always"] and not replayed["never"]
+    bad = _cli_check("--replay", "sometimes")
+    error = json.loads(bad.stdout)["error"]  # with --json the one-line error is JSON on stdout
+    assert bad.returncode == 2 and error["parameter"] == "--replay" and error["kind"] == "bad_input"
+    assert error["message"] == "--replay must be 'auto', 'always' or 'never'; got 'sometimes'"

@@ -16,6 +16,8 @@ from dpwitness.cli.core import user_errors
 from dpwitness.errors import ParameterError
 
 console = Console(highlight=False, emoji=False)
+#: ``--replay`` → ``check(replay=…)``.
+REPLAY: dict[str, bool | None] = {"auto": None, "always": True, "never": False}
 
 
 def check_command(
@@ -29,6 +31,14 @@ def check_command(
     max_seconds: Annotated[float, typer.Option(help="Time for the whole check (searches, then the audit).")] = 100.0,
     structured: Annotated[bool, typer.Option(help="Also search large structured tables (binade edges, sizes).")] = True,
     run_audit: Annotated[bool, typer.Option("--audit/--no-audit", help="Audit the worst pair as a black box.")] = True,
+    replay: Annotated[
+        str,
+        typer.Option(
+            help="Audit by replay (the values before noise frozen, only the library's noise sampled): 'auto' (when "
+            "faster and the function returns its noise calls' outputs as they are, or when it is too slow), "
+            "'always' or 'never'."
+        ),
+    ] = "auto",
     library: Annotated[list[str] | None, typer.Option(help="Only this library's adapter (repeatable).")] = None,
     scripts: Annotated[Path | None, typer.Option(help="Write each finding's reproduction script into this folder.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
@@ -42,6 +52,8 @@ def check_command(
     from dpwitness.witness.sensitivity import load_function, parse_columns
 
     with user_errors():
+        if replay not in REPLAY:
+            raise ParameterError("replay", "'auto', 'always' or 'never'", replay)
         fn = _function(function, load_function)
         spec = parse_columns(columns)
         report = check(
@@ -56,6 +68,7 @@ def check_command(
             audit=run_audit,
             max_seconds=max_seconds,
             libraries=library,
+            replay=REPLAY[replay],
         )
     written = []
     if scripts is not None:
