@@ -1,0 +1,74 @@
+"""Plain functions using OpenDP 0.16's Polars context the way its documentation shows (no glue).
+
+Run by tests/test_targets_opendp_polars.py in the anchors venv (``.venv-anchors``): each takes a
+Polars table and returns what OpenDP released.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import opendp.prelude as dp
+import polars as pl
+
+dp.enable_features("contrib")
+
+
+def _context(table: pl.DataFrame | pl.LazyFrame, margins: list[Any], **loss: float) -> Any:
+    return dp.Context.compositor(
+        data=table.lazy(),
+        privacy_unit=dp.unit_of(contributions=1),
+        privacy_loss=dp.loss_of(**(loss or {"epsilon": 1.0})),
+        split_evenly_over=1,
+        margins=margins,
+    )
+
+
+def sum_and_count(table: pl.DataFrame) -> Any:
+    """Correct: a clipped sum and a count of one table, one record per person."""
+    context = _context(table, [dp.polars.Margin(by=(), max_length=1000)])
+    query = context.query().select(pl.col("x").cast(int).fill_null(0).dp.sum((0, 100)), pl.len().dp.noise())
+    return query.release().collect()
+
+
+def count_by_group(table: pl.DataFrame) -> Any:
+    """Correct under OpenDP's contract: counts per group, the key set declared invariant."""
+    context = _context(table, [dp.polars.Margin(by=["g"], invariant="keys", max_length=1000)])
+    return context.query().group_by("g").agg(pl.len().dp.noise()).release().collect()
+
+
+def count_by_group_private_keys(table: pl.DataFrame) -> Any:
+    """Groups released by OpenDP's noisy threshold (keys not invariant, δ > 0): randomised key-set selection."""
+    context = _context(table, [dp.polars.Margin(by=["g"], max_length=1000)], epsilon=1.0, delta=1e-7)
+    return context.query().group_by("g").agg(pl.len().dp.noise()).release().collect()
+
+
+def count_tags(table: pl.DataFrame) -> Any:
+    """Wrong: one row per tag handed to OpenDP as if one row were one person (a record with two
+    tags contributes two rows, OpenDP was told one)."""
+    tags = table.lazy().with_columns(pl.col("tags").str.split(",")).explode("tags")
+    context = _context(tags, [dp.polars.Margin(by=(), max_length=1000)])
+    return context.query().select(dp.len(signed=True)).release().collect()
+
+
+def sum_if_large(table: pl.DataFrame) -> Any:
+    """Wrong: a second release only when the data has a large value (the query itself reveals it)."""
+    context = dp.Context.compositor(
+        data=table.lazy(),
+        privacy_unit=dp.unit_of(contributions=1),
+        privacy_loss=dp.loss_of(epsilon=1.0),
+        split_evenly_over=2,
+        margins=[dp.polars.Margin(by=(), max_length=1000)],
+    )
+    released = [context.query().select(dp.len(signed=True)).release().collect()]
+    if (table["x"].max() or 0) > 50:
+        released.append(context.query().select(pl.col("x").fill_null(0).dp.sum((0, 100))).release().collect())
+    return released
+
+
+_MADE_EARLY = _context(pl.DataFrame({"x": [1, 2, 3]}), [dp.polars.Margin(by=(), max_length=1000)])
+
+
+def count_of_a_context_made_at_import(table: pl.DataFrame) -> Any:
+    """A context made before the check's hooks were installed: the adapter cannot see its data."""
+    return _MADE_EARLY.query().select(dp.len(signed=True)).release().collect()
