@@ -229,24 +229,32 @@ _polars.LazyFrameQuery.release = _unnoised_release
         readable = _identity_holds(scale, len(rows), loss_at[0], gaussian)
         growth = _growth(loss_at, gaussian)
         calls = []
-        for row in rows:
-            column, distribution, noise_scale = str(row["column"]), str(row["distribution"]), float(row["scale"])
-            norm = ADDITIVE.get(distribution)
+        for column in dict.fromkeys(columns):  # in the summary's order, one call per released column
+            parts = [row for row in rows if str(row["column"]) == column]
             values = ordered[column].to_list()
-            declared: float | None = None
-            epsilon: float | None = None
-            if norm is not None and readable and columns.count(column) == 1 and scale:
-                declared = noise_scale / float(scale) * growth
-                epsilon = declared / noise_scale if norm == "l1" and noise_scale > 0 else None
+            if len(parts) > 1:  # e.g. dp.mean: a noisy sum over a noisy length, post-processed by OpenDP
+                drawn = " and ".join(f"{p['aggregate']} ({p['distribution']}, scale {float(p['scale']):.6g})" for p in parts)
+                mechanism, declared, epsilon, norm, replay = f"{column!r} computed from {drawn}", None, None, "l1", None
+            else:
+                (row,) = parts
+                distribution, noise_scale = str(row["distribution"]), float(row["scale"])
+                additive = ADDITIVE.get(distribution)
+                declared = epsilon = None
+                if additive is not None and readable and scale:
+                    declared = noise_scale / float(scale) * growth
+                    epsilon = declared / noise_scale if additive == "l1" and noise_scale > 0 else None
+                mechanism = f"{distribution} (scale {noise_scale:.6g}) on {row['aggregate']} of {column!r}"
+                norm = additive or "l1"
+                replay = _replay(distribution, noise_scale, values, ordered.schema[column]) if additive else None
             calls.append(
                 {
                     "column": column,
-                    "mechanism": f"{distribution} (scale {noise_scale:.6g}) on {row['aggregate']} of {column!r}",
+                    "mechanism": mechanism,
                     "sensitivity": declared,
                     "epsilon": epsilon,
-                    "norm": norm or "l1",
+                    "norm": norm,
                     "value": values,
-                    "replay": _replay(distribution, noise_scale, values, ordered.schema[column]) if norm else None,
+                    "replay": replay,
                 }
             )
         return {"frame": frame, "keys": keys, "calls": calls, "invariant": invariant}
