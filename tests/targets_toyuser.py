@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 import targets_toylib as toylib
@@ -18,14 +19,14 @@ class ToyAdapter(Adapter):
     contract = "input: finite floats below 1e12 (larger: Unsupported); no size limit; randomness: only the noise"
 
     def install(self) -> None:
-        for cls in (toylib.LaplaceNoise, toylib.ClampedLaplace):
+        for cls in (toylib.LaplaceNoise, toylib.ClampedLaplace, toylib.VectorLaplace):
             self.patch(cls, "randomise", self._hook(vars(cls)["randomise"]))
 
     def _hook(self, original: Any) -> Any:
         adapter = self
 
         def randomise(noise: Any, value: float) -> float:
-            if abs(value) > 1e12:
+            if np.any(np.abs(np.asarray(value, dtype=float)) > 1e12):
                 raise Unsupported("toylib takes values below 1e12")
             return noise_call(  # type: ignore[no-any-return]
                 adapter,
@@ -49,6 +50,7 @@ class ToyAdapter(Adapter):
             "    return value\n\n\n"
             "targets_toylib.LaplaceNoise.randomise = _unnoised\n"
             "targets_toylib.ClampedLaplace.randomise = _unnoised\n"
+            "targets_toylib.VectorLaplace.randomise = _unnoised\n"
         )
 
 
@@ -73,3 +75,24 @@ def released_mean(table: pl.DataFrame) -> float:
 
 def released_large(table: pl.DataFrame) -> float:
     return toylib.LaplaceNoise(1.0, 1.0).randomise(1e13 + table.height)
+
+
+#: The keys a grouped release declares public (the data owner's list).
+PUBLIC_KEYS: list[object] = ["a", "b", "c"]
+
+
+def released_sums_by_key(table: pl.DataFrame) -> dict[Any, float]:
+    rows = table.drop_nulls("x")
+    return toylib.sum_by_key(rows["k"].to_list(), rows["x"].to_list(), lower=0.0, upper=1.0, epsilon=1.0)
+
+
+def released_sums_for_public_keys(table: pl.DataFrame) -> dict[Any, float]:
+    rows = table.drop_nulls("x")
+    return toylib.sum_by_key(rows["k"].to_list(), rows["x"].to_list(), lower=0.0, upper=1.0, epsilon=1.0, public_keys=PUBLIC_KEYS)
+
+
+def released_group_totals(table: pl.DataFrame) -> dict[Any, float]:
+    rows = table.drop_nulls("x")
+    return toylib.group_totals(
+        rows["k"].to_list(), rows["x"].to_list(), public_keys=PUBLIC_KEYS, lower=0.0, upper=1.0, epsilon=1.0
+    )

@@ -26,7 +26,7 @@ def check_command(
     epsilon: Annotated[float, typer.Option(help="ε the function claims.")],
     delta: Annotated[float, typer.Option(help="δ the function claims.")] = 0.0,
     neighbours: Annotated[str, typer.Option(help="'add-remove' or 'replace-one'.")] = "add-remove",
-    trials: Annotated[int, typer.Option(help="Pairs of small tables the search tries.")] = 200,
+    trials: Annotated[int, typer.Option(help="Pairs of small tables the search tries (0: only the structured search).")] = 200,
     seed: Annotated[int | None, typer.Option(help="A reproducible search and audit.")] = 0,
     max_seconds: Annotated[float, typer.Option(help="Time for the whole check (searches, then the audit).")] = 100.0,
     structured: Annotated[bool, typer.Option(help="Also search large structured tables (binade edges, sizes).")] = True,

@@ -279,7 +279,8 @@ def check(
 
     ``columns`` maps each column to a Polars dtype or a list of allowed values (as for
     :func:`dpwitness.sensitivity_search`); ``neighbours`` is ``"add-remove"`` or
-    ``"replace-one"``; ``trials`` pairs for the small-table search (``seed`` makes the check
+    ``"replace-one"``; ``trials`` pairs for the small-table search (0: none, the structured
+    search alone; ``seed`` makes the check
     reproducible; None: fresh); ``structured`` adds the large structured tables; ``audit`` the
     black-box audit on the worst pair (at ``confidence``); ``max_seconds`` bounds the whole
     check's CPU time (:func:`time.process_time`, so that the machine's load does not decide the
@@ -300,6 +301,8 @@ def check(
     if dlt >= 1:
         raise ParameterError("delta", "a number in [0, 1)", delta)
     relation = Neighbours.parse(neighbours).value
+    if isinstance(trials, bool) or not isinstance(trials, int) or not 0 <= trials <= 1_000_000:
+        raise ParameterError("trials", "a whole number from 0 to 1000000 (0: only the structured search)", trials)
     budget = check_positive_finite("max_seconds", max_seconds)
     if not 0 < confidence < 1:
         raise ParameterError("confidence", "a number strictly between 0 and 1", confidence)
@@ -433,7 +436,7 @@ def _check(
     # A slow function gets fewer small-table pairs (about a third of the time, shrinking aside),
     # so that the structured search and the audit keep theirs.
     affordable = max(10, int(budget * 0.3 / max(2 * per_run, 1e-9)))
-    if affordable < trials:
+    if 0 < affordable < trials:
         notes.append(f"one run takes {per_run:.2g} s: {affordable} small-table pairs instead of {trials}")
         trials = affordable
     for norm in ("l1", "l2"):
@@ -441,8 +444,12 @@ def _check(
         if not group:
             continue
         try:
-            found = search_claims(
-                runner, columns=columns, claims=group, neighbours=report.neighbours, norm=norm, trials=trials, seed=seed
+            found = (
+                search_claims(
+                    runner, columns=columns, claims=group, neighbours=report.neighbours, norm=norm, trials=trials, seed=seed
+                )
+                if trials
+                else {}
             )
         except _CallsChanged as changed:
             report.findings.append(_calls_finding(changed, runner.fn))
@@ -471,6 +478,7 @@ def _check(
                 )
             except _CallsChanged as changed:
                 report.findings.append(_calls_finding(changed, runner.fn))
+                notes += [f"noise calls changed on the {note}" for note in getattr(changed, "__notes__", ())]
                 break
             for name, result in grown.results.items():
                 old = results.get(name)

@@ -12,8 +12,14 @@ are written here as *runs*, ``value × multiplicity``, and searched over the sha
   ``ulp·¾``, ``ulp·(1 + ½)``;
 * the dataset size as a searched parameter (the small run ½×, 1× or 2× the large one);
 * orderings: which run comes first, and where the changed record sits (first, between, last);
-* out-of-range outliers (when the column's declared type allows them) and key-set changes
-  (a record with a key no other record has).
+* out-of-range outliers (when the column's declared type allows them);
+* key-set changes, for a grouped query (a key column: listed values, text, integers or
+  booleans): a record whose key no other record has is added (read backwards: the last record
+  of a group removed), or under replace-one a record moved to a new key or out of its group, in
+  one to three groups of 1, 16 or 2¹⁰ records, the record first, between the groups or last,
+  its value at the bound or beyond it; a null key counts as a new key for a declared type. A
+  library that releases its key set without partition selection changes its noise calls on
+  such a pair; one whose per-key bound misses a new group's record moves by more than Δ.
 
 The search learns which shapes grow: every shape is tried on small tables first (2¹⁰ rows), and
 only those whose shift exceeds Δ at all (by any amount, even below the tolerance) are grown,
@@ -183,6 +189,106 @@ def _merged(runs: Sequence[tuple[tuple[Any, ...], int]]) -> tuple[tuple[tuple[An
     return tuple(out)
 
 
+_Run = tuple[tuple[Any, ...], int]
+#: (existing groups, records per group) of the key-set shapes, small first.
+KEY_LAYOUTS = ((1, 1), (3, 1), (3, 16), (3, 2**10))
+
+
+@dataclass(frozen=True)
+class KeyShape:
+    """A key-set change: a record with a new key (or out of its group) against ``groups`` groups
+    of ``size`` records each; :meth:`pair` builds it."""
+
+    change: str
+    position: str
+    groups: int
+    size: int
+    new_key: Any
+    value: Any
+
+    def describe(self) -> str:
+        what = {
+            "new-key": f"a record with the new key {self.new_key!r} added (backwards: the last of its group removed)",
+            "to-new-key": f"a record moved to the new key {self.new_key!r}",
+            "out-of-group": f"the last record of group {self.new_key!r} moved to an existing group",
+        }[self.change]
+        return f"key set: {what}, value {self.value!r}, {self.groups} group(s) of {self.size}, record {self.position}"
+
+    def pair(
+        self, template: tuple[Any, ...], key: int, value: int | None, keys: Sequence[Any], columns: tuple[str, ...]
+    ) -> tuple[Runs, Runs]:
+        """(D, D′) of this change.
+
+        :param template: one row of values; runs replace position ``key`` (and ``value``).
+        :param key: the position of the key column.
+        :param value: the position of the value column (None: the template's values only).
+        :param keys: the existing groups' keys (at least ``groups`` of them, none equal to ``new_key``).
+        :param columns: the tables' column names.
+        """
+
+        def row(group: Any, number: Any = None) -> tuple[Any, ...]:
+            values = list(template)
+            values[key] = group
+            if value is not None and number is not None:
+                values[value] = number
+            return tuple(values)
+
+        groups = [(row(k), self.size) for k in keys[: self.groups]]
+        record = (row(self.new_key, self.value), 1)
+        moved = (row(keys[0], self.value), 1)
+
+        def place(
+            runs: list[tuple[tuple[Any, ...], int]], extra: tuple[tuple[Any, ...], int]
+        ) -> list[tuple[tuple[Any, ...], int]]:
+            if self.position == "first":
+                return [extra, *runs]
+            if self.position == "last":
+                return [*runs, extra]
+            if len(runs) > 1:  # between the first group and the others
+                return [runs[0], extra, *runs[1:]]
+            (only, times) = runs[0]
+            return [(only, times - times // 2), extra, (only, times // 2)]  # inside the one group
+
+        if self.change == "new-key":
+            return Runs(columns, _merged(groups)), Runs(columns, _merged(place(groups, record)))
+        if self.change == "to-new-key":  # one record of the first group now has the new key
+            fewer = [(groups[0][0], groups[0][1] - 1), *groups[1:]]
+            return Runs(columns, _merged(place(fewer, moved))), Runs(columns, _merged(place(fewer, record)))
+        return Runs(columns, _merged(place(groups, record))), Runs(columns, _merged(place(groups, moved)))
+
+
+def key_shapes(keys: Sequence[Any], new_keys: Sequence[Any], values: Sequence[Any], *, neighbours: str) -> list[KeyShape]:
+    """Every key-set change for a key column whose existing groups take ``keys`` (up to three),
+    whose new key is each of ``new_keys`` and whose changed record has each of ``values``."""
+    changes = ("to-new-key", "out-of-group") if neighbours == "replace-one" else ("new-key",)
+    found: list[KeyShape] = []
+    for groups, size in KEY_LAYOUTS:
+        if groups > len(keys):
+            continue
+        for new_key in new_keys:
+            for number in values:
+                for change in changes:
+                    for position in ("first", "between", "last"):
+                        found.append(KeyShape(change, position, groups, size, new_key, number))
+    return found
+
+
+def _key_values(dtype: Any, listed: Sequence[Any] | None) -> tuple[list[Any], list[Any]]:
+    """(existing keys, new keys) for a key column: listed values (the last one is the new key) or a type."""
+    import polars as pl
+
+    if listed is not None:
+        distinct = list(dict.fromkeys(v for v in listed))
+        return (distinct[:-1][:3], distinct[-1:]) if len(distinct) >= 2 else ([], [])
+    if dtype == pl.Boolean:
+        return [False], [True, None]
+    if dtype.is_integer():
+        return [0, 1, 2], [3, None]
+    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Categorical):
+        return ["k0", "k1", "k2"], ["new", None]
+    return [], []
+
+
 def shapes(bounds: tuple[float, float], *, outliers: bool) -> list[Shape]:
     """Every shape for a numeric column bounded by ``bounds`` (outliers when its type allows them)."""
     low, high = bounds
@@ -249,28 +355,36 @@ def structured_search(
     target: int | None = None
     target_bounds = bounds
     allows_outliers = False
+    key: tuple[int, list[Any], list[Any]] | None = None  # the key column: position, existing keys, new keys
     for position, (name, spec) in enumerate(columns.items()):
         if isinstance(spec, Sequence) and not isinstance(spec, str):
             values = list(spec)
             template.append(values[0])
             schema[name] = pl.Series(values, strict=False).dtype  # listed values only: never a search target
+            listed: Sequence[Any] | None = values
         else:
             dtype = spec() if isinstance(spec, type) else spec
             schema[name] = dtype
+            listed = None
             if dtype.is_float() and target is None:
                 target, allows_outliers = position, True
                 template.append(0.0)
+                continue
             elif dtype.is_numeric():
                 template.append(0)
             elif dtype == pl.Boolean:
                 template.append(False)
             else:
                 template.append("a")
+        if key is None and not schema[name].is_float():
+            existing, new = _key_values(schema[name], listed)
+            if existing:
+                key = (position, existing, new)
     started = time.process_time()
     best: dict[str, tuple[float, SensitivityResult, tuple[Runs, Runs], str]] = {}
     largest: dict[str, float] = {}
     tried = skipped = 0
-    if target is None:
+    if target is None and key is None:
         return StructuredResult({}, {}, {}, {}, 0, 0.0)
     low, high = target_bounds or (0.0, 1.0)
     if not (math.isfinite(low) and math.isfinite(high)):
@@ -293,6 +407,9 @@ def structured_search(
         except skip:
             skipped += 1
             return None
+        except Exception as error:  # e.g. the caller's own finding, raised from outputs: say on which table
+            error.add_note(f"structured table '{label}'")
+            raise
         excess: dict[str, float] = {}
         for name, result in found.items():
             claimed = claims[name]
@@ -308,8 +425,21 @@ def structured_search(
     def out_of_time() -> bool:
         return time.process_time() - started > seconds
 
+    if key is not None:  # key-set changes first: few pairs, small tables
+        key_at, existing, new = key
+        numbers: list[Any] = [None] if target is None else [high, *([2 * high + 1] if allows_outliers else [])]
+        base = list(template)
+        if target is not None:
+            base[target] = high
+        for key_shape in key_shapes(existing, new, numbers, neighbours=neighbours):
+            if out_of_time():
+                break
+            key_pair = key_shape.pair(tuple(base), key_at, target, existing, names)
+            if max(key_pair[0].rows, key_pair[1].rows) <= cap:
+                run(key_pair, key_shape.describe())
     scored: list[tuple[float, Shape]] = []
-    for shape in shapes((low, high), outliers=allows_outliers):
+    for shape in shapes((low, high), outliers=allows_outliers) if target is not None else ():
+        assert target is not None
         if out_of_time():
             break
         pair = shape.pair(FIRST_EXPONENT, tuple(template), target, names)
@@ -328,6 +458,7 @@ def structured_search(
         for shape in growing:
             if out_of_time():
                 break
+            assert target is not None
             pair = shape.pair(exponent, tuple(template), target, names)
             if pair is None or max(pair[0].rows, pair[1].rows) > cap:
                 continue
@@ -352,4 +483,4 @@ def structured_search(
     )
 
 
-__all__ = ["Runs", "Shape", "StructuredResult", "shapes", "structured_search"]
+__all__ = ["KeyShape", "Runs", "Shape", "StructuredResult", "key_shapes", "shapes", "structured_search"]
