@@ -283,8 +283,10 @@ class SmartNoiseSynthAdapter(Adapter):
 
 
 def _replay(kind: str, scale: float, value: Any) -> Any:
-    """Only the noise, value + noise: the OpenDP measurement snsynth's ``gaussian_noise`` /
-    ``laplace_noise`` build (invoked on 0.0, once per cell), built once at the first replay."""
+    """Only the noise, value + noise: OpenDP's Laplace or Gaussian at snsynth's scale, the
+    measurement snsynth's ``laplace_noise`` / ``gaussian_noise`` build (there invoked on 0.0 once
+    per cell; here once per call on the vector of cells, the same sampler per cell), built once
+    at the first replay."""
     import numpy as np
 
     frozen = np.array(value, dtype=float)
@@ -296,9 +298,14 @@ def _replay(kind: str, scale: float, value: Any) -> Any:
 
             dp.enable_features("floating-point", "contrib")
             make = dp.m.make_gaussian if kind == "gaussian" else dp.m.make_laplace
-            built.append(make(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale))
-        measurement = built[0]
-        return frozen + np.array([measurement(0.0) for _ in range(frozen.size)]).reshape(frozen.shape)
+            atom = dp.atom_domain(T=float, nan=False)
+            if frozen.ndim:
+                metric = dp.l2_distance(T=float) if kind == "gaussian" else dp.l1_distance(T=float)
+                built.append(make(dp.vector_domain(atom), metric, scale))
+            else:
+                built.append(make(atom, dp.absolute_distance(T=float), scale))
+        noise = built[0]([0.0] * frozen.size) if frozen.ndim else built[0](0.0)
+        return frozen + np.asarray(noise, dtype=float).reshape(frozen.shape)
 
     return replay
 
