@@ -42,6 +42,13 @@ def mst_declared(table: pl.DataFrame) -> Any:
     return synth.sample(10)
 
 
+def mwem_declared(table: pl.DataFrame) -> Any:
+    """MWEM with declared categories, a fixed number of rows sampled."""
+    synth = Synthesizer.create("mwem", epsilon=1.0)
+    synth.fit(table.to_pandas(), transformer=public_transformer())
+    return synth.sample(10)
+
+
 def mwem_inferred(table: pl.DataFrame) -> Any:
     """MWEM as its quick start fits it: the categories inferred from the table."""
     synth = Synthesizer.create("mwem", epsilon=1.0)

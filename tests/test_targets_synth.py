@@ -68,6 +68,14 @@ DRIVER = textwrap.dedent(
     out["replay_std"] = replays.std(axis=0).tolist()
     out["replay_mechanism"] = first.mechanism
 
+    # MWEM sizes its histogram from the largest label in the data, even with declared categories:
+    # a table without the last category ("school") against one with it
+    without = pl.DataFrame({"sex": ["F", "M", "F", "M"], "education": ["degree", "college", "degree", "college"]})
+    with_it = pl.concat([without, pl.DataFrame({"sex": ["M"], "education": ["school"]})])
+    out["mwem_calls"] = [
+        [c.mechanism for c in calls(user.mwem_declared, t).calls] for t in (without, with_it)
+    ]
+
     checks = {
         "aim": dict(fn=user.aim_declared, audit=False, max_seconds=20),
         "mst": dict(fn=user.mst_declared, audit=False, max_seconds=12),
@@ -161,6 +169,13 @@ def test_mwem_as_its_quick_start_fits_it_leaks_the_categories(results: dict[str,
     assert ("noise-calls", "categories inferred from the data (no noise)") in kinds or any(
         f["kind"] == "sensitivity" and f["claimed"] == 0.0 for f in report["findings"]
     ), kinds
+
+
+def test_mwem_sizes_its_histogram_from_the_data_even_with_declared_categories(results: dict[str, Any]) -> None:
+    without, with_it = results["mwem_calls"]
+    queries = [sum(m.startswith("laplace") for m in calls) for calls in (without, with_it)]
+    assert queries[0] < queries[1]  # one neighbour more: more noisy queries (a changed number of noise calls)
+    assert without[0] == with_it[0] and without[0].startswith("the synthetic histogram starts at the exact total")
 
 
 def test_outside_the_contract_is_unsupported_and_an_adapter_failure_is_its_own_verdict(results: dict[str, Any]) -> None:
