@@ -67,7 +67,7 @@ def run_case(name: str, *, scripts: Path | None = None, max_seconds: float | Non
 
 def agrees(result: dict[str, Any]) -> bool:
     expected, verdict = result["expected"], result["verdict"]
-    return verdict == "violated" if expected == "violated" else verdict in ("ok", "inconclusive")
+    return verdict in ("ok", "inconclusive") if expected == "not violated" else verdict == expected
 
 
 def summary(report: dict[str, Any]) -> str:
