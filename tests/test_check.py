@@ -194,3 +194,19 @@ def test_the_command_line_replay_flag() -> None:
     error = json.loads(bad.stdout)["error"]  # with --json the one-line error is JSON on stdout
     assert bad.returncode == 2 and error["parameter"] == "--replay" and error["kind"] == "bad_input"
     assert error["message"] == "--replay must be 'auto', 'always' or 'never'; got 'sometimes'"
+
+
+def test_replay_is_chosen_when_faster_and_the_release_is_the_noise_calls_output() -> None:
+    report = check(
+        user.released_exact_sum,
+        columns={"x": pl.Float64},
+        epsilon=1.0,
+        libraries=["toylib"],
+        structured=False,
+        trials=10,
+        max_seconds=60,
+    )
+    assert any(note.startswith("the noise alone takes") and "audited by replay" in note for note in report.notes), report.notes
+    # toylib does not claim exact noise: its float outputs keep the bit-pattern test, which sees numpy's porous Laplace
+    assert report.audit is not None and report.audit.violated and not any("bit patterns not judged" in n for n in report.notes)
+    assert report.cpu_seconds <= 60 + 5  # the budget is CPU seconds
