@@ -259,7 +259,11 @@ class KeyShape:
 
 def key_shapes(keys: Sequence[Any], new_keys: Sequence[Any], values: Sequence[Any], *, neighbours: str) -> list[KeyShape]:
     """Every key-set change for a key column whose existing groups take ``keys`` (up to three),
-    whose new key is each of ``new_keys`` and whose changed record has each of ``values``."""
+    whose new key is each of ``new_keys`` and whose changed record has each of ``values``.
+
+    :param neighbours: ``"add-remove"`` (a record with a new key added) or ``"replace-one"`` (a
+        record moved to a new key, or the last record of a group moved to an existing group).
+    """
     changes = ("to-new-key", "out-of-group") if neighbours == "replace-one" else ("new-key",)
     found: list[KeyShape] = []
     for groups, size in KEY_LAYOUTS:
