@@ -66,6 +66,27 @@ def sum_if_large(table: pl.DataFrame) -> Any:
     return released
 
 
+def pets_by_grade(table: pl.DataFrame) -> Any:
+    """OpenDP's make_private_lazyframe example: a measurement invoked directly, no context."""
+    domain = dp.lazyframe_domain(
+        [dp.series_domain("grade", dp.atom_domain(T=dp.i32)), dp.series_domain("pets", dp.atom_domain(T=dp.i32))]
+    )
+    domain = dp.with_margin(domain, dp.polars.Margin(by=[pl.col("grade")], invariant="keys", max_length=50))
+    plan = (
+        pl.LazyFrame(schema={"grade": pl.Int32, "pets": pl.Int32})
+        .group_by("grade")
+        .agg(pl.col("pets").dp.sum((0, 10), scale=1.0))
+    )
+    measurement = dp.m.make_private_lazyframe(
+        input_domain=domain,
+        input_metric=dp.symmetric_distance(),
+        output_measure=dp.max_divergence(),
+        lazyframe=plan,
+        global_scale=1.0,
+    )
+    return measurement(table.lazy()).collect()
+
+
 _MADE_EARLY = _context(pl.DataFrame({"x": [1, 2, 3]}), [dp.polars.Margin(by=(), max_length=1000)])
 
 

@@ -29,9 +29,7 @@ pytestmark = [
 
 def run_python(code: str) -> Any:
     """Run ``code`` in the venv's Python (the tests folder importable); it prints one JSON value."""
-    run = subprocess.run(
-        [str(PYTHON), "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=USER.parent, timeout=300
-    )
+    run = subprocess.run([str(PYTHON), "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=USER.parent, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -75,6 +73,11 @@ def test_each_noised_column_is_recorded_with_opendps_own_scale_and_delta() -> No
         with recording("unnoised", epsilon=1.0) as recorder:
             user.count_by_group(table)
         out["grouped"] = [[c.value, c.sensitivity, c.invariant] for c in recorder.calls]
+        pets = pl.DataFrame({"grade": [1, 0, 0], "pets": [20, 0, 3]}, schema={"grade": pl.Int32, "pets": pl.Int32})
+        with recording("unnoised", epsilon=1.0) as recorder:
+            unnoised = user.pets_by_grade(pets)
+        out["direct"] = [[c.value, c.sensitivity, c.site, c.invariant is not None] for c in recorder.calls]
+        out["direct"].append(unnoised.sort("grade").rows())
         refused = {}
         for name, frame in (("count_by_group_private_keys", table), ("sum_and_count", pl.concat([table] * 201))):
             try:
@@ -111,6 +114,11 @@ def test_each_noised_column_is_recorded_with_opendps_own_scale_and_delta() -> No
     # grouped, keys invariant: one value per group (sorted by key), the key set as the invariant
     ((values, declared, invariant),) = facts["grouped"]
     assert values == [2.0, 2.0, 1.0] and declared == 1.0 and "keys" in str(invariant) and "'c'" in str(invariant)
+    # a private lazyframe invoked directly (OpenDP's own example, scale set by hand): Δ = scale × OpenDP's map
+    # (one record moves one grade's clipped sum by at most 10), values per grade sorted by key
+    (values, declared, site, has_invariant), unnoised = facts["direct"]
+    assert values == [3.0, 10.0] and declared == 10.0 and "Measurement.__call__" in site and has_invariant
+    assert unnoised == [[0, 3], [1, 10]]
     assert "noisy threshold" in facts["refused"]["count_by_group_private_keys"]
     assert "max_length 1000" in facts["refused"]["sum_and_count"]  # 1005 rows > the margin's max_length
 

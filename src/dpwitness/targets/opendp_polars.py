@@ -4,7 +4,9 @@ OpenDP's Polars plugin adds its noise inside Rust when the released ``OnceFrame`
 so no Python noise primitive is called per value. The hook sits where the user hands a query to
 OpenDP: ``context.query()…release()`` (``opendp.extras.polars.LazyFrameQuery.release``), with
 ``Context.compositor`` remembering the data and margins it was given and
-``make_private_lazyframe`` remembering how each measurement was built.
+``make_private_lazyframe`` remembering how each measurement was built; a private lazyframe
+invoked directly (``m(lf)``) is seen at ``Measurement.__call__``/``invoke``, its margins read off
+the ``with_margin`` calls that built its input domain.
 
 What the hook sees, per release: OpenDP's own plan, resolved as OpenDP resolves it (the global
 scale its binary search found) and summarised by ``summarize_polars_measurement`` (one row per
@@ -19,7 +21,8 @@ noise call:
   times the growth of OpenDP's privacy map from one contribution to the neighbours' distance
   (symmetric distance 1 add-remove, 2 replace-one). The identity ε(1) = columns / global scale
   (ρ(1) = columns / 2·global scale² for Gaussian noise) is checked on OpenDP's map first; when it
-  fails (a scale set by hand on an expression) or the column is a post-processed combination of
+  fails (a scale set by hand on an expression; with a single noised column Δ is then scale ×
+  OpenDP's map at the neighbours' distance, Gaussian: scale·√(2ρ)) or the column is a post-processed combination of
   several noised aggregates (``dp.mean``: a noisy sum over a noisy length), or its noise is not
   additive (quantiles), the call declares no Δ (audited, not searched);
 - ε: the column's share, Δ / scale (Gaussian: ρ = Δ² / 2·scale², reported as ε = none);
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -68,6 +72,8 @@ class OpenDPPolarsAdapter(Adapter):
     def install(self) -> None:
         import opendp.context as context_module
         import opendp.extras.polars as polars_module
+        import opendp.measurements as measurements_module
+        import opendp.mod as mod
 
         make_lazyframe = polars_module.make_private_lazyframe
         self._make_lazyframe = make_lazyframe
@@ -89,6 +95,9 @@ class OpenDPPolarsAdapter(Adapter):
         release = polars_module.LazyFrameQuery.release
         self._release_line = f"opendp/extras/polars/__init__.py:{release.__code__.co_firstlineno}"
         self.patch(polars_module, "make_private_lazyframe", make_private_lazyframe)
+        self.patch(measurements_module, "make_private_lazyframe", make_private_lazyframe)
+        for method in ("__call__", "invoke"):  # wraps whatever is there (the OpenDP adapter's hook passes frames on)
+            self.patch(mod.Measurement, method, self._invocation_hook(getattr(mod.Measurement, method)))
         self.patch(context_module.Context, "compositor", staticmethod(remembering_compositor))
         self.patch(polars_module.LazyFrameQuery, "release", self._hook(release))
 
@@ -163,48 +172,68 @@ _polars.LazyFrameQuery.release = _unnoised_release
                     if len(adapter._resolved) >= 64:
                         adapter._resolved.pop(next(iter(adapter._resolved)))
                     adapter._resolved[key] = measurement
-            try:
-                found = adapter._calls(inner, context, measurement, recorder.neighbours)
-            except (Unsupported, AdapterError):
-                raise
-            except Exception as error:
-                raise AdapterError(
-                    f"opendp-polars adapter: could not read the release ({type(error).__name__}: {error})"
-                ) from error
-            spent = context(measurement)  # the budget is spent (and refused) exactly as without the hook
-            noisy = found["frame"] if recorder.mode == "unnoised" else spent.collect()
-            ordered = noisy.sort(found["keys"], nulls_last=True) if found["keys"] else noisy
-            for call in found["calls"]:
-                column = call["column"]
-                noise_call(
-                    adapter,
-                    mechanism=call["mechanism"],
-                    sensitivity=call["sensitivity"],
-                    epsilon=call["epsilon"],
-                    delta=0.0,
-                    value=call["value"],
-                    noised=functools.partial(_released_column, ordered, column),
-                    norm=call["norm"],
-                    replay=call["replay"],
-                    invariant=found["invariant"],
-                    site=adapter._release_line,
-                )
-            return Released(noisy)
+            spend: Callable[[], Any] = functools.partial(context, measurement)  # the budget, spent as without the hook
+            return adapter._record(recorder, measurement, context._dpw_data, context._dpw_margins, spend)
 
         return released
 
-    def _calls(self, inner: Any, context: Any, measurement: Any, relation: str) -> dict[str, Any]:
+    def _invocation_hook(self, original: Any) -> Any:
+        def invoked(measurement: Any, data: Any) -> Any:
+            return self._invoked(measurement, data, original=original)
+
+        return invoked
+
+    def _invoked(self, measurement: Any, data: Any, *, original: Any) -> Any:
+        """A private lazyframe measurement invoked directly (``m(lf)``, outside a context)."""
+        recorder = active()
+        if recorder is None or recorder.depth > 0 or not hasattr(measurement, "_dpw_lazyframe"):
+            return original(measurement, data)
+        margins = _domain_margins(measurement._dpw_lazyframe.get("input_domain"))
+        spend = functools.partial(original, measurement, data)
+        return self._record(
+            recorder, measurement, data, margins, spend, site="opendp/mod.py: Measurement.__call__ (a private lazyframe)"
+        )
+
+    def _record(
+        self, recorder: Any, measurement: Any, data: Any, margins: Any, spend: Callable[[], Any], site: str = ""
+    ) -> Released:
+        """Record one noise call per released column, then release as OpenDP would (``spend``)."""
+        try:
+            found = self._calls(measurement, data, margins, recorder.neighbours)
+        except (Unsupported, AdapterError):
+            raise
+        except Exception as error:
+            raise AdapterError(f"opendp-polars adapter: could not read the release ({type(error).__name__}: {error})") from error
+        spent = spend()
+        noisy = found["frame"] if recorder.mode == "unnoised" else spent.collect()
+        ordered = noisy.sort(found["keys"], nulls_last=True) if found["keys"] else noisy
+        for call in found["calls"]:
+            noise_call(
+                self,
+                mechanism=call["mechanism"],
+                sensitivity=call["sensitivity"],
+                epsilon=call["epsilon"],
+                delta=0.0,
+                value=call["value"],
+                noised=functools.partial(_released_column, ordered, call["column"]),
+                norm=call["norm"],
+                replay=call["replay"],
+                invariant=found["invariant"],
+                site=site or self._release_line,
+            )
+        return Released(noisy)
+
+    def _calls(self, measurement: Any, data: Any, margins: Any, relation: str) -> dict[str, Any]:
         import polars as pl
         from opendp.accuracy import summarize_polars_measurement
 
         arguments = getattr(measurement, "_dpw_lazyframe", None)
         if arguments is None:
             raise AdapterError("opendp-polars adapter: the measurement was not built by make_private_lazyframe")
-        data = context._dpw_data
         table = data.collect() if isinstance(data, pl.LazyFrame) else pl.DataFrame(data)
-        invariant, max_rows = _margins_contract(table, context._dpw_margins)
+        invariant, max_rows = _margins_contract(table, margins)
         self.max_rows = max_rows
-        metric = str(inner._chain[1])
+        metric = str(measurement.input_metric)
         d = _distance(metric, relation)
         if d is None:
             raise Unsupported(f"privacy unit {metric}: the check's neighbours differ by one record, not by an identifier")
@@ -242,6 +271,9 @@ _polars.LazyFrameQuery.release = _unnoised_release
                 declared = epsilon = None
                 if additive is not None and readable and scale:
                     declared = noise_scale / float(scale) * growth
+                elif additive is not None and len(rows) == 1:  # one noised column: OpenDP's map at d is its loss alone
+                    declared = noise_scale * (math.sqrt(2 * loss_at[1]) if additive == "l2" else loss_at[1])
+                if declared is not None:
                     epsilon = declared / noise_scale if additive == "l1" and noise_scale > 0 else None
                 mechanism = f"{distribution} (scale {noise_scale:.6g}) on {row['aggregate']} of {column!r}"
                 norm = additive or "l1"
@@ -272,6 +304,18 @@ class Released:
 
     def lazy(self) -> Any:
         return self.frame.lazy()
+
+
+def _domain_margins(domain: Any) -> list[Any]:
+    """The margins a frame domain was given, read off the ``with_margin`` calls that built it."""
+    margins: list[Any] = []
+    while domain is not None:
+        built = getattr(domain, "__opendp_dict__", None) or {}
+        kwargs = built.get("__kwargs__", {})
+        if kwargs.get("margin") is not None:
+            margins.append(kwargs["margin"])
+        domain = kwargs.get("frame_domain")
+    return margins
 
 
 def _released_column(frame: Any, column: str) -> tuple[Any, ...]:
