@@ -45,13 +45,20 @@ from dpwitness.witness.events import (
     Candidate,
     Scorer,
     names_of,
+    paired_candidates,
     precision_bits,
     resolution,
     search,
     summary_features,
     threshold_candidate,
 )
-from dpwitness.witness.stats import epsilon_estimate, epsilon_lower_bound, epsilon_upper_bound
+from dpwitness.witness.stats import (
+    epsilon_estimate,
+    epsilon_lower_bound,
+    epsilon_upper_bound,
+    paired_epsilon_lower_bound,
+    paired_projection,
+)
 
 if TYPE_CHECKING:
     from dpwitness.mechanisms import Laplace
@@ -80,6 +87,8 @@ TIGHT_CHUNK = 1_000_000
 TIGHT_SEARCH_ROW_SECONDS = 3e-6
 #: Shares of the tight mode's time: search sample, selection sample (the rest: final measurement).
 TIGHT_SEARCH_SHARE, TIGHT_SELECT_SHARE = 0.2, 0.2
+#: Least share of the tight mode's time for the fresh (paired) search sample of a per-call mechanism.
+TIGHT_PAIRED_SHARE = 0.1
 #: Events certified together on the tight mode's final sample for vector outputs (the best two
 #: proposals: a hedge against a noisy choice, at the price of a Bonferroni factor of 2).
 TIGHT_EVENTS = 2
@@ -92,9 +101,9 @@ TIGHT_FAST_SHARE = 0.25
 #: tight measurement stops: it is planned with this share of the time left and certified at the
 #: last of the sizes fixed in advance (``PER_CALL_CHECKPOINTS``, fractions of the plan) that it
 #: reached, each with its own share of α (``PER_CALL_CHECKPOINT_ALPHA``, fixed in advance: Bonferroni).
-PER_CALL_FINAL_SHARE = 0.95
-PER_CALL_CHECKPOINTS = (0.4, 0.6, 0.8, 1.0)
-PER_CALL_CHECKPOINT_ALPHA = (0.05, 0.05, 0.1, 0.8)
+PER_CALL_FINAL_SHARE = 0.85
+PER_CALL_CHECKPOINTS = (0.5, 0.7, 0.85, 1.0)
+PER_CALL_CHECKPOINT_ALPHA = (0.05, 0.1, 0.15, 0.7)
 #: The float test has power only on outputs that lie on a grid 2^k·ℤ at least this many bits
 #: coarser than the doubles' spacing at the largest output (:func:`precision_bits` ≤ 53 − this):
 #: there every grid value is exact and the value families see the whole support. Outputs that use
@@ -124,7 +133,9 @@ class AuditResult:
     been certified as a violation with these samples (∞: no such probability).
     With ``tight=True``, ``tight_epsilon_lower_bound`` is the certified bound of the longer
     run; it and the fast bound hold together at ``confidence`` (α is split between them), and the
-    verdict is "violated" whenever either exceeds the claimed ε. ``replayed``: the noise alone was
+    verdict is "violated" whenever either exceeds the claimed ε. ``tight_paired``: the tight bound
+    came from paired runs (common random numbers), with ``tight_cells`` the pairs that hit the
+    event under both inputs, under the likelier one only and under the other only. ``replayed``: the noise alone was
     sampled on frozen pre-noise values (``audit(..., replay=...)``).
     """
 
@@ -158,6 +169,8 @@ class AuditResult:
     tight_seconds: float = 0.0
     tight_hits: tuple[int, int] = (0, 0)
     tight_reason: str = ""
+    tight_paired: bool = False
+    tight_cells: tuple[int, int, int] = (0, 0, 0)
     replayed: bool = False
 
     @property
@@ -178,6 +191,7 @@ class AuditResult:
         payload = asdict(self)
         payload["hits"] = list(self.hits)
         payload["tight_hits"] = list(self.tight_hits)
+        payload["tight_cells"] = list(self.tight_cells)
         payload["pairs_tried"] = list(self.pairs_tried)
         payload["power"] = [{"family": f, "smallest_probability": json_number(p)} for f, p in self.power]
         for key in ("epsilon_estimate", "event_upper_bound"):
@@ -204,7 +218,7 @@ class AuditResult:
         if self.tight_epsilon_lower_bound is not None:
             tight = (
                 f"; tight ε_lb = {self.tight_epsilon_lower_bound:.4g} from {self.tight_samples:,} runs per input "
-                f"in {self.tight_seconds:.1f} s (event {self.tight_event})"
+                f"in {self.tight_seconds:.1f} s (event {self.tight_event}{', paired runs' if self.tight_paired else ''})"
             )
         elif self.tight_reason:
             tight = f"; tight mode: {self.tight_reason}"
@@ -449,6 +463,56 @@ class Sampler:
             if now - begun < PER_CALL_BLOCK_SECONDS / 2:
                 block = min(2 * block, PER_CALL_BLOCK)
         return self._rows_of(outputs, label)
+
+    def draw_pairs(self, d: Any, d_prime: Any, seeds: np.random.SeedSequence, n: int) -> tuple[FloatArray, FloatArray]:
+        """n runs on each input as rows (as ``draw_full``), the k-th run of both inputs started from
+        one generator state: common random numbers. Each pair gets its own random PCG64 state, so
+        pairs are independent of each other whatever a run consumes; the two runs of a pair are
+        coupled only as far as the mechanism draws from ``rng`` in the same order on both inputs.
+        A mechanism with ``size`` gets independent streams instead (its rows need not line up)."""
+        if self.sized:
+            first, second = seeds.spawn(2)
+            return (
+                self.draw_full(d, np.random.default_rng(first), n, "d"),
+                self.draw_full(d_prime, np.random.default_rng(second), n, "d_prime"),
+            )
+        bits = np.random.PCG64(seeds)
+        rng, inc = np.random.Generator(bits), bits.state["state"]["inc"]
+        starts = np.random.default_rng(seeds.spawn(1)[0]).integers(0, 2**64, size=(n, 2), dtype=np.uint64).tolist()
+        outputs_a: list[Any] = []
+        outputs_b: list[Any] = []
+        mechanism, block, done, began = self.mechanism, 8, 0, time.perf_counter()
+        while done < n:  # as in _per_call: blocks without bookkeeping, the clock read between them
+            size = min(block, n - done)
+            begun = time.perf_counter()
+            label = "d"
+            try:
+                for high, low in starts[done : done + size]:
+                    state: Any = {
+                        "bit_generator": "PCG64",
+                        "state": {"state": high << 64 | low, "inc": inc},
+                        "has_uint32": 0,
+                        "uinteger": 0,
+                    }
+                    bits.state = state
+                    label = "d"
+                    outputs_a.append(mechanism(d, rng))
+                    bits.state = state
+                    label = "d_prime"
+                    outputs_b.append(mechanism(d_prime, rng))
+            except Exception as error:  # the user's code: report any failure clearly
+                raise MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}") from error
+            done += size
+            now = time.perf_counter()
+            if now > self.deadline:
+                raise _OutOfTime
+            if now - begun < PER_CALL_BLOCK_SECONDS:
+                block = min(2 * block, PER_CALL_BLOCK)
+        rate = (time.perf_counter() - began) / (2 * n)
+        self.seconds_per_run = max(self.seconds_per_run, rate)
+        if n >= 5000 or self.recent_seconds_per_run == 0.0:
+            self.recent_seconds_per_run = rate
+        return self._rows_of(outputs_a, "d"), self._rows_of(outputs_b, "d_prime")
 
     def _rows_of(self, outputs: list[Any], label: str) -> FloatArray:
         """Rows for per-call outputs; outputs of one plain type (numbers, booleans, numeric arrays of
@@ -921,14 +985,13 @@ def _stream(
     width: int = 1,
     chunk: int = 0,
 ) -> int:
-    """Draw n runs per input in chunks (fresh streams each), hand each pair of chunks to ``use``;
-    stop early, at a chunk boundary, once the clock passes ``until``. Returns the runs drawn."""
+    """Draw n runs per input in chunks (fresh streams each; the rows of a chunk are paired runs,
+    see :meth:`Sampler.draw_pairs`), hand each pair of chunks to ``use``; stop early, at a chunk
+    boundary, once the clock passes ``until``. Returns the runs drawn."""
     done = 0
     while done < n and time.perf_counter() < until:
         size = min(chunk or TIGHT_CHUNK, max(1000, TIGHT_STORE // (2 * width)), n - done)
-        first, second = seeds.spawn(2)
-        ra = sampler.draw_full(d, np.random.default_rng(first), size, "d")
-        rb = sampler.draw_full(d_prime, np.random.default_rng(second), size, "d_prime")
+        ra, rb = sampler.draw_pairs(d, d_prime, seeds.spawn(1)[0], size)
         (ra, rb), _, _ = sampler.view(ra, rb, structured=structured)
         use(ra, rb)
         done += size
@@ -967,10 +1030,16 @@ def _tight(
     try:
         rows = min(cap, int(total * TIGHT_SEARCH_SHARE / (2 * draw_rate + search_rate)))
         full_a, full_b = kept_a[-cap:], kept_b[-cap:]
-        if rows - len(full_a) >= 1000:
-            fresh = rows - len(full_a)
-            fa = sampler.draw_full(d, np.random.default_rng(seeds[0].spawn(1)[0]), fresh, "d")
-            fb = sampler.draw_full(d_prime, np.random.default_rng(seeds[0].spawn(1)[0]), fresh, "d_prime")
+        fresh = rows - len(full_a)
+        pairs: tuple[FloatArray, FloatArray] | None = None
+        if not sampler.sized:  # per-call runs are drawn paired: the search sees their marginals, the paired thresholds the pairs
+            fresh = max(fresh, min(cap, int(total * TIGHT_PAIRED_SHARE / (2 * draw_rate + search_rate))))
+        if fresh >= 1000:
+            fa, fb = sampler.draw_pairs(d, d_prime, seeds[0], fresh)
+            if not sampler.sized:
+                pairs = (fa, fb)
+            old = max(0, min(len(full_a), cap - fresh))
+            full_a, full_b = full_a[len(full_a) - old :], full_b[len(full_b) - old :]
             w = max(full_a.shape[1], fa.shape[1])
             full_a, full_b = np.vstack([_pad(full_a, w), _pad(fa, w)]), np.vstack([_pad(full_b, w), _pad(fb, w)])
         elif rows < len(full_a):
@@ -1015,6 +1084,13 @@ def _tight(
                 if found is not None:
                     candidates.append(found)
             del fa, fb
+        if pairs is not None:  # thresholds scored by the paired bound
+            (pa, pb), paired_names, paired_start = sampler.view(*pairs, structured=structured)
+            del pairs
+            candidates += paired_candidates(
+                pa, pb, paired_names, paired_start, n_measure=planned, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK
+            )
+            del pa, pb
         if not candidates:
             return replace(fast, tight_reason="no event separated the inputs on the search sample")
         # the proposals' counts on the search sample (pooled with the selection's for value sets, below)
@@ -1024,12 +1100,17 @@ def _tight(
         left = deadline - time.perf_counter()
         select_n = max(1000, int(left * TIGHT_SELECT_SHARE / (2 * draw_rate * 1.5)))
         counts = np.zeros((len(candidates), 2))
+        cells = np.zeros((len(candidates), 3))  # paired runs: E under both, under d only, under d_prime only
         judging = [0.0]  # seconds spent judging the candidates (the rest of the selection is drawing)
 
         def tally(ra: FloatArray, rb: FloatArray) -> None:
             begun = time.perf_counter()
             for i, candidate in enumerate(candidates):
-                counts[i] += (candidate.event.contains(ra).sum(), candidate.event.contains(rb).sum())
+                ia, ib = candidate.event.contains(ra), candidate.event.contains(rb)
+                both = int(np.count_nonzero(ia & ib))
+                ca, cb = int(np.count_nonzero(ia)), int(np.count_nonzero(ib))
+                counts[i] += (ca, cb)
+                cells[i] += (both, ca - both, cb - both)
             judging[0] += time.perf_counter() - begun
 
         selecting = time.perf_counter()
@@ -1061,17 +1142,33 @@ def _tight(
         def oriented(table: FloatArray) -> tuple[FloatArray, FloatArray]:
             return np.where(forward, table[:, 0], table[:, 1]), np.where(forward, table[:, 1], table[:, 0])
 
-        scores = np.where(keyed, pooled.projected(*oriented(counts + prior)), selector.projected(*oriented(counts)))
+        unpaired = np.where(keyed, pooled.projected(*oriented(counts + prior)), selector.projected(*oriented(counts)))
+        # The runs are paired (common random numbers): each proposal is also scored by the paired
+        # bound, and certified by whichever of the two bounds projects higher (chosen here, before
+        # the final sample is drawn).
+        first_only, second_only = oriented(cells[:, 1:])
+        paired, splits = paired_projection(
+            cells[:, 0], first_only, second_only, select_n, final_n, delta=delta, alpha=alpha, shrink=TIGHT_SELECT_SHRINK
+        )
+        scores = np.maximum(unpaired, paired)
         # Vectors bring proposals of very different kinds whose ranking on the selection sample is
-        # noisy: certify the best two together. Other outputs: the best one alone.
-        ranked = np.argsort(-scores, kind="stable")[: TIGHT_EVENTS if summaries else 1]
+        # noisy: certify the best two together. Other outputs, or a best proposal ranked by its
+        # paired counts (whose noise is that of the few discordant pairs): the best one alone.
+        ranked = np.argsort(-scores, kind="stable")
+        top = int(ranked[0])
+        ranked = ranked[: TIGHT_EVENTS if summaries and unpaired[top] >= paired[top] else 1]
         chosen = [candidates[int(i)] for i in ranked]
-        hits = np.zeros((len(chosen), 2), dtype=np.int64)
+        by_pairs = np.array([paired[int(i)] > unpaired[int(i)] for i in ranked], dtype=bool)
+        split = splits[ranked]
+        hits = np.zeros((len(chosen), 3), dtype=np.int64)  # oriented: hits under the first, under the second, under both
 
         def measure(ra: FloatArray, rb: FloatArray) -> None:
             for i, candidate in enumerate(chosen):
-                ha, hb = int(candidate.event.contains(ra).sum()), int(candidate.event.contains(rb).sum())
-                hits[i] += (ha, hb) if candidate.direction == 1 else (hb, ha)
+                ia, ib = candidate.event.contains(ra), candidate.event.contains(rb)
+                if candidate.direction != 1:
+                    ia, ib = ib, ia
+                ha, hb, both = int(np.count_nonzero(ia)), int(np.count_nonzero(ib)), int(np.count_nonzero(ia & ib))
+                hits[i] += (ha, hb, both)
 
         # A vectorised mechanism's time does not depend on the values it draws, so stopping the final
         # sample at the deadline (chunk by chunk) leaves the counts binomial. A per-call mechanism's
@@ -1100,7 +1197,12 @@ def _tight(
     hits = counted
     # Bonferroni over the few events certified together and the checkpoints (both fixed before measuring).
     share = alpha * weight / len(chosen)
-    lowers = epsilon_lower_bound(hits[:, 0], hits[:, 1], final_n, delta=delta, alpha=share)
+    both = hits[:, 2]
+    lowers = np.where(
+        by_pairs,
+        paired_epsilon_lower_bound(both, hits[:, 0] - both, hits[:, 1] - both, final_n, delta=delta, alpha=share, split=split),
+        epsilon_lower_bound(hits[:, 0], hits[:, 1], final_n, delta=delta, alpha=share),
+    )
     best = int(np.argmax(lowers))
     tight = replace(
         fast,
@@ -1110,6 +1212,8 @@ def _tight(
         tight_samples=final_n,
         tight_seconds=time.perf_counter() - started,
         tight_hits=(int(hits[best, 0]), int(hits[best, 1])),
+        tight_paired=bool(by_pairs[best]),
+        tight_cells=(int(both[best]), int(hits[best, 0] - both[best]), int(hits[best, 1] - both[best])),
         seconds=fast.seconds + time.perf_counter() - started,
     )
     return agree_with_bounds(tight)

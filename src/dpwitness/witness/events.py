@@ -25,7 +25,11 @@ it on fresh samples. Families:
   differences, whose power statement covers both;
 * in the tight mode, ``binned rows``: value sets on whole rows whose continuous columns are cut
   into a few pooled-quantile bins (a histogram estimate of the log density ratio, thresholded);
-* in floating-point mode, ``bit pattern``: value sets on the bit pattern of each output.
+* in floating-point mode, ``bit pattern``: value sets on the bit pattern of each output;
+* in the tight mode, on paired runs (common random numbers), ``paired thresholds``: thresholds
+  on each coordinate, on the vector summaries and on the *coupled shift* w·x (w the mean of
+  x − x' over pairs: coordinates that the pairing leaves equal get weight 0), each threshold
+  scored by the paired bound (:func:`dpwitness.witness.stats.paired_projection`).
 
 Missing values (NaN: a position that a shorter structured output does not have, or a NaN the
 mechanism returned, which the row's shape code tells apart) belong to no threshold, interval or
@@ -42,7 +46,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.witness.stats import wilson_bounds
+from dpwitness.witness.stats import paired_projection, wilson_bounds
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -194,7 +198,6 @@ class Event:
     transform: str = "raw"
     width: int = 0  # whole-row keys: the row width they were taken at
     bins: tuple[FloatArray | None, ...] | None = field(default=None, repr=False)  # whole rows: bin edges per column
-
 
     def contains(self, rows: FloatArray) -> BoolArray:
         if self.kind == "values":
@@ -680,6 +683,66 @@ def summary_features(xa: FloatArray, xb: FloatArray, names: list[str], start: in
 def threshold_candidate(fa: FloatArray, fb: FloatArray, scorer: Scorer, feature: Feature, family: str) -> Candidate | None:
     """The best threshold event on one feature's values (NaN: in neither side)."""
     return _threshold_candidate(_Sorted.of(fa, fb), scorer, feature, family)
+
+
+def paired_candidates(
+    xa: FloatArray,
+    xb: FloatArray,
+    names: list[str],
+    start: int,
+    *,
+    n_measure: int,
+    delta: float,
+    alpha: float,
+    shrink: float,
+) -> list[Candidate]:
+    """The best threshold of each coordinate, of the vector summaries and of the coupled shift
+    w·x, on paired rows (row k of ``xa`` and of ``xb`` from one generator state), scored by the
+    paired bound projected to ``n_measure`` pairs. NaN is in neither side of a threshold."""
+    columns = list(range(start, xa.shape[1]))
+    features = [Feature(names[j], column=j) for j in columns]
+    if len(columns) > 1:
+        shift = np.nan_to_num(np.nanmean(xa[:, start:] - xb[:, start:], axis=0) if len(xa) else np.zeros(len(columns)))
+        if np.any(shift != 0):
+            features.append(Feature("(coupled shift)·X", "weights", weights=shift, start=start))
+        features += summary_features(xa, xb, names, start)
+    found: list[Candidate] = []
+    for feature in features:
+        fa, fb = feature(xa), feature(xb)
+        candidate = _paired_threshold(fa, fb, feature, n_measure=n_measure, delta=delta, alpha=alpha, shrink=shrink)
+        if candidate is not None:
+            found.append(candidate)
+    return found
+
+
+def _paired_threshold(
+    fa: FloatArray, fb: FloatArray, feature: Feature, *, n_measure: int, delta: float, alpha: float, shrink: float
+) -> Candidate | None:
+    data = _Sorted.of(fa, fb)
+    distinct = data.distinct()
+    if len(distinct) < 2:
+        return None
+    ts = distinct[:-1] if len(distinct) <= THRESHOLDS else data.quantiles(THRESHOLDS)
+    low, high = np.sort(np.minimum(fa, fb)), np.sort(np.maximum(fa, fb))  # NaN (in neither side) sorts last
+    low, high = low[~np.isnan(low)], high[~np.isnan(high)]
+    le_a = np.searchsorted(data.a, ts, side="right").astype(np.float64)
+    le_b = np.searchsorted(data.b, ts, side="right").astype(np.float64)
+    above_both = len(low) - np.searchsorted(low, ts, side="right").astype(np.float64)
+    below_both = np.searchsorted(high, ts, side="right").astype(np.float64)
+    hits_a = np.concatenate([len(data.a) - le_a, le_a])
+    hits_b = np.concatenate([len(data.b) - le_b, le_b])
+    both = np.concatenate([above_both, below_both])
+    n = len(fa)
+    forward, _ = paired_projection(both, hits_a - both, hits_b - both, n, n_measure, delta=delta, alpha=alpha, shrink=shrink)
+    backward, _ = paired_projection(both, hits_b - both, hits_a - both, n, n_measure, delta=delta, alpha=alpha, shrink=shrink)
+    i, j = int(np.argmax(forward)), int(np.argmax(backward))
+    index, direction, score = (i, 1, float(forward[i])) if forward[i] >= backward[j] else (j, -1, float(backward[j]))
+    if not np.isfinite(score):
+        return None
+    above = index < len(ts)
+    t = float(ts[index % len(ts)])
+    event = Event("above" if above else "below", f"{feature.name} {'>' if above else '≤'} {t:.6g}", feature, threshold=t)
+    return Candidate(event, direction, "paired thresholds", score)
 
 
 def resolution(family: str, n_search: int) -> float:
