@@ -102,7 +102,9 @@ def test_a_mechanism_with_its_own_randomness_gets_independent_pairs_and_a_valid_
     def laplace_ignoring_rng(answer: Any, rng: np.random.Generator) -> float:
         return float(answer[0]) + own.laplace(0.0, 10.0)
 
-    result = audit(laplace_ignoring_rng, [1.0], [2.0], epsilon=0.1, confidence=0.999, seed=22, tight=True, max_seconds=6, progress=False)
+    result = audit(
+        laplace_ignoring_rng, [1.0], [2.0], epsilon=0.1, confidence=0.999, seed=22, tight=True, max_seconds=6, progress=False
+    )
     assert result.tight_epsilon_lower_bound is not None and result.tight_epsilon_lower_bound <= 0.1
     assert not result.violated
 
