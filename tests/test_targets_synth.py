@@ -77,9 +77,10 @@ DRIVER = textwrap.dedent(
     ]
 
     checks = {
-        "aim": dict(fn=user.aim_declared, audit=False, max_seconds=20),
-        "mst": dict(fn=user.mst_declared, audit=False, max_seconds=12),
-        "mwem": dict(fn=user.mwem_inferred, audit=False, max_seconds=12),
+        "aim": dict(fn=user.aim_declared, audit=False, max_seconds=15),
+        "mst": dict(fn=user.mst_declared, audit=False, max_seconds=8),
+        "mst_replace_one": dict(fn=user.mst_declared, neighbours="replace-one", audit=False, max_seconds=8),
+        "mwem": dict(fn=user.mwem_inferred, audit=False, max_seconds=6),
         "dpctgan": dict(fn=user.dpctgan, max_seconds=5),
         "own_noise": dict(fn=user.own_noise, max_seconds=5),
     }
@@ -159,6 +160,25 @@ def test_mst_uses_the_exact_row_count(results: dict[str, Any]) -> None:
     rows = [sum(run["times"] for run in finding[side]) for side in ("d", "d_prime")]
     assert abs(rows[0] - rows[1]) == 1  # add-remove: one row more or less
     assert "CALLS" in finding["script"] and "snsynth" in finding["script"]
+
+
+def test_under_replace_one_a_marginal_moves_by_sqrt_2_against_the_budgeted_1(results: dict[str, Any]) -> None:
+    report = results["mst_replace_one"]  # snsynth budgets for add-remove: one record moves one cell
+    assert report["verdict"] == "violated"
+    finding = report["findings"][0]
+    assert finding["kind"] == "sensitivity" and finding["mechanism"].startswith("gaussian noise on a marginal")
+    assert finding["claimed"] == 1.0 and abs(finding["witnessed"] - 2**0.5) < 1e-12
+    assert [sum(run["times"] for run in finding[side]) for side in ("d", "d_prime")] == [1, 1]
+
+
+def test_each_finding_script_shows_its_bug_with_the_library_alone(results: dict[str, Any], tmp_path: Path) -> None:
+    for name in ("mst", "mst_replace_one"):
+        finding = results[name]["findings"][0]
+        script = tmp_path / f"{name}.py"
+        script.write_text(finding["script"])
+        run = subprocess.run([str(PYTHON), str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 1 and "BUG" in run.stdout, run.stdout + run.stderr[-2000:]
+        assert "dpwitness" not in finding["script"].split('"""', 2)[2]  # the library alone
 
 
 def test_mwem_as_its_quick_start_fits_it_leaks_the_categories(results: dict[str, Any]) -> None:

@@ -347,10 +347,11 @@ _REPRO_HOOK = """
 import random
 import sys
 import snsynth.aim.aim as _aim
+import snsynth.base as _base
 import snsynth.mst.mst as _mst
 import snsynth.mwem as _mwem
 
-CALLS = []
+CALLS = []  # (site, what, declared Δ, value before noise), in the order the library makes them
 
 
 def PIN():
@@ -358,8 +359,8 @@ def PIN():
     random.seed(20260101)
 
 
-def _site():
-    frame = sys._getframe(2)
+def _site(depth=2):
+    frame = sys._getframe(depth)
     return frame, f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
@@ -377,17 +378,69 @@ def _laplace(self, sigma):
     return 1.0 - actual
 
 
+def _uniform(choose):  # an exponential mechanism: recorded, and a pinned uniform pick
+    def pick(*args, **kwargs):
+        CALLS.append((_site()[1], "exponential mechanism", None, math.nan))
+        return choose(*args, **kwargs)
+    return pick
+
+
+def _exact(what, value):  # a value the library takes from the data without noise (declared Δ = 0)
+    CALLS.append((_site(3)[1], what, 0.0, value))
+
+
+_original_mst, _original_initialize = _mst.MSTSynthesizer.MST, _mwem.MWEMSynthesizer._initialize_a
+_original_train_data = _base.Synthesizer._get_train_data
+
+
+def _mst_total(self, data, epsilon, delta):
+    _exact("known_total = the exact row count (no noise)", len(data.df))
+    return _original_mst(self, data, epsilon, delta)
+
+
+def _initial_total(self, histogram, dimensions):
+    _exact("the synthetic histogram starts at the exact total (no noise)", float(np.sum(histogram)))
+    return _original_initialize(self, histogram, dimensions)
+
+
+def _train_data(self, data, *ignore, **kwargs):
+    transformer = kwargs.get("transformer")
+    declared = transformer is not None and not isinstance(transformer, dict) and transformer.fit_complete
+    train = _original_train_data(self, data, *ignore, **kwargs)
+    if not declared:
+        _exact("categories inferred from the data (no noise)", np.asarray(self._transformer.cardinality, dtype=float))
+    return train
+
+
+def _with_sample(cls):
+    original = cls.sample
+
+    def sample(self, samples=None, *args, **kwargs):
+        if samples is None:
+            _exact("sample() draws the exact row count (no noise)", self.num_rows)
+        return original(self, samples, *args, **kwargs)
+
+    cls.sample = sample
+
+
 _mst.gaussian_noise = _aim.gaussian_noise = _gaussian
 _mwem.MWEMSynthesizer._laplace = _laplace
-_mst.MSTSynthesizer.exponential_mechanism = lambda self, q, eps, sensitivity, prng=np.random, monotonic=False: prng.choice(
-    np.asarray(q).size
+_mst.MSTSynthesizer.exponential_mechanism = _uniform(
+    lambda self, q, eps, sensitivity, prng=np.random, monotonic=False: prng.choice(np.asarray(q).size)
 )
-_aim.exponential_mechanism = lambda qualities, epsilon, sensitivity=1.0, base_measure=None: list(qualities)[
-    int(np.random.choice(len(qualities)))
-]
-_mwem.MWEMSynthesizer._exponential_mechanism = lambda self, hist, synth_hist, queries, eps, measurements, i: (
-    np.random.choice([q for q in range(len(queries)) if q not in measurements])
+_aim.exponential_mechanism = _uniform(
+    lambda qualities, epsilon, sensitivity=1.0, base_measure=None: list(qualities)[int(np.random.choice(len(qualities)))]
 )
+_mwem.MWEMSynthesizer._exponential_mechanism = _uniform(
+    lambda self, hist, synth_hist, queries, eps, measurements, i: (
+        np.random.choice([q for q in range(len(queries)) if q not in measurements])
+    )
+)
+_mst.MSTSynthesizer.MST = _mst_total
+_mwem.MWEMSynthesizer._initialize_a = _initial_total
+_base.Synthesizer._get_train_data = _train_data
+for _cls in (_mst.MSTSynthesizer, _aim.AIMSynthesizer, _mwem.MWEMSynthesizer):
+    _with_sample(_cls)
 """
 
 
