@@ -28,7 +28,7 @@ def check_command(
     neighbours: Annotated[str, typer.Option(help="'add-remove' or 'replace-one'.")] = "add-remove",
     trials: Annotated[int, typer.Option(help="Pairs of small tables the search tries (0: only the structured search).")] = 200,
     seed: Annotated[int | None, typer.Option(help="A reproducible search and audit.")] = 0,
-    max_seconds: Annotated[float, typer.Option(help="Time for the whole check (searches, then the audit).")] = 100.0,
+    max_seconds: Annotated[float, typer.Option(help="CPU seconds for the whole check (searches, then the audit).")] = 100.0,
     structured: Annotated[bool, typer.Option(help="Also search large structured tables (binade edges, sizes).")] = True,
     run_audit: Annotated[bool, typer.Option("--audit/--no-audit", help="Audit the worst pair as a black box.")] = True,
     replay: Annotated[

@@ -108,7 +108,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class CheckReport:
-    """The verdict, the findings, every noise call seen (on the first table) and the audit."""
+    """The verdict, the findings, every noise call seen (on the first table) and the audit;
+    ``seconds`` of wall time and ``cpu_seconds`` (the budget's clock, :func:`time.process_time`)."""
 
     verdict: str
     findings: tuple[Finding, ...]
