@@ -69,6 +69,15 @@ class OpenDPPolarsAdapter(Adapter):
     )
     exact_noise = True  # the plugin samples with OpenDP's own exact samplers (discrete noise on 2^k)
 
+    def importable(self) -> bool:
+        """OpenDP with its Polars API, and polars itself (an OpenDP without them has no Polars context)."""
+        import importlib.util
+
+        try:
+            return all(importlib.util.find_spec(name) is not None for name in ("polars", "opendp", "opendp.extras.polars"))
+        except (ImportError, ValueError):
+            return False
+
     def install(self) -> None:
         import opendp.context as context_module
         import opendp.extras.polars as polars_module
