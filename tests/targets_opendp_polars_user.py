@@ -31,6 +31,12 @@ def sum_and_count(table: pl.DataFrame) -> Any:
     return query.release().collect()
 
 
+def float_sum(table: pl.DataFrame) -> Any:
+    """Correct: a float sum on [0, 1]; OpenDP needs max_length for it (its float-sum sensitivity uses it)."""
+    context = _context(table, [dp.polars.Margin(by=(), max_length=100_000)])
+    return context.query().select(pl.col("x").fill_nan(0.0).fill_null(0.0).dp.sum((0.0, 1.0))).release().collect()
+
+
 def count_by_group(table: pl.DataFrame) -> Any:
     """Correct under OpenDP's contract: counts per group, the key set declared invariant."""
     context = _context(table, [dp.polars.Margin(by=["g"], invariant="keys", max_length=1000)])

@@ -130,6 +130,15 @@ def test_a_correct_sum_and_count_gets_no_false_alarm() -> None:
     assert [(c["library"], c["sensitivity"]) for c in report["calls"]] == [("opendp-polars", 100.0), ("opendp-polars", 1.0)]
 
 
+def test_a_correct_float_sum_gets_no_false_alarm_and_opendps_float_allowance() -> None:
+    code, report = run_check("float_sum", '{"x": "Float64"}', seconds=12)
+    assert report["verdict"] in ("ok", "inconclusive") and code in (0, 3), report["notes"]
+    assert not report["findings"] and report["pairs_tried"] > 20
+    # OpenDP's float sum declares a little more than U − L = 1: its allowance for float rounding at max_length rows
+    ((call,),) = [report["calls"]]
+    assert 1.0 < call["sensitivity"] < 1.001 and call["library"] == "opendp-polars"
+
+
 def test_grouped_counts_with_invariant_keys_get_no_false_alarm() -> None:
     code, report = run_check("count_by_group", '{"g": ["a", "b", "c"]}')
     assert report["verdict"] in ("ok", "inconclusive") and code in (0, 3), report["notes"]
