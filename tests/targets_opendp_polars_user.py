@@ -93,6 +93,25 @@ def pets_by_grade(table: pl.DataFrame) -> Any:
     return measurement(table.lazy()).collect()
 
 
+def visits_by_grade(table: pl.DataFrame) -> Any:
+    """Wrong: one person's visits exploded to one row per visit, handed to a private lazyframe
+    (invoked directly) that counts rows as people."""
+    visits = table.lazy().with_columns(pl.col("visits").str.split(",")).explode("visits")
+    domain = dp.lazyframe_domain(
+        [dp.series_domain("grade", dp.atom_domain(T=str)), dp.series_domain("visits", dp.atom_domain(T=str))]
+    )
+    domain = dp.with_margin(domain, dp.polars.Margin(by=[pl.col("grade")], invariant="keys", max_length=50))
+    plan = pl.LazyFrame(schema={"grade": pl.String, "visits": pl.String}).group_by("grade").agg(dp.len(scale=1.0))
+    measurement = dp.m.make_private_lazyframe(
+        input_domain=domain,
+        input_metric=dp.symmetric_distance(),
+        output_measure=dp.max_divergence(),
+        lazyframe=plan,
+        global_scale=1.0,
+    )
+    return measurement(visits).collect()
+
+
 _MADE_EARLY = _context(pl.DataFrame({"x": [1, 2, 3]}), [dp.polars.Margin(by=(), max_length=1000)])
 
 

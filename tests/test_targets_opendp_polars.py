@@ -159,6 +159,16 @@ def test_rows_that_are_not_people_are_found(tmp_path: Path) -> None:
     assert run.returncode == 1 and "BUG" in run.stdout, run.stdout + run.stderr  # OpenDP and polars alone show it
 
 
+def test_a_private_lazyframe_invoked_directly_is_checked_too(tmp_path: Path) -> None:
+    code, report = run_check("visits_by_grade", '{"grade": ["a", "b"], "visits": ["x", "x,y"]}', scripts=tmp_path)
+    assert code == 1 and report["verdict"] == "violated", report["notes"]
+    finding = next(f for f in report["findings"] if f["kind"] == "sensitivity")
+    assert "Measurement.__call__" in finding["site"] and finding["claimed"] == 1.0 and float(finding["witnessed"]) >= 2.0
+    (script,) = sorted(tmp_path.glob("*_sensitivity.py"))
+    run = subprocess.run([str(PYTHON), str(script)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "BUG" in run.stdout, run.stdout + run.stderr
+
+
 def test_a_data_dependent_second_release_is_found() -> None:
     code, report = run_check("sum_if_large", '{"x": [0, 100]}')
     assert code == 1 and report["verdict"] == "violated", report["notes"]

@@ -114,6 +114,8 @@ class OpenDPPolarsAdapter(Adapter):
         return """
 import opendp.context as _context
 import opendp.extras.polars as _polars
+import opendp.measurements as _measurements
+import opendp.mod as _mod
 from opendp.accuracy import summarize_polars_measurement as _summarize
 
 CALLS = []
@@ -142,24 +144,40 @@ class _Frame:
         return self.frame
 
 
-def _unnoised_release(query):
+def _unnoised(measurement, data):
     # OpenDP's own plan at global scale 0: the aggregates before noise, one call per noised column
-    inner = object.__getattribute__(query, "_query")
-    measurement = object.__getattribute__(query, "resolve")()
     rows = _summarize(measurement).to_dicts()
-    frame = _make(**{**measurement._args, "global_scale": 0.0})(inner._context._data).collect()
+    frame = _make(**{**measurement._args, "global_scale": 0.0})(data).collect()
     keys = [name for name in frame.columns if name not in {row["column"] for row in rows}]
     ordered = frame.sort(keys, nulls_last=True) if keys else frame
-    for row in rows:
-        site = f"LazyFrameQuery.release, {row['aggregate']} of {row['column']!r}"
-        declared = row["scale"] / measurement._args["global_scale"]
-        CALLS.append((site, row["distribution"], declared, ordered[row["column"]].to_list()))
+    for column in dict.fromkeys(row["column"] for row in rows):  # one call per released column
+        parts = [row for row in rows if row["column"] == column]
+        mechanism = " and ".join(f"{row['distribution']} on {row['aggregate']} of {column!r}" for row in parts)
+        declared = parts[0]["scale"] / (measurement._args.get("global_scale") or 1.0)  # for reading only
+        CALLS.append(("LazyFrameQuery.release / Measurement.__call__", mechanism, declared, ordered[column].to_list()))
     return _Frame(frame)
 
 
+def _unnoised_release(query):
+    inner = object.__getattribute__(query, "_query")
+    return _unnoised(object.__getattribute__(query, "resolve")(), inner._context._data)
+
+
+_call = _mod.Measurement.__call__
+
+
+def _unnoised_call(measurement, data):  # a private lazyframe invoked directly
+    if getattr(measurement, "_args", None) is None:
+        return _call(measurement, data)
+    return _unnoised(measurement, data)
+
+
 _polars.make_private_lazyframe = _remembered_lazyframe
+_measurements.make_private_lazyframe = _remembered_lazyframe
 _context.Context.compositor = staticmethod(_remembered_compositor)
 _polars.LazyFrameQuery.release = _unnoised_release
+_mod.Measurement.__call__ = _unnoised_call
+_mod.Measurement.invoke = _unnoised_call
 """
 
     def _hook(self, original: Any) -> Any:
