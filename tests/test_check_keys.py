@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import targets_toyuser as user
+from dpwitness.errors import ParameterError
 from dpwitness.targets.check import check
 from dpwitness.witness.structured import KeyShape, key_shapes
 
@@ -66,3 +67,9 @@ def test_the_key_shapes_add_one_record_with_a_key_no_group_has() -> None:
     assert d_prime.runs == ((("a", 1.0), 8), (("c", 3.0), 1), (("a", 1.0), 8))  # inside the one group
     moved = KeyShape("out-of-group", "last", 2, 1, "c", 1.0).pair(("a", 1.0), 0, 1, ["a", "b"], ("k", "x"))
     assert moved[0].rows == moved[1].rows == 3 and moved[1].runs[-1] == (("a", 1.0), 1)
+
+
+@pytest.mark.parametrize("trials", [-1, 1.5, True])
+def test_trials_is_a_whole_number_from_zero(trials: object) -> None:
+    with pytest.raises(ParameterError, match=r"^trials must be a whole number from 0 to 1000000"):
+        check(user.released_sums_by_key, columns=TYPED, epsilon=1.0, libraries=["toylib"], audit=False, trials=trials)  # type: ignore[arg-type]
