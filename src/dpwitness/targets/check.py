@@ -248,7 +248,7 @@ class _Runner:
 def _invariants(calls: list[NoiseCall]) -> set[Any]:
     """What the library was told is invariant on this table (calls that declare none say nothing:
     a table with no call at all must still be compared on its noise calls)."""
-    return {value for value in (getattr(c, "invariant", None) for c in calls) if value is not None}
+    return {c.invariant for c in calls if c.invariant is not None}
 
 
 def _signature(call: NoiseCall) -> tuple[Any, ...]:
