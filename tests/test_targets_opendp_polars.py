@@ -34,7 +34,7 @@ def run_python(code: str) -> Any:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def run_check(name: str, columns: str, *, seconds: float = 15, scripts: Path | None = None) -> tuple[int, dict[str, Any]]:
+def run_check(name: str, columns: str, *, seconds: float = 10, scripts: Path | None = None) -> tuple[int, dict[str, Any]]:
     command = [str(CLI), "check", f"{USER}:{name}", "--columns", columns, "--epsilon", "1", "--max-seconds", str(seconds)]
     command += ["--json"] + (["--scripts", str(scripts)] if scripts is not None else [])
     run = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
@@ -131,7 +131,7 @@ def test_a_correct_sum_and_count_gets_no_false_alarm() -> None:
 
 
 def test_a_correct_float_sum_gets_no_false_alarm_and_opendps_float_allowance() -> None:
-    code, report = run_check("float_sum", '{"x": "Float64"}', seconds=12)
+    code, report = run_check("float_sum", '{"x": "Float64"}')
     assert report["verdict"] in ("ok", "inconclusive") and code in (0, 3), report["notes"]
     assert not report["findings"] and report["pairs_tried"] > 20
     # OpenDP's float sum declares a little more than U − L = 1: its allowance for float rounding at max_length rows
