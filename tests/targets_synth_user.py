@@ -56,6 +56,13 @@ def mwem_inferred(table: pl.DataFrame) -> Any:
     return synth.sample(10)
 
 
+def mwem_inferred_bounds(table: pl.DataFrame) -> Any:
+    """MWEM with a continuous column whose bounds snsynth infers, spending ``preprocessor_eps``."""
+    synth = Synthesizer.create("mwem", epsilon=3.0)
+    synth.fit(table.to_pandas(), categorical_columns=["sex"], continuous_columns=["age"], preprocessor_eps=1.0)
+    return synth.sample(10)
+
+
 def dpctgan(table: pl.DataFrame) -> Any:
     """A GAN synthesizer (DP-SGD through Opacus): not hooked by the adapter."""
     synth = Synthesizer.create("dpctgan", epsilon=1.0)

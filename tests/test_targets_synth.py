@@ -36,7 +36,7 @@ DRIVER = textwrap.dedent(
     import numpy as np
     import polars as pl
     import dpwitness as dw
-    from dpwitness.targets import recording
+    from dpwitness.targets import Unsupported, recording
     import targets_synth_user as user
 
     rows = json.loads(sys.argv[2])
@@ -76,6 +76,14 @@ DRIVER = textwrap.dedent(
         [c.mechanism for c in calls(user.mwem_declared, t).calls] for t in (without, with_it)
     ]
 
+    out["refused"] = {}
+    ages = pl.DataFrame({"sex": ["F", "M", "F"], "age": [30, 41, 52]})
+    for name, fn, table in (("bounds", user.mwem_inferred_bounds, ages), ("dpctgan", user.dpctgan, d)):
+        try:
+            calls(fn, table)
+        except Unsupported as refused:
+            out["refused"][name] = str(refused)
+
     checks = {
         "aim": dict(fn=user.aim_declared, audit=False, max_seconds=15),
         "mst": dict(fn=user.mst_declared, audit=False, max_seconds=8),
@@ -83,9 +91,11 @@ DRIVER = textwrap.dedent(
         "mwem": dict(fn=user.mwem_inferred, audit=False, max_seconds=6),
         "dpctgan": dict(fn=user.dpctgan, max_seconds=5),
         "own_noise": dict(fn=user.own_noise, max_seconds=5),
+        "bounds": dict(fn=user.mwem_inferred_bounds, columns={"sex": ["F", "M"], "age": pl.Int64}, max_seconds=5),
     }
     for name, kwargs in checks.items():
-        report = dw.check(kwargs.pop("fn"), columns=user.COLUMNS, epsilon=1.0, **kwargs)
+        columns = kwargs.pop("columns", user.COLUMNS)
+        report = dw.check(kwargs.pop("fn"), columns=columns, epsilon=1.0, **kwargs)
         out[name] = report.to_dict()
     with open(sys.argv[1], "w") as handle:
         json.dump(out, handle, default=str)
@@ -200,6 +210,8 @@ def test_mwem_sizes_its_histogram_from_the_data_even_with_declared_categories(re
 
 def test_outside_the_contract_is_unsupported_and_an_adapter_failure_is_its_own_verdict(results: dict[str, Any]) -> None:
     assert results["dpctgan"]["verdict"] == "unsupported" and not results["dpctgan"]["findings"]
+    assert results["bounds"]["verdict"] == "unsupported" and not results["bounds"]["findings"]
+    assert "approx_bounds" in results["refused"]["bounds"] and "'dpctgan'" in results["refused"]["dpctgan"]
     assert results["own_noise"]["verdict"] == "adapter-error" and not results["own_noise"]["findings"]
     assert any("without a local 'x'" in note for note in results["own_noise"]["notes"])
 

@@ -260,8 +260,6 @@ class SmartNoiseSynthAdapter(Adapter):
             recorder = active()
             transformer = kwargs.get("transformer")
             declared = transformer is not None and not isinstance(transformer, dict) and transformer.fit_complete
-            if recorder is not None and not declared and kwargs.get("preprocessor_eps"):
-                raise Unsupported("snsynth infers bounds with preprocessor_eps (a noisy search): declare the bounds")
             train = original(synthesizer, data, *ignore, **kwargs)
             if recorder is not None and not declared:
                 cards = tuple(synthesizer._transformer.cardinality)
