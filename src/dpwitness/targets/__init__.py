@@ -3,7 +3,7 @@
 ``with recording(mode="unnoised") as recorder: fn(table)`` runs a user's function with every
 covered library's noise taken away and lists its noise calls (:class:`NoiseCall`: site,
 mechanism, declared Δ, ε, δ, the value before noise). :func:`dpwitness.check` builds the
-sensitivity search and the audit on it. Covered: diffprivlib, OpenDP, python-dp, PipelineDP, SmartNoise SQL (see
+sensitivity search and the audit on it. Covered: diffprivlib, OpenDP, python-dp, PipelineDP, SmartNoise SQL and Synth (see
 docs/targets.md for what each hook sees and each library's contract). An adapter of your own
 (for a library of your own) subclasses :class:`Adapter` and calls :func:`register`.
 """
