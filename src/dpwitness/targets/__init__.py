@@ -10,6 +10,7 @@ docs/targets.md for what each hook sees and each library's contract). An adapter
 
 from dpwitness.targets import diffprivlib as _diffprivlib  # noqa: F401 (registers the adapter)
 from dpwitness.targets import opendp as _opendp  # noqa: F401
+from dpwitness.targets import opendp_polars as _opendp_polars  # noqa: F401
 from dpwitness.targets import pipeline_dp as _pipeline_dp  # noqa: F401
 from dpwitness.targets import python_dp as _python_dp  # noqa: F401
 from dpwitness.targets import smartnoise as _smartnoise  # noqa: F401
