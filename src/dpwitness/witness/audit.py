@@ -465,8 +465,9 @@ class Sampler:
         return self._rows_of(outputs, label)
 
     def draw_pairs(self, d: Any, d_prime: Any, seeds: np.random.SeedSequence, n: int) -> tuple[FloatArray, FloatArray]:
-        """n runs on each input as rows (as ``draw_full``), the k-th run of both inputs started from
-        one generator state: common random numbers. Each pair gets its own random PCG64 state, so
+        """n runs on each input ``d`` and ``d_prime`` as rows (as ``draw_full``), the k-th run of both
+        inputs started from one generator state: common random numbers. The states come from the
+        SeedSequence ``seeds``. Each pair gets its own random PCG64 state, so
         pairs are independent of each other whatever a run consumes; the two runs of a pair are
         coupled only as far as the mechanism draws from ``rng`` in the same order on both inputs.
         A mechanism with ``size`` gets independent streams instead (its rows need not line up)."""
