@@ -446,22 +446,32 @@ class Sampler:
         head = np.column_stack([codes, np.full(n, float(values.shape[1]))])
         return np.hstack([head, values + 0.0])
 
-    def _per_call(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
-        outputs: list[Any] = []
-        mechanism, block, done = self.mechanism, 8, 0
-        while done < n:  # blocks of calls with no per-call bookkeeping; the clock is read between blocks
+    def _in_blocks(self, n: int, run: Callable[[int, int], None]) -> None:
+        """``run(done, size)`` on blocks of runs with no per-call bookkeeping, blocks growing while
+        they are quick; the clock is read between blocks (out of time past the deadline)."""
+        block, done = 8, 0
+        while done < n:
             size = min(block, n - done)
             begun = time.perf_counter()
-            try:
-                outputs.extend([mechanism(data, rng) for _ in range(size)])
-            except Exception as error:  # the user's code: report any failure clearly
-                raise MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}") from error
+            run(done, size)
             done += size
             now = time.perf_counter()
             if now > self.deadline:
                 raise _OutOfTime
             if now - begun < PER_CALL_BLOCK_SECONDS / 2:
                 block = min(2 * block, PER_CALL_BLOCK)
+
+    def _per_call(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
+        outputs: list[Any] = []
+        mechanism = self.mechanism
+
+        def run(done: int, size: int) -> None:
+            try:
+                outputs.extend([mechanism(data, rng) for _ in range(size)])
+            except Exception as error:  # the user's code: report any failure clearly
+                raise MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}") from error
+
+        self._in_blocks(n, run)
         return self._rows_of(outputs, label)
 
     def draw_pairs(self, d: Any, d_prime: Any, seeds: np.random.SeedSequence, n: int) -> tuple[FloatArray, FloatArray]:
@@ -482,10 +492,9 @@ class Sampler:
         starts = np.random.default_rng(seeds.spawn(1)[0]).integers(0, 2**64, size=(n, 2), dtype=np.uint64).tolist()
         outputs_a: list[Any] = []
         outputs_b: list[Any] = []
-        mechanism, block, done, began = self.mechanism, 8, 0, time.perf_counter()
-        while done < n:  # as in _per_call: blocks without bookkeeping, the clock read between them
-            size = min(block, n - done)
-            begun = time.perf_counter()
+        mechanism, began = self.mechanism, time.perf_counter()
+
+        def run(done: int, size: int) -> None:
             label = "d"
             try:
                 for high, low in starts[done : done + size]:
@@ -503,12 +512,8 @@ class Sampler:
                     outputs_b.append(mechanism(d_prime, rng))
             except Exception as error:  # the user's code: report any failure clearly
                 raise MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}") from error
-            done += size
-            now = time.perf_counter()
-            if now > self.deadline:
-                raise _OutOfTime
-            if now - begun < PER_CALL_BLOCK_SECONDS:
-                block = min(2 * block, PER_CALL_BLOCK)
+
+        self._in_blocks(n, run)
         rate = (time.perf_counter() - began) / (2 * n)
         self.seconds_per_run = max(self.seconds_per_run, rate)
         if n >= 5000 or self.recent_seconds_per_run == 0.0:
