@@ -382,11 +382,14 @@ class Sampler:
         """n outputs as ``[shape code, length, values…]`` rows (see :class:`Encoder`)."""
         start = time.perf_counter()
         rows = self._sized(data, rng, n, label) if self.sized else self._per_call(data, rng, n, label)
-        rate = (time.perf_counter() - start) / n
+        self._note_rate((time.perf_counter() - start) / n, n)
+        return rows
+
+    def _note_rate(self, rate: float, n: int) -> None:
+        """Record the seconds per run of a draw of n runs (the slowest seen, and the last large one)."""
         self.seconds_per_run = max(self.seconds_per_run, rate)
         if n >= 5000 or self.recent_seconds_per_run == 0.0:
             self.recent_seconds_per_run = rate
-        return rows
 
     def view(self, *arrays: FloatArray, structured: bool | None = None) -> tuple[list[FloatArray], list[str], int]:
         """The arrays padded to one width, without the shape and length columns unless shapes vary
@@ -514,10 +517,7 @@ class Sampler:
                 raise MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}") from error
 
         self._in_blocks(n, run)
-        rate = (time.perf_counter() - began) / (2 * n)
-        self.seconds_per_run = max(self.seconds_per_run, rate)
-        if n >= 5000 or self.recent_seconds_per_run == 0.0:
-            self.recent_seconds_per_run = rate
+        self._note_rate((time.perf_counter() - began) / (2 * n), n)
         return self._rows_of(outputs_a, "d"), self._rows_of(outputs_b, "d_prime")
 
     def _rows_of(self, outputs: list[Any], label: str) -> FloatArray:
@@ -1105,7 +1105,6 @@ def _tight(
         del sa, sb
         left = deadline - time.perf_counter()
         select_n = max(1000, int(left * TIGHT_SELECT_SHARE / (2 * draw_rate * 1.5)))
-        counts = np.zeros((len(candidates), 2))
         cells = np.zeros((len(candidates), 3))  # paired runs: E under both, under d only, under d_prime only
         judging = [0.0]  # seconds spent judging the candidates (the rest of the selection is drawing)
 
@@ -1113,10 +1112,7 @@ def _tight(
             begun = time.perf_counter()
             for i, candidate in enumerate(candidates):
                 ia, ib = candidate.event.contains(ra), candidate.event.contains(rb)
-                both = int(np.count_nonzero(ia & ib))
-                ca, cb = int(np.count_nonzero(ia)), int(np.count_nonzero(ib))
-                counts[i] += (ca, cb)
-                cells[i] += (both, ca - both, cb - both)
+                cells[i] += (np.count_nonzero(ia & ib), np.count_nonzero(ia & ~ib), np.count_nonzero(~ia & ib))
             judging[0] += time.perf_counter() - begun
 
         selecting = time.perf_counter()
@@ -1148,6 +1144,7 @@ def _tight(
         def oriented(table: FloatArray) -> tuple[FloatArray, FloatArray]:
             return np.where(forward, table[:, 0], table[:, 1]), np.where(forward, table[:, 1], table[:, 0])
 
+        counts = np.column_stack([cells[:, 0] + cells[:, 1], cells[:, 0] + cells[:, 2]])  # hits under d, under d_prime
         unpaired = np.where(keyed, pooled.projected(*oriented(counts + prior)), selector.projected(*oriented(counts)))
         # The runs are paired (common random numbers): each proposal is also scored by the paired
         # bound, and certified by whichever of the two bounds projects higher (chosen here, before
@@ -1164,7 +1161,7 @@ def _tight(
         top = int(ranked[0])
         ranked = ranked[: TIGHT_EVENTS if summaries and unpaired[top] >= paired[top] else 1]
         chosen = [candidates[int(i)] for i in ranked]
-        by_pairs = np.array([paired[int(i)] > unpaired[int(i)] for i in ranked], dtype=bool)
+        by_pairs = paired[ranked] > unpaired[ranked]
         split = splits[ranked]
         hits = np.zeros((len(chosen), 3), dtype=np.int64)  # oriented: hits under the first, under the second, under both
 

@@ -347,20 +347,31 @@ class _Sorted:
         return np.unique(self.pooled[index])
 
 
-def _threshold_candidate(data: _Sorted, scorer: Scorer, feature: Feature, family: str) -> Candidate | None:
+def _thresholds(data: _Sorted) -> tuple[FloatArray, FloatArray, FloatArray] | None:
+    """(thresholds t, hits on each input): entry k < len(t) counts f > t[k], entry len(t) + k counts f ≤ t[k]."""
     distinct = data.distinct()
     if len(distinct) < 2:
         return None
     ts = distinct[:-1] if len(distinct) <= THRESHOLDS else data.quantiles(THRESHOLDS)
     le_a = np.searchsorted(data.a, ts, side="right").astype(np.float64)
     le_b = np.searchsorted(data.b, ts, side="right").astype(np.float64)
-    hits_a = np.concatenate([len(data.a) - le_a, le_a])
-    hits_b = np.concatenate([len(data.b) - le_b, le_b])
-    index, direction, score = scorer.best(hits_a, hits_b)
+    return ts, np.concatenate([len(data.a) - le_a, le_a]), np.concatenate([len(data.b) - le_b, le_b])
+
+
+def _threshold_event(ts: FloatArray, index: int, feature: Feature) -> Event:
+    """The event of entry ``index`` of :func:`_thresholds`."""
     above = index < len(ts)
     t = float(ts[index % len(ts)])
-    event = Event("above" if above else "below", f"{feature.name} {'>' if above else '≤'} {t:.6g}", feature, threshold=t)
-    return Candidate(event, direction, family, score)
+    return Event("above" if above else "below", f"{feature.name} {'>' if above else '≤'} {t:.6g}", feature, threshold=t)
+
+
+def _threshold_candidate(data: _Sorted, scorer: Scorer, feature: Feature, family: str) -> Candidate | None:
+    found = _thresholds(data)
+    if found is None:
+        return None
+    ts, hits_a, hits_b = found
+    index, direction, score = scorer.best(hits_a, hits_b)
+    return Candidate(_threshold_event(ts, index, feature), direction, family, score)
 
 
 def _interval_candidate(data: _Sorted, scorer: Scorer, feature: Feature) -> Candidate | None:
@@ -718,31 +729,22 @@ def paired_candidates(
 def _paired_threshold(
     fa: FloatArray, fb: FloatArray, feature: Feature, *, n_measure: int, delta: float, alpha: float, shrink: float
 ) -> Candidate | None:
-    data = _Sorted.of(fa, fb)
-    distinct = data.distinct()
-    if len(distinct) < 2:
+    found = _thresholds(_Sorted.of(fa, fb))
+    if found is None:
         return None
-    ts = distinct[:-1] if len(distinct) <= THRESHOLDS else data.quantiles(THRESHOLDS)
-    low, high = np.sort(np.minimum(fa, fb)), np.sort(np.maximum(fa, fb))  # NaN (in neither side) sorts last
+    ts, hits_a, hits_b = found
+    # pairs in the event on both inputs: min(fa, fb) > t, max(fa, fb) ≤ t (NaN, in neither side, sorts last)
+    low, high = np.sort(np.minimum(fa, fb)), np.sort(np.maximum(fa, fb))
     low, high = low[~np.isnan(low)], high[~np.isnan(high)]
-    le_a = np.searchsorted(data.a, ts, side="right").astype(np.float64)
-    le_b = np.searchsorted(data.b, ts, side="right").astype(np.float64)
     above_both = len(low) - np.searchsorted(low, ts, side="right").astype(np.float64)
-    below_both = np.searchsorted(high, ts, side="right").astype(np.float64)
-    hits_a = np.concatenate([len(data.a) - le_a, le_a])
-    hits_b = np.concatenate([len(data.b) - le_b, le_b])
-    both = np.concatenate([above_both, below_both])
-    n = len(fa)
-    forward, _ = paired_projection(both, hits_a - both, hits_b - both, n, n_measure, delta=delta, alpha=alpha, shrink=shrink)
-    backward, _ = paired_projection(both, hits_b - both, hits_a - both, n, n_measure, delta=delta, alpha=alpha, shrink=shrink)
-    i, j = int(np.argmax(forward)), int(np.argmax(backward))
-    index, direction, score = (i, 1, float(forward[i])) if forward[i] >= backward[j] else (j, -1, float(backward[j]))
+    both = np.concatenate([above_both, np.searchsorted(high, ts, side="right").astype(np.float64)])
+    scored = paired_projection(both, hits_a - both, hits_b - both, len(fa), n_measure, delta=delta, alpha=alpha, shrink=shrink)
+    reverse = paired_projection(both, hits_b - both, hits_a - both, len(fa), n_measure, delta=delta, alpha=alpha, shrink=shrink)
+    i, j = int(np.argmax(scored[0])), int(np.argmax(reverse[0]))
+    index, direction, score = (i, 1, float(scored[0][i])) if scored[0][i] >= reverse[0][j] else (j, -1, float(reverse[0][j]))
     if not np.isfinite(score):
         return None
-    above = index < len(ts)
-    t = float(ts[index % len(ts)])
-    event = Event("above" if above else "below", f"{feature.name} {'>' if above else '≤'} {t:.6g}", feature, threshold=t)
-    return Candidate(event, direction, "paired thresholds", score)
+    return Candidate(_threshold_event(ts, index, feature), direction, "paired thresholds", score)
 
 
 def resolution(family: str, n_search: int) -> float:

@@ -100,13 +100,14 @@ def paired_epsilon_lower_bound(
     from the n₁₁ + n₁₀ hits of n pairs. −∞ where nothing is certified."""
     n11, n10, n01 = (np.asarray(x, dtype=np.float64) for x in (both, first_only, second_only))
     first_alpha, second_alpha, delta_alpha = _paired_alphas(alpha, delta, split)
-    total = np.maximum(n11 + n10 + n01, 1.0)
+    total = n11 + n10 + n01
+    seen = np.maximum(total, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_ratio = np.log1p(-cp_upper(n01, total, second_alpha)) - np.log1p(-cp_lower(n10, total, first_alpha))
+        log_ratio = np.log1p(-cp_upper(n01, seen, second_alpha)) - np.log1p(-cp_lower(n10, seen, first_alpha))
         if delta > 0:
             first = cp_lower(n11 + n10, n, delta_alpha)
             log_ratio = np.where(first > delta, log_ratio + np.log1p(-delta / np.clip(first, 1e-300, None)), -np.inf)
-        return np.asarray(np.where((n11 + n10 + n01 > 0) & np.isfinite(log_ratio), log_ratio, -np.inf), dtype=np.float64)
+        return np.asarray(np.where((total > 0) & np.isfinite(log_ratio), log_ratio, -np.inf), dtype=np.float64)
 
 
 def paired_projection(
@@ -129,18 +130,23 @@ def paired_projection(
     seen = np.maximum(total, 1.0)
     first = wilson_bounds(first_only, seen, shrink)[0]
     second = wilson_bounds(second_only, seen, shrink)[1]
-    expected = np.maximum(total * n_measure / max(n_seen, 1.0), 1.0)
+    scale = n_measure / max(n_seen, 1.0)
+    expected = np.maximum(total * scale, 1.0)
+    delta_term = np.zeros(total.shape)  # ln(1 − δ/p₁_lower), the same for every split
+    if delta > 0:
+        p1 = wilson_bounds((both + first_only) * scale, n_measure, _paired_alphas(alpha, delta, 0.5)[2])[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            delta_term = np.where(p1 > delta, np.log1p(-delta / np.clip(p1, 1e-300, None)), -np.inf)
     best = np.full(total.shape, -np.inf)
     chosen = np.full(total.shape, PAIRED_SPLITS[0])
     for split in PAIRED_SPLITS:
-        first_alpha, second_alpha, delta_alpha = _paired_alphas(alpha, delta, split)
+        first_alpha, second_alpha, _ = _paired_alphas(alpha, delta, split)
         with np.errstate(divide="ignore", invalid="ignore"):
-            value = np.log1p(-wilson_bounds(second * expected, expected, float(second_alpha))[1]) - np.log1p(
-                -wilson_bounds(first * expected, expected, float(first_alpha))[0]
+            value = (
+                np.log1p(-wilson_bounds(second * expected, expected, float(second_alpha))[1])
+                - np.log1p(-wilson_bounds(first * expected, expected, float(first_alpha))[0])
+                + delta_term
             )
-            if delta > 0:
-                p1 = wilson_bounds((both + first_only) * n_measure / max(n_seen, 1.0), n_measure, delta_alpha)[0]
-                value = np.where(p1 > delta, value + np.log1p(-delta / np.clip(p1, 1e-300, None)), -np.inf)
         value = np.where((total > 0) & np.isfinite(value), value, -np.inf)
         better = value > best
         best, chosen = np.where(better, value, best), np.where(better, split, chosen)
