@@ -1208,6 +1208,8 @@ def test_new_controls_work_by_touch_on_a_phone(browser: Any, server: dict[str, A
     page.tap("#walk-trap")
     page.wait_for_function("document.getElementById('trap-witness').dataset.ok === 'false'")
     page.tap("#plot-density + details summary")
+    # The table is written on the details' toggle event, a task after the tap: wait for it.
+    page.wait_for_function("document.querySelectorAll('#plot-density + details table').length === 1", timeout=10_000)
     assert page.locator("#plot-density + details table").count() == 1
     assert problems == []
     context.close()
