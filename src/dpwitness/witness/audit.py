@@ -42,8 +42,11 @@ import numpy.typing as npt
 
 from dpwitness.errors import ParameterError, check_finite, check_positive_finite, require
 from dpwitness.witness.events import (
+    Alignment,
     Candidate,
+    Path,
     Scorer,
+    aligned_candidates,
     names_of,
     paired_candidates,
     precision_bits,
@@ -274,6 +277,7 @@ class Encoder:
     def __init__(self) -> None:
         self.shapes: dict[str, int] = {}
         self.symbols: dict[tuple[str, Any], int] = {}
+        self.paths: dict[int, tuple[Path, ...]] = {}  # shape code → the path of each value (rows() only)
 
     @property
     def structured(self) -> bool:
@@ -283,14 +287,63 @@ class Encoder:
         return float(self.shapes.setdefault(signature, len(self.shapes)))
 
     def rows(self, outputs: Sequence[Any], label: str) -> FloatArray:
+        nested = self._nested_rows(outputs, label)
+        if nested is not None:
+            return nested
         encoded = [self.encode(output, label) for output in outputs]
         width = max((len(values) for _, values in encoded), default=0)
         rows = np.full((len(encoded), 2 + width), np.nan)
         for i, (signature, values) in enumerate(encoded):
+            self._remember(signature, outputs[i])
             rows[i, 0] = self.shape_code(signature)
             rows[i, 1] = len(values)
             rows[i, 2 : 2 + len(values)] = values
         return rows
+
+    def _nested_rows(self, outputs: Sequence[Any], label: str) -> FloatArray | None:
+        """Rows for tuples or lists whose items are plain numbers and booleans or sequences of them
+        (a tuple of two sparse vectors' answers), stacked group by group of one layout at numpy speed,
+        with the codes and values the walk gives; None for any other output."""
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, output in enumerate(outputs):
+            if type(output) not in _SEQUENCES:
+                return None
+            groups.setdefault(tuple(tuple(map(type, p)) if type(p) in _SEQUENCES else type(p) for p in output), []).append(i)
+        width = 0
+        layouts: list[tuple[str, list[int], int]] = []
+        for key, members in groups.items():
+            leaves = [t for part in key for t in (part if isinstance(part, tuple) else (part,))]
+            if not all(t in _PLAIN_NUMBERS or t in _PLAIN_BOOLEANS for t in leaves):
+                return None
+            kinds = ["(" + ",".join(map(_kind_of, part)) + ")" if isinstance(part, tuple) else _kind_of(part) for part in key]
+            layouts.append(("(" + ",".join(kinds) + ")", members, len(leaves)))
+            width = max(width, len(leaves))
+        rows = np.full((len(outputs), 2 + width), np.nan)
+        for signature, members, count in layouts:
+            index = np.asarray(members)
+            flat = [[v for part in outputs[i] for v in (part if type(part) in _SEQUENCES else (part,))] for i in members]
+            values = np.asarray(flat, dtype=np.float64).reshape(len(members), count)
+            nan = np.isnan(values).any(axis=1)
+            for r in np.flatnonzero(nan):  # a NaN output has its own shape: the walk's signature
+                marked, _ = self.encode(outputs[members[r]], label)
+                self._remember(marked, outputs[members[r]])
+                rows[index[r], 0] = self.shape_code(marked)
+            if not nan.all():
+                self._remember(signature, outputs[members[int(np.argmin(nan))]])
+                rows[index[~nan], 0] = self.shape_code(signature)
+            rows[index, 1] = count
+            rows[index, 2 : 2 + count] = values
+        return rows
+
+    def _remember(self, signature: str, output: Any) -> None:
+        if signature not in self.shapes:
+            self.paths[int(self.shape_code(signature))] = tuple(value_paths(output))
+
+    def alignment(self) -> Alignment | None:
+        """The :class:`Alignment` of the shapes seen so far (None: flat, or some shape's paths unknown)."""
+        if not self.structured or any(code not in self.paths for code in self.shapes.values()):
+            return None
+        return Alignment.of(self.paths)
 
     def encode(self, output: Any, label: str) -> tuple[str, list[float]]:
         values: list[float] = []
@@ -316,7 +369,7 @@ class Encoder:
         if isinstance(part, (int, float, np.integer, np.floating)):
             value = float(part)
             values.append(value)
-            return "n" + nan_mark(np.array([math.isnan(value)]))  # a NaN output has its own shape: never "missing"
+            return "n" + (_NAN_SCALAR if math.isnan(value) else "")  # a NaN output has its own shape: never "missing"
         if isinstance(part, (str, bytes)):
             values.append(self._symbol(part, label))
             return "s"
@@ -335,8 +388,28 @@ class Encoder:
         return "o"
 
 
+def value_paths(part: Any, prefix: Path = ()) -> list[Path]:
+    """The path (positions and dict keys from the top) of each value :class:`Encoder` takes from
+    ``part``, in its order."""
+    if isinstance(part, np.ndarray):
+        if part.dtype.kind in "biuf":
+            return [(*prefix, i) for i in range(part.size)]
+        return [p for i, x in enumerate(part.ravel().tolist()) for p in value_paths(x, (*prefix, i))]
+    if isinstance(part, (tuple, list)):
+        return [p for i, x in enumerate(part) for p in value_paths(x, (*prefix, i))]
+    if isinstance(part, dict):
+        items = sorted(part.items(), key=lambda item: repr(item[0]))
+        return [p for key, value in items for p in value_paths(value, (*prefix, repr(key)))]
+    return [prefix]
+
+
 _PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
 _PLAIN_BOOLEANS = frozenset({bool, np.bool_})
+_SEQUENCES = frozenset({tuple, list})
+
+
+def _kind_of(kind: type) -> str:
+    return "b" if kind in _PLAIN_BOOLEANS else "n"
 
 
 def nan_mark(mask: npt.NDArray[np.bool_]) -> str:
@@ -346,6 +419,9 @@ def nan_mark(mask: npt.NDArray[np.bool_]) -> str:
         those positions as ``·NaN@[i, …]``.
     """
     return f"·NaN@{np.flatnonzero(mask).tolist()}" if mask.any() else ""
+
+
+_NAN_SCALAR = nan_mark(np.array([True]))
 
 
 def _pad(rows: FloatArray, width: int) -> FloatArray:
@@ -802,6 +878,10 @@ def audit(
             probe = Scorer(len(sa), len(ma), delta=dlt, alpha=alpha / (rounds * 8))
             searching = time.perf_counter()
             candidates, families = search(sa, sb, probe, float_test=float_test, rng=search_rng, names=names, start=start)
+            alignment = sampler.encoder.alignment() if start == 2 else None
+            if alignment is not None:  # nested outputs: each part alone, and the parts' log ratios summed
+                candidates += aligned_candidates(alignment.apply(sa), alignment.apply(sb), alignment, probe, [])
+                families = [*families, "parts combined"]
             # the search has fixed costs (quantile grids, histograms): amortised as if over SEARCH_FIXED_ROWS rows at least
             sampler.search_seconds_per_row = (time.perf_counter() - searching) / max(len(sa), SEARCH_FIXED_ROWS)
             if not candidates:
@@ -1066,6 +1146,23 @@ def _tight(
             every=True,
             binned_rows=True,
         )
+        alignment = sampler.encoder.alignment() if structured else None
+        if alignment is not None:  # nested outputs: the families again with each value in one column, parts, conjunctions
+            aa, ab = alignment.apply(sa), alignment.apply(sb)
+            on_aligned, _ = search(
+                aa,
+                ab,
+                scorer,
+                float_test=float_test,
+                rng=rng,
+                names=alignment.names,
+                start=2,
+                feature_rows=len(aa),
+                every=True,
+                binned_rows=True,
+            )
+            candidates += aligned_candidates(aa, ab, alignment, scorer, on_aligned)
+            del aa, ab
         summaries = summary_features(sa, sb, names, start)
         if summaries:  # a vector: its sums, counts, max and min on many more runs (numbers only are kept)
             stream_rows = min(TIGHT_STORE // len(summaries), int(total * 0.1 / (2 * draw_rate)))
@@ -1096,6 +1193,13 @@ def _tight(
             candidates += paired_candidates(
                 pa, pb, paired_names, paired_start, n_measure=planned, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK
             )
+            if alignment is not None:
+                qa, qb = alignment.apply(pa), alignment.apply(pb)
+                on_aligned = paired_candidates(
+                    qa, qb, alignment.names, 2, n_measure=planned, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK
+                )
+                candidates += [replace(c, event=replace(c.event, aligned=alignment)) for c in on_aligned]
+                del qa, qb
             del pa, pb
         if not candidates:
             return replace(fast, tight_reason="no event separated the inputs on the search sample")

@@ -25,6 +25,11 @@ it on fresh samples. Families:
   differences, whose power statement covers both;
 * in the tight mode, ``binned rows``: value sets on whole rows whose continuous columns are cut
   into a few pooled-quantile bins (a histogram estimate of the log density ratio, thresholded);
+* in the tight mode, for nested outputs whose parts vary in length (a tuple of two sparse
+  vectors' answers), every family again on *aligned* rows (:class:`Alignment`: each value keeps one
+  column whatever the shape), ``joint values`` and ``binned rows`` on each top-level part alone,
+  and ``parts combined``: a threshold on the sum of the parts' log likelihood ratios, each
+  estimated on a histogram of the part (parts that draw their own noise multiply their ratios);
 * in floating-point mode, ``bit pattern``: value sets on the bit pattern of each output;
 * in the tight mode, on paired runs (common random numbers), ``paired thresholds``: thresholds
   on each coordinate, on the vector summaries and on the *coupled shift* w·x (w the mean of
@@ -40,8 +45,10 @@ projection event; they are a value of their own for the value sets. ±∞ are or
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -70,6 +77,8 @@ MAX_DIFFERENCES = 24
 BINS_FEW, BINS_MANY = 8, 4
 #: Rows and coordinate pairs looked at to find the pairs of coordinates that are ever equal.
 TIE_ROWS, TIE_PAIRS = 20_000, 500
+#: Most aligned columns (value paths) of nested outputs; wider outputs are not aligned.
+ALIGN_LIMIT = 64
 #: Families searched for every output (the others depend on the output's shape and mode).
 SCALAR_FAMILIES = ("threshold", "intervals", "values", "point masses")
 VECTOR_FAMILIES = ("joint values", "projection", "sums and differences")
@@ -135,15 +144,18 @@ class Feature:
     """A number computed from one output row: a coordinate, a weighted sum, or a vector summary."""
 
     name: str
-    kind: str = "column"  # column | weights | sum | max | min | above | difference | distinct | largest tie | equal
+    kind: str = "column"  # column | weights | sum | max | min | above | difference | distinct | largest tie | equal | parts
     column: int = 0
     other: int = 0
     weights: FloatArray | None = field(default=None, repr=False)
     start: int = 0  # first value column (structured rows start with their shape and length)
+    parts: tuple[PartScore, ...] = field(default=(), repr=False)
 
     def __call__(self, rows: FloatArray) -> FloatArray:
         if self.kind == "column":
             return rows[:, self.column]
+        if self.kind == "parts":
+            return np.asarray(np.sum([part(rows) for part in self.parts], axis=0), dtype=np.float64)
         values = rows[:, self.start :]
         if self.kind == "difference":
             return rows[:, self.column] - rows[:, self.other]
@@ -180,12 +192,91 @@ def _tie_counts(values: FloatArray) -> tuple[FloatArray, FloatArray]:
     return np.asarray(present - same.sum(axis=1), dtype=np.float64), largest
 
 
+Path = tuple[Any, ...]
+
+
+def _path_order(path: Path) -> tuple[tuple[bool, Any], ...]:
+    return tuple((isinstance(step, str), step) for step in path)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Rows of nested outputs laid out so that each value keeps one column whatever the shape.
+
+    A structured row is ``[shape code, length, v₀, v₁, …]`` with the values in walking order, so
+    the second part of ``(answers, flags)`` starts at a column that moves with the first part's
+    length. The aligned row is ``[shape code, length, v(p) for p in paths]``: one column per value
+    path (part, index, …) seen in the shapes known when the alignment was made; a shape first seen
+    later has all its values missing, so an event on aligned rows stays a fixed function of the
+    output. Build with :meth:`of`; ``parts`` are the top-level parts as (name, first column, end).
+    """
+
+    paths: tuple[Path, ...]
+    table: npt.NDArray[np.int64] = field(repr=False, compare=False)  # shape code → aligned column of each value
+    parts: tuple[tuple[str, int, int], ...] = ()
+    _memo: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, paths_by_code: Mapping[int, Sequence[Path]]) -> Alignment | None:
+        """The alignment of these shapes' value paths, or None when every value already sits in one
+        column (flat outputs), when there are more than ``ALIGN_LIMIT`` paths, or fewer than two parts."""
+        known = sorted({p for paths in paths_by_code.values() for p in paths}, key=_path_order)
+        if not known or len(known) > ALIGN_LIMIT:
+            return None
+        column = {p: 2 + i for i, p in enumerate(known)}
+        if all(column[p] == 2 + k for paths in paths_by_code.values() for k, p in enumerate(paths)):
+            return None
+        longest = max(len(paths) for paths in paths_by_code.values())
+        discard = 2 + len(known)
+        table = np.full((max(paths_by_code) + 2, longest), discard, dtype=np.int64)  # the last row: unknown shapes
+        for code, paths in paths_by_code.items():
+            table[code, : len(paths)] = [column[p] for p in paths]
+        parts: list[tuple[str, int, int]] = []
+        for head, group in itertools.groupby(known, key=lambda p: p[0] if len(p) > 1 else None):
+            size = len(list(group))
+            first = parts[-1][2] if parts else 2
+            if head is not None:
+                parts.append((f"X[{head!r}]", first, first + size))
+            else:
+                parts.append(("", first, first + size))
+        named = tuple(p for p in parts if p[0])
+        if len(named) < 2:
+            return None
+        return cls(tuple(known), table, named)
+
+    @property
+    def names(self) -> list[str]:
+        return ["shape", "length", *("X" + "".join(f"[{step!r}]" for step in p) for p in self.paths)]
+
+    def apply(self, rows: FloatArray) -> FloatArray:
+        """The aligned rows of ``rows`` (``[shape code, length, values…]``); the last two results are
+        kept (the events of a selection read the same two inputs' rows in turn)."""
+        for ref, cached in self._memo:
+            if ref() is rows:
+                return cached  # type: ignore[no-any-return]
+        n, width = len(rows), rows.shape[1] - 2
+        discard = 2 + len(self.paths)
+        codes = rows[:, 0]
+        unknown = len(self.table) - 1
+        index = np.where((codes >= 0) & (codes < unknown), np.nan_to_num(codes, nan=unknown), unknown).astype(np.int64)
+        table = self.table[:, :width]
+        if table.shape[1] < width:
+            table = np.hstack([table, np.full((len(table), width - table.shape[1]), discard, dtype=np.int64)])
+        out = np.full((n, discard + 1), np.nan)
+        out[:, :2] = rows[:, :2]
+        out[np.arange(n)[:, None], table[index]] = rows[:, 2:]
+        aligned = out[:, :discard]
+        self._memo[:] = [*self._memo[-1:], (weakref.ref(rows), aligned)]
+        return aligned
+
+
 @dataclass(frozen=True)
 class Event:
     """A yes/no question about one output; ``contains`` answers it for a batch of rows.
 
     ``kind``: "above" (f > threshold), "below" (f ≤ threshold), "interval" (low < f ≤ high) on
-    a :class:`Feature` f, or "values" (the row's, or one column's, exact value in ``keys``).
+    a :class:`Feature` f, or "values" (the row's, a part's, or one column's exact value in
+    ``keys``). With ``aligned``, the event reads the rows aligned by that :class:`Alignment`.
     """
 
     kind: str
@@ -198,12 +289,18 @@ class Event:
     transform: str = "raw"
     width: int = 0  # whole-row keys: the row width they were taken at
     bins: tuple[FloatArray | None, ...] | None = field(default=None, repr=False)  # whole rows: bin edges per column
+    block: tuple[int, int] | None = None  # whole-row values on these columns only (one part of an aligned row)
+    aligned: Alignment | None = field(default=None, repr=False)
 
     def contains(self, rows: FloatArray) -> BoolArray:
+        if self.aligned is not None:
+            rows = self.aligned.apply(rows)
         if self.kind == "values":
             assert self.keys is not None
             if self.column >= 0:
                 return np.isin(event_keys(rows, self.column, self.transform), self.keys)
+            if self.block is not None:
+                rows = rows[:, self.block[0] : self.block[1]]
             # A whole row is its values padded with NaN (missing) to the width the keys were taken at;
             # a row with a value beyond that width matches none of them.
             if self.bins is not None:
@@ -745,6 +842,81 @@ def _paired_threshold(
     if not np.isfinite(score):
         return None
     return Candidate(_threshold_event(ts, index, feature), direction, "paired thresholds", score)
+
+
+def aligned_candidates(
+    xa: FloatArray, xb: FloatArray, alignment: Alignment, scorer: Scorer, found: Sequence[Candidate]
+) -> list[Candidate]:
+    """Events for nested outputs, on rows aligned by ``alignment``: ``found`` (a search's candidates
+    on the aligned rows), whole-part value sets (exact, and binned), and a threshold on the sum of
+    the parts' estimated log likelihood ratios (:class:`PartScore`: parts that draw their own noise
+    multiply their ratios, so the sum approximates the Neyman–Pearson statistic of the whole output).
+    Every event returned reads raw rows (it carries the alignment)."""
+    extra: list[Candidate] = []
+    scores: list[PartScore] = []
+    for name, first, end in alignment.parts:
+        pa, pb = xa[:, first:end], xb[:, first:end]
+        own: list[Candidate | None] = [
+            _key_candidate(row_keys(pa), row_keys(pb), scorer, name, "joint values", -1, "raw", rows=(pa, pb))
+        ]
+        edges = _part_edges(pa, pb)
+        continuous = [j for j, edge in enumerate(edges) if edge is not None]
+        if continuous:
+            own.append(_binned_candidate(pa, pb, scorer, continuous, end - first))
+        extra += [replace(c, event=replace(c.event, block=(first, end))) for c in own if c is not None]
+        scores.append(PartScore.of(pa, pb, first, end, edges))
+    feature = Feature("Σ log ratio(part)", "parts", parts=tuple(scores))
+    combined = _threshold_candidate(_Sorted.of(feature(xa), feature(xb)), scorer, feature, "parts combined")
+    if combined is not None:
+        extra.append(combined)
+    return [replace(c, event=replace(c.event, aligned=alignment)) for c in [*found, *extra]]
+
+
+def _part_edges(pa: FloatArray, pb: FloatArray) -> list[FloatArray | None]:
+    """Bin edges for each column of a part with many values (None: a discrete column, kept exact):
+    a few pooled quantiles, and each value holding ≥ 1% of the outputs as a bin of its own (a
+    ``False`` beside the noisy answers of a sparse vector)."""
+    edges: list[FloatArray | None] = []
+    count = BINS_FEW if pa.shape[1] <= 2 else BINS_MANY
+    for j in range(pa.shape[1]):
+        pooled = np.concatenate([pa[:, j], pb[:, j]])
+        pooled = pooled[np.isfinite(pooled)]
+        values, counts = np.unique(pooled, return_counts=True)
+        if len(values) <= DISCRETE_LIMIT // 64:
+            edges.append(None)
+            continue
+        atoms = values[counts >= 0.01 * len(pooled)]
+        rest = pooled[~np.isin(pooled, atoms)]
+        cuts = np.quantile(rest, np.linspace(0, 1, count + 1)[1:-1]) if len(rest) else np.empty(0)
+        # with side="left", x == atom lands between nextafter(atom, −∞) and atom: a bin of its own
+        edges.append(np.unique(np.concatenate([cuts, np.nextafter(atoms, -np.inf), atoms])))
+    return edges
+
+
+@dataclass(frozen=True)
+class PartScore:
+    """The estimated log likelihood ratio of one part of an aligned row (columns ``first:end``):
+    its rows binned by ``edges``, each binned row's log((count on d + 1)/(count on d' + 1)) on the
+    search sample (0 for a row not seen there)."""
+
+    first: int
+    end: int
+    edges: tuple[FloatArray | None, ...] = field(repr=False)
+    keys: npt.NDArray[np.int64] = field(repr=False)
+    scores: FloatArray = field(repr=False)
+
+    @classmethod
+    def of(cls, pa: FloatArray, pb: FloatArray, first: int, end: int, edges: Sequence[FloatArray | None]) -> PartScore:
+        ka, kb = row_keys(binned(pa, edges)), row_keys(binned(pb, edges))
+        keys, index = np.unique(np.concatenate([ka, kb]), return_inverse=True)
+        ca = np.bincount(index[: len(ka)], minlength=len(keys))
+        cb = np.bincount(index[len(ka) :], minlength=len(keys))
+        return cls(first, end, tuple(edges), keys, np.log((ca + 1.0) / (cb + 1.0)))
+
+    def __call__(self, rows: FloatArray) -> FloatArray:
+        keys = row_keys(binned(rows[:, self.first : self.end], self.edges))
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return np.asarray(np.where(self.keys[at] == keys, self.scores[at], 0.0), dtype=np.float64)
 
 
 def resolution(family: str, n_search: int) -> float:
