@@ -149,7 +149,7 @@ class Feature:
     other: int = 0
     weights: FloatArray | None = field(default=None, repr=False)
     start: int = 0  # first value column (structured rows start with their shape and length)
-    parts: tuple[PartScore, ...] = field(default=(), repr=False)
+    parts: tuple[PartScore, ...] = field(default=(), repr=False, compare=False)
 
     def __call__(self, rows: FloatArray) -> FloatArray:
         if self.kind == "column":
@@ -901,9 +901,9 @@ class PartScore:
 
     first: int
     end: int
-    edges: tuple[FloatArray | None, ...] = field(repr=False)
-    keys: npt.NDArray[np.int64] = field(repr=False)
-    scores: FloatArray = field(repr=False)
+    edges: tuple[FloatArray | None, ...] = field(repr=False, compare=False)
+    keys: npt.NDArray[np.int64] = field(repr=False, compare=False)
+    scores: FloatArray = field(repr=False, compare=False)
 
     @classmethod
     def of(cls, pa: FloatArray, pb: FloatArray, first: int, end: int, edges: Sequence[FloatArray | None]) -> PartScore:
@@ -915,6 +915,8 @@ class PartScore:
 
     def __call__(self, rows: FloatArray) -> FloatArray:
         keys = row_keys(binned(rows[:, self.first : self.end], self.edges))
+        if not len(self.keys):
+            return np.zeros(len(rows))
         at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
         return np.asarray(np.where(self.keys[at] == keys, self.scores[at], 0.0), dtype=np.float64)
 
