@@ -92,6 +92,9 @@ TIGHT_SEARCH_ROW_SECONDS = 3e-6
 TIGHT_SEARCH_SHARE, TIGHT_SELECT_SHARE = 0.2, 0.2
 #: Least share of the tight mode's time for the fresh (paired) search sample of a per-call mechanism.
 TIGHT_PAIRED_SHARE = 0.1
+#: Share of the tight mode's time for the streamed vector summaries (sum, count above median, max,
+#: min); half of it for paired runs, whose search already scores the summaries on the pairs.
+TIGHT_SUMMARIES_SHARE = 0.1
 #: Events certified together on the tight mode's final sample for vector outputs (the best two
 #: proposals: a hedge against a noisy choice, at the price of a Bonferroni factor of 2).
 TIGHT_EVENTS = 2
@@ -104,9 +107,9 @@ TIGHT_FAST_SHARE = 0.25
 #: tight measurement stops: it is planned with this share of the time left and certified at the
 #: last of the sizes fixed in advance (``PER_CALL_CHECKPOINTS``, fractions of the plan) that it
 #: reached, each with its own share of α (``PER_CALL_CHECKPOINT_ALPHA``, fixed in advance: Bonferroni).
-PER_CALL_FINAL_SHARE = 0.85
+PER_CALL_FINAL_SHARE = 0.9
 PER_CALL_CHECKPOINTS = (0.5, 0.7, 0.85, 1.0)
-PER_CALL_CHECKPOINT_ALPHA = (0.05, 0.1, 0.15, 0.7)
+PER_CALL_CHECKPOINT_ALPHA = (0.02, 0.04, 0.09, 0.85)
 #: The float test has power only on outputs that lie on a grid 2^k·ℤ at least this many bits
 #: coarser than the doubles' spacing at the largest output (:func:`precision_bits` ≤ 53 − this):
 #: there every grid value is exact and the value families see the whole support. Outputs that use
@@ -1165,7 +1168,8 @@ def _tight(
             del aa, ab
         summaries = summary_features(sa, sb, names, start)
         if summaries:  # a vector: its sums, counts, max and min on many more runs (numbers only are kept)
-            stream_rows = min(TIGHT_STORE // len(summaries), int(total * 0.1 / (2 * draw_rate)))
+            summaries_share = TIGHT_SUMMARIES_SHARE / (2 if pairs is not None else 1)
+            stream_rows = min(TIGHT_STORE // len(summaries), int(total * summaries_share / (2 * draw_rate)))
             kept: list[tuple[FloatArray, FloatArray]] = []
             _stream(
                 sampler,
