@@ -22,6 +22,7 @@ import contextlib
 import ctypes
 import os
 import pickle
+import secrets
 import signal
 import struct
 import subprocess
@@ -276,10 +277,15 @@ class Pool:
             raise PoolUnavailable("no Python executable to start workers with")
         self.processes: list[subprocess.Popen[bytes]] = []
         self._finalizer = weakref.finalize(self, _stop, self.processes)
+        # One hash seed for all workers (the caller's, when it set one): a mechanism that iterates over a
+        # set of strings then does so in one order in every worker.
+        environment = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", str(secrets.randbelow(2**32)))}
         try:
             for _ in range(count):
                 self.processes.append(
-                    subprocess.Popen([sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                    subprocess.Popen(
+                        [sys.executable, "-c", _BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment
+                    )
                 )
             for process in self.processes:
                 path = pickle.dumps(list(sys.path))
