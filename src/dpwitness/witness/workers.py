@@ -386,7 +386,10 @@ class Pool:
             self.close(kill=True)
             raise
         if stop is not None:
-            raise stop
+            try:
+                raise stop
+            finally:
+                stop = None  # no cycle error → traceback → this frame → error: the pool is freed with its sampler
         return replies
 
     def close(self, kill: bool = False) -> None:
