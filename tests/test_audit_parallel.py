@@ -9,7 +9,6 @@ import math
 import os
 import signal
 import subprocess
-import sys
 import time
 import weakref
 from collections.abc import Iterator
@@ -47,6 +46,7 @@ def eager(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Started]]:
     monkeypatch.setattr(audit_module, "WORKERS_START_SECONDS", -1.0)
     monkeypatch.setattr(audit_module, "PARALLEL_SECONDS", -1.0)
     monkeypatch.setattr(audit_module, "PARALLEL_BLOCK_SECONDS", 0.0)
+    monkeypatch.setenv("DPWITNESS_TEST_PROCESS", str(os.getpid()))
     started: list[Started] = []
     real_init = workers.Pool.__init__
 
@@ -225,8 +225,13 @@ class Unloadable:
         return _refuse, ()
 
 
+def _in_a_worker() -> bool:
+    """True in a worker process: the fixture names the test process in the environment the workers inherit."""
+    return os.environ.get("DPWITNESS_TEST_PROCESS", str(os.getpid())) != str(os.getpid())
+
+
 def _refuse() -> None:
-    if sys.argv[0] == "-c":  # in a worker (python -c …)
+    if _in_a_worker():
         raise RuntimeError("not here")
 
 
@@ -253,7 +258,7 @@ def test_what_does_not_travel_runs_here_with_the_same_rows(eager: list[Started],
 
 
 def dies_in_a_worker(data: Any, rng: np.random.Generator) -> float:
-    if sys.argv[0] == "-c" and rng.random() < 0.01:
+    if _in_a_worker() and rng.random() < 0.01:
         os._exit(3)
     return float(rng.random())
 
@@ -268,9 +273,10 @@ def test_a_worker_that_dies_is_a_mechanism_error(eager: list[Started]) -> None:
 
 def test_no_worker_outlives_an_interrupt_or_the_audit(eager: list[Started]) -> None:
     sampler = Sampler(sleeps, math.inf, workers=2)
+    sampler.draw_pairs(0, 1, np.random.SeedSequence(1), 64)  # the workers run
     previous = signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
     try:
-        signal.setitimer(signal.ITIMER_REAL, 1.5)
+        signal.setitimer(signal.ITIMER_REAL, 0.3)  # Ctrl-C in the middle of a draw
         with pytest.raises(KeyboardInterrupt):
             sampler.draw_pairs(0, 1, np.random.SeedSequence(1), 100_000)
     finally:
