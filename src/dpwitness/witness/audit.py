@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -62,6 +63,21 @@ from dpwitness.witness.stats import (
     paired_epsilon_lower_bound,
     paired_projection,
 )
+from dpwitness.witness.workers import (
+    PLAIN_BOOLEANS,
+    PLAIN_NUMBERS,
+    Packed,
+    PastDeadline,
+    Pool,
+    PoolUnavailable,
+    RunFailed,
+    Runner,
+    WorkerDied,
+    WorkerFailed,
+    pack,
+    run_states,
+    unpack,
+)
 
 if TYPE_CHECKING:
     from dpwitness.mechanisms import Laplace
@@ -71,6 +87,15 @@ Mechanism = Callable[..., Any]
 
 #: Most calls of a per-call mechanism between two looks at the clock, and the time a block aims at.
 PER_CALL_BLOCK, PER_CALL_BLOCK_SECONDS = 4096, 0.02
+#: A per-call draw of at least this many runs starts each run from its own generator state (drawn
+#: from the draw's generator, as the paired runs' are), so that any split of its runs between
+#: processes gives the same rows; smaller draws stream one generator through their runs.
+PER_RUN_STATES = 50_000
+#: Worker processes for per-call runs (see :mod:`dpwitness.witness.workers`), used where more than
+#: one CPU is available: started by the first draw expected (at the last measured rate) to take more
+#: than WORKERS_START_SECONDS (starting two costs about 0.4 s), then used by every draw expected to
+#: take more than PARALLEL_SECONDS; each block they run aims at PARALLEL_BLOCK_SECONDS.
+WORKERS, WORKERS_START_SECONDS, PARALLEL_SECONDS, PARALLEL_BLOCK_SECONDS = 2, 1.5, 0.25, 0.05
 #: First adaptive round (runs per input) and growth factor between rounds.
 FIRST_ROUND = 20_000
 GROWTH = 4
@@ -251,6 +276,17 @@ class _OutOfTime(Exception):
     """A per-call mechanism ran past the audit's deadline in the middle of a round."""
 
 
+def _mechanism_error(label: str, error: BaseException) -> MechanismError:
+    return MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}")
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the platform tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def accepts_size(mechanism: Mechanism) -> bool:
     """True when ``mechanism`` takes a ``size`` keyword (or ``**kwargs``)."""
     try:
@@ -316,7 +352,7 @@ class Encoder:
         layouts: list[tuple[str, list[int], int]] = []
         for key, members in groups.items():
             leaves = [t for part in key for t in (part if isinstance(part, tuple) else (part,))]
-            if not all(t in _PLAIN_NUMBERS or t in _PLAIN_BOOLEANS for t in leaves):
+            if not all(t in PLAIN_NUMBERS or t in PLAIN_BOOLEANS for t in leaves):
                 return None
             kinds = ["(" + ",".join(map(_kind_of, part)) + ")" if isinstance(part, tuple) else _kind_of(part) for part in key]
             layouts.append(("(" + ",".join(kinds) + ")", members, len(leaves)))
@@ -406,13 +442,11 @@ def value_paths(part: Any, prefix: Path = ()) -> list[Path]:
     return [prefix]
 
 
-_PLAIN_NUMBERS = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
-_PLAIN_BOOLEANS = frozenset({bool, np.bool_})
 _SEQUENCES = frozenset({tuple, list})
 
 
 def _kind_of(kind: type) -> str:
-    return "b" if kind in _PLAIN_BOOLEANS else "n"
+    return "b" if kind in PLAIN_BOOLEANS else "n"
 
 
 def nan_mark(mask: npt.NDArray[np.bool_]) -> str:
@@ -440,9 +474,16 @@ class Sampler:
     with an out-of-time error when a block of runs ends past it. ``draw(data, rng, n, label)``
     and ``draw_full`` run the mechanism on the input ``data`` with the generator ``rng``;
     ``label`` names that input (``"d"``, ``"d_prime"``) in error messages.
+
+    Large per-call draws (paired runs, and draws of at least ``PER_RUN_STATES`` runs) start each
+    run from its own generator state, and run in ``workers`` worker processes when they are
+    expected to take long enough (``WORKERS_START_SECONDS``) and the mechanism and inputs pickle;
+    the rows are the same whether they do or not. ``workers``: None (the default) for ``WORKERS``
+    where more than one CPU is available, else 0 (never). ``close()`` stops the workers (so do
+    garbage collection and exit); ``with Sampler(…) as sampler:`` closes at the end.
     """
 
-    def __init__(self, mechanism: Mechanism, deadline: float) -> None:
+    def __init__(self, mechanism: Mechanism, deadline: float, *, workers: int | None = None) -> None:
         if not callable(mechanism):
             raise ParameterError("mechanism", "a callable mechanism(data, rng) or mechanism(data, rng, size=n)", mechanism)
         self.mechanism = mechanism
@@ -452,6 +493,21 @@ class Sampler:
         self.seconds_per_run = 0.0  # the slowest rate seen (budget checks stay on the safe side)
         self.recent_seconds_per_run = 0.0  # the rate of the last large draw (for planning the tight mode)
         self.search_seconds_per_row = 0.0
+        self.workers = (WORKERS if _usable_cpus() > 1 else 0) if workers is None else workers
+        self._pool: Pool | None = None
+        self._pool_failed = False  # the workers cannot run this mechanism (or its outputs): every draw runs here
+
+    def __enter__(self) -> Sampler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes, if any run (the sampler stays usable: it starts them again if needed)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     def draw(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
         """n outputs as rows of numbers (the view the events see)."""
@@ -484,7 +540,7 @@ class Sampler:
         try:
             return self.mechanism(data, rng, **size)
         except Exception as error:  # the user's code: report any failure clearly
-            raise MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}") from error
+            raise _mechanism_error(label, error) from error
 
     def _sized(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
         output = self._call(data, rng, label, size=n)
@@ -544,6 +600,8 @@ class Sampler:
                 block = min(2 * block, PER_CALL_BLOCK)
 
     def _per_call(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
+        if n >= PER_RUN_STATES:
+            return self._per_run(data, rng, n, label)
         outputs: list[Any] = []
         mechanism = self.mechanism
 
@@ -551,7 +609,28 @@ class Sampler:
             try:
                 outputs.extend([mechanism(data, rng) for _ in range(size)])
             except Exception as error:  # the user's code: report any failure clearly
-                raise MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}") from error
+                raise _mechanism_error(label, error) from error
+
+        self._in_blocks(n, run)
+        return self._rows_of(outputs, label)
+
+    def _per_run(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
+        """n per-call runs on ``data``, each from its own state drawn from ``rng``: in the workers when
+        it pays, else here (the same rows either way)."""
+        inc, starts = run_states(np.random.SeedSequence(rng.integers(0, 2**63, size=4).tolist()), n)
+        rate = self.recent_seconds_per_run
+        pool = self._pool_for(n * rate)
+        if pool is not None:
+            packs = self._in_workers(pool, ("calls", data, label, inc, starts), n, rate, label)
+            if packs is not None:
+                return self._assemble(packs, label)
+        runner, outputs = Runner(self.mechanism, inc), []
+
+        def run(done: int, size: int) -> None:
+            try:
+                outputs.extend(runner.calls(data, starts[done : done + size].tolist(), label))
+            except RunFailed as failed:
+                raise _mechanism_error(failed.label, failed.error) from failed.error
 
         self._in_blocks(n, run)
         return self._rows_of(outputs, label)
@@ -562,6 +641,7 @@ class Sampler:
         SeedSequence ``seeds``. Each pair gets its own random PCG64 state, so
         pairs are independent of each other whatever a run consumes; the two runs of a pair are
         coupled only as far as the mechanism draws from ``rng`` in the same order on both inputs.
+        The pairs run in the worker processes when it pays (the same rows either way).
         A mechanism with ``size`` gets independent streams instead (its rows need not line up)."""
         if self.sized:
             first, second = seeds.spawn(2)
@@ -569,54 +649,94 @@ class Sampler:
                 self.draw_full(d, np.random.default_rng(first), n, "d"),
                 self.draw_full(d_prime, np.random.default_rng(second), n, "d_prime"),
             )
-        bits = np.random.PCG64(seeds)
-        rng, inc = np.random.Generator(bits), bits.state["state"]["inc"]
-        starts = np.random.default_rng(seeds.spawn(1)[0]).integers(0, 2**64, size=(n, 2), dtype=np.uint64).tolist()
+        inc, starts = run_states(seeds, n)
+        began, rate = time.perf_counter(), 2 * self.recent_seconds_per_run
+        pool = self._pool_for(n * rate)
+        packs = None if pool is None else self._in_workers(pool, ("pairs", d, d_prime, inc, starts), n, rate, "d or d_prime")
+        if packs is not None:
+            self._note_rate((time.perf_counter() - began) / (2 * n), n)
+            return self._assemble(packs[0::2], "d"), self._assemble(packs[1::2], "d_prime")
+        runner = Runner(self.mechanism, inc)
         outputs_a: list[Any] = []
         outputs_b: list[Any] = []
-        mechanism, began = self.mechanism, time.perf_counter()
 
         def run(done: int, size: int) -> None:
-            label = "d"
             try:
-                for high, low in starts[done : done + size]:
-                    state: Any = {
-                        "bit_generator": "PCG64",
-                        "state": {"state": high << 64 | low, "inc": inc},
-                        "has_uint32": 0,
-                        "uinteger": 0,
-                    }
-                    bits.state = state
-                    label = "d"
-                    outputs_a.append(mechanism(d, rng))
-                    bits.state = state
-                    label = "d_prime"
-                    outputs_b.append(mechanism(d_prime, rng))
-            except Exception as error:  # the user's code: report any failure clearly
-                raise MechanismError(f"the mechanism raised {type(error).__name__} on {label}: {error}") from error
+                a, b = runner.pairs(d, d_prime, starts[done : done + size].tolist())
+            except RunFailed as failed:
+                raise _mechanism_error(failed.label, failed.error) from failed.error
+            outputs_a.extend(a)
+            outputs_b.extend(b)
 
         self._in_blocks(n, run)
         self._note_rate((time.perf_counter() - began) / (2 * n), n)
         return self._rows_of(outputs_a, "d"), self._rows_of(outputs_b, "d_prime")
 
+    def _pool_for(self, seconds: float) -> Pool | None:
+        """The worker pool for a draw expected to take ``seconds`` in this process, or None: run it here."""
+        if self._pool is not None and self._pool.closed:  # stopped by an interrupt
+            self._pool = None
+        if self._pool is not None:
+            return self._pool if seconds > PARALLEL_SECONDS else None
+        if self._pool_failed or self.workers < 1 or seconds <= WORKERS_START_SECONDS:
+            return None
+        try:
+            self._pool = Pool(self.mechanism, self.workers)
+        except PoolUnavailable:
+            self._pool_failed = True
+        return self._pool
+
+    def _in_workers(
+        self, pool: Pool, context: tuple[Any, ...], n: int, seconds_per_item: float, label: str
+    ) -> list[Packed] | None:
+        """The packed outputs of the n runs of ``context`` made by the workers (two packs per block for
+        pairs), or None when the workers cannot make them (the caller runs them itself). Out of time,
+        a mechanism error and a worker that died are reported as in this process."""
+        block = int(min(max(PARALLEL_BLOCK_SECONDS / max(seconds_per_item * pool.count, 1e-9), 64), 65_536))
+        try:
+            if pool.begin(context):
+                return pool.run(n, block, self.deadline)
+        except PoolUnavailable:  # outputs that do not travel by value
+            pass
+        except PastDeadline:
+            raise _OutOfTime from None
+        except WorkerFailed as failed:
+            raise MechanismError(f"the mechanism raised {failed.name} on {failed.label}: {failed.text}") from failed.cause
+        except WorkerDied as died:
+            self._pool_failed = True
+            self._pool = None
+            raise MechanismError(f"{died}, on {label}") from died
+        # inputs or outputs that do not travel between processes: this draw and every later one run here
+        self._pool_failed = True
+        self.close()
+        return None
+
+    def _assemble(self, packs: list[Packed], label: str) -> FloatArray:
+        """The rows of blocks of outputs packed by :func:`~dpwitness.witness.workers.pack`: the rows
+        ``_rows_of`` gives for all their outputs in one list (stacked at once where every block was)."""
+        tags = {(tag, kind) for tag, kind, _ in packs}
+        if len(tags) == 1:
+            tag, kind = tags.pop()
+            if tag == "plain":
+                values = np.concatenate([v for _, _, v in packs]).reshape(-1, 1)
+                return self._stacked(values, "b" if kind in PLAIN_BOOLEANS else "n")
+            if tag == "arrays" and len({(v.shape[1:], v.dtype.kind) for _, _, v in packs}) == 1:
+                values = np.concatenate([v.reshape(len(v), -1).astype(np.float64) for _, _, v in packs])
+                return self._stacked(values, f"a{packs[0][2].shape[1:]}")
+        return self._rows_of([output for packed in packs for output in unpack(packed)], label)
+
     def _rows_of(self, outputs: list[Any], label: str) -> FloatArray:
         """Rows for per-call outputs; outputs of one plain type (numbers, booleans, numeric arrays of
-        one shape) are stacked at numpy speed, with the codes the :class:`Encoder` would give."""
+        one shape: see :func:`~dpwitness.witness.workers.pack`) and flat lists or tuples of numbers
+        are stacked at numpy speed, with the codes the :class:`Encoder` would give."""
+        packed = pack(outputs)
+        if packed[0] != "outputs":
+            return self._assemble([packed], label)
         kinds = set(map(type, outputs))
-        if len(kinds) == 1:
-            kind = kinds.pop()
-            if kind in _PLAIN_NUMBERS:
-                return self._stacked(np.asarray(outputs, dtype=np.float64).reshape(-1, 1), "n")
-            if kind in _PLAIN_BOOLEANS:
-                return self._stacked(np.asarray(outputs, dtype=np.float64).reshape(-1, 1), "b")
-            if kind is np.ndarray and len({(o.shape, o.dtype.kind) for o in outputs}) == 1 and outputs[0].dtype.kind in "biuf":
-                shape = outputs[0].shape
-                if outputs[0].size:
-                    return self._stacked(np.stack(outputs).reshape(len(outputs), -1).astype(np.float64), f"a{shape}")
-            if kind in (list, tuple):
-                flat = self._flat_sequences(outputs, "(", ")")
-                if flat is not None:
-                    return flat
+        if len(kinds) == 1 and kinds.pop() in (list, tuple):
+            flat = self._flat_sequences(outputs, "(", ")")
+            if flat is not None:
+                return flat
         return self.encoder.rows(outputs, label)
 
     def _flat_sequences(self, outputs: list[Any], opening: str, closing: str) -> FloatArray | None:
@@ -629,12 +749,12 @@ class Sampler:
         width = max(len(key) for key in groups)
         rows = np.full((len(outputs), 2 + width), np.nan)
         for key, members in groups.items():
-            if not all(t in _PLAIN_NUMBERS or t in _PLAIN_BOOLEANS for t in key):
+            if not all(t in PLAIN_NUMBERS or t in PLAIN_BOOLEANS for t in key):
                 return None
             index = np.asarray(members)
             values = np.asarray([outputs[i] for i in members], dtype=np.float64).reshape(len(members), len(key))
             nan = np.isnan(values)
-            kinds = ["b" if t in _PLAIN_BOOLEANS else "n" for t in key]
+            kinds = ["b" if t in PLAIN_BOOLEANS else "n" for t in key]
             if nan.any():  # rows with NaN outputs: the Encoder's signatures, one row at a time
                 for r in np.flatnonzero(nan.any(axis=1)):
                     marked = [k + nan_mark(np.array([bool(nan[r, j])])) if k == "n" else k for j, k in enumerate(kinds)]
