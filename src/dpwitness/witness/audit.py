@@ -429,7 +429,7 @@ class Encoder:
 
 def value_paths(part: Any, prefix: Path = ()) -> list[Path]:
     """The path (positions and dict keys from the top) of each value :class:`Encoder` takes from
-    ``part``, in its order."""
+    ``part``, in its order, each path starting with ``prefix`` (the path of ``part`` itself)."""
     if isinstance(part, np.ndarray):
         if part.dtype.kind in "biuf":
             return [(*prefix, i) for i in range(part.size)]
