@@ -817,31 +817,37 @@ def paired_candidates(
     found: list[Candidate] = []
     for feature in features:
         fa, fb = feature(xa), feature(xb)
-        candidate = _paired_threshold(fa, fb, feature, n_measure=n_measure, delta=delta, alpha=alpha, shrink=shrink)
-        if candidate is not None:
-            found.append(candidate)
+        found += _paired_thresholds(fa, fb, feature, n_measure=n_measure, delta=delta, alpha=alpha, shrink=shrink)
     return found
 
 
-def _paired_threshold(
+def _paired_thresholds(
     fa: FloatArray, fb: FloatArray, feature: Feature, *, n_measure: int, delta: float, alpha: float, shrink: float
-) -> Candidate | None:
+) -> list[Candidate]:
+    """The best threshold on one feature at ``shrink``, and the best at the stricter ``SHRINK`` when it
+    differs: among thresholds of one true ratio (every t ≤ 0 for the noisy max of Laplace noise) the
+    lighter shrinkage picks the luckiest, the stricter one the likeliest; the selection's fresh
+    counts then choose between the two."""
     found = _thresholds(_Sorted.of(fa, fb))
     if found is None:
-        return None
+        return []
     ts, hits_a, hits_b = found
     # pairs in the event on both inputs: min(fa, fb) > t, max(fa, fb) ≤ t (NaN, in neither side, sorts last)
     low, high = np.sort(np.minimum(fa, fb)), np.sort(np.maximum(fa, fb))
     low, high = low[~np.isnan(low)], high[~np.isnan(high)]
     above_both = len(low) - np.searchsorted(low, ts, side="right").astype(np.float64)
     both = np.concatenate([above_both, np.searchsorted(high, ts, side="right").astype(np.float64)])
-    scored = paired_projection(both, hits_a - both, hits_b - both, len(fa), n_measure, delta=delta, alpha=alpha, shrink=shrink)
-    reverse = paired_projection(both, hits_b - both, hits_a - both, len(fa), n_measure, delta=delta, alpha=alpha, shrink=shrink)
-    i, j = int(np.argmax(scored[0])), int(np.argmax(reverse[0]))
-    index, direction, score = (i, 1, float(scored[0][i])) if scored[0][i] >= reverse[0][j] else (j, -1, float(reverse[0][j]))
-    if not np.isfinite(score):
-        return None
-    return Candidate(_threshold_event(ts, index, feature), direction, "paired thresholds", score)
+    proposals: list[Candidate] = []
+    for level in dict.fromkeys((shrink, SHRINK)):
+        options = {"delta": delta, "alpha": alpha, "shrink": level}
+        scored = paired_projection(both, hits_a - both, hits_b - both, len(fa), n_measure, **options)
+        reverse = paired_projection(both, hits_b - both, hits_a - both, len(fa), n_measure, **options)
+        i, j = int(np.argmax(scored[0])), int(np.argmax(reverse[0]))
+        index, direction, score = (i, 1, float(scored[0][i])) if scored[0][i] >= reverse[0][j] else (j, -1, float(reverse[0][j]))
+        event = _threshold_event(ts, index, feature)
+        if np.isfinite(score) and all(p.event.description != event.description for p in proposals):
+            proposals.append(Candidate(event, direction, "paired thresholds", score))
+    return proposals
 
 
 def aligned_candidates(
