@@ -368,6 +368,18 @@ class Query:
             for name in self._predicate.columns:
                 if name not in schema.columns:
                     raise schema.missing_column("where", name)
+        window = self._predicate is not None and self._predicate.window is not None
+        keyed = [*self.group_columns, *((self.privacy_unit,) if self.privacy_unit else ()), *self.order_by]
+        for name in self.columns_read if window else keyed:
+            kind = schema.columns[name]
+            if not kind.keyable:
+                role = "by" if name in self.group_columns else "privacy_unit" if name == self.privacy_unit else "order_by"
+                raise ParameterError(
+                    "where" if name not in keyed else role,
+                    "a column every engine can key and order (integer, float, text or boolean); declare its type "
+                    "(dtypes=) to read it as one",
+                    f"{name!r} ({kind.value})",
+                )
         if self.bounds is not None and self.column is not None:
             kind = schema.columns[self.column]
             if not kind.readable_as_number:

@@ -69,9 +69,58 @@ class ColumnKind(StrEnum):
         """Whether a bounded statistic can read the column: numeric, or untyped text (parsed)."""
         return self.numeric or self is ColumnKind.UNTYPED
 
+    @property
+    def keyable(self) -> bool:
+        """Whether the column can be a key (group, histogram, join, privacy unit, order): every engine
+        hashes and orders its values alike. ``other`` (lists, structs, binary, durations, dates,
+        decimals, integers wider than Int64…) cannot: declare its type (``dtypes=``) to normalise it."""
+        return self is not ColumnKind.OTHER
+
 
 #: The column types that ``dtypes=`` or a schema file can declare.
 DECLARABLE = (ColumnKind.INTEGER, ColumnKind.FLOAT, ColumnKind.STRING, ColumnKind.BOOLEAN)
+
+#: The Polars type each declarable kind is read as (one map for every engine and table).
+POLARS_TYPES = {ColumnKind.INTEGER: "Int64", ColumnKind.FLOAT: "Float64", ColumnKind.STRING: "String", ColumnKind.BOOLEAN: "Boolean"}
+
+#: Polars integer types that fit in Int64 (what Spark's ``long`` holds); wider ones are ``other``.
+_INT64_INTEGERS = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32"}
+
+
+def polars_kind(dtype: Any) -> ColumnKind:
+    """The kind of a column of Polars type ``dtype`` (metadata only; no value is read).
+
+    Integers that fit in Int64 are ``integer``, Float32/64 ``float``, String, Categorical and Enum
+    ``string``, Boolean ``boolean``; everything else (UInt64 and 128-bit integers, Decimal, dates
+    and times, durations, binary, lists, arrays, structs, null, objects) is ``other``, as
+    :func:`spark_kind` reads the same file on Spark.
+    """
+    name = str(dtype)
+    if dtype.is_integer():
+        return ColumnKind.INTEGER if name in _INT64_INTEGERS else ColumnKind.OTHER
+    if dtype.is_float():
+        return ColumnKind.FLOAT
+    if name == "Boolean":
+        return ColumnKind.BOOLEAN
+    if name in ("String", "Utf8") or name.startswith(("Categorical", "Enum")):
+        return ColumnKind.STRING
+    return ColumnKind.OTHER
+
+
+def spark_kind(dtype: Any) -> ColumnKind:
+    """The kind of a column of Spark type ``dtype``, read as :func:`polars_kind` reads Polars' types
+    (byte to long ``integer``, float and double ``float``, string, char and varchar ``string``,
+    boolean; decimal, dates, timestamps, intervals, binary, arrays, maps and structs ``other``)."""
+    name = type(dtype).__name__
+    if name in ("ByteType", "ShortType", "IntegerType", "LongType"):
+        return ColumnKind.INTEGER
+    if name in ("FloatType", "DoubleType"):
+        return ColumnKind.FLOAT
+    if name == "BooleanType":
+        return ColumnKind.BOOLEAN
+    if name in ("StringType", "VarcharType", "CharType"):
+        return ColumnKind.STRING
+    return ColumnKind.OTHER
 
 
 def parse_dtypes(dtypes: Mapping[str, Any] | None) -> dict[str, ColumnKind]:

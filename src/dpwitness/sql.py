@@ -27,6 +27,7 @@ from dpwitness.engines.joins import PublicTable, join_public, prepare_public, re
 from dpwitness.errors import ParameterError, check_alpha, check_positive_finite, require
 from dpwitness.predicates import And, Between, ColumnRef, Compare, In, IsNull, Like, Literal, Node, Not, Or, to_text
 from dpwitness.queries import ColumnKind, Key, Query, Schema
+from dpwitness.schema import polars_kind
 from dpwitness.release import Release
 
 if TYPE_CHECKING:
@@ -404,7 +405,7 @@ class _Compiler:
         for column, dtype in frame.schema.items():
             joined = column if column not in self.schema.columns else f"{self.public_name}.{column}"
             self.public_columns[column] = joined
-            self.public_kinds[joined] = _kind_of(dtype)
+            self.public_kinds[joined] = polars_kind(dtype)
         on = join.args.get("on")
         if not isinstance(on, exp.EQ) or not isinstance(on.this, exp.Column) or not isinstance(on.expression, exp.Column):
             self.refuse(on if on is not None else join, "JOIN … ON", "ON one equality of a private column and a public column")
@@ -418,6 +419,8 @@ class _Compiler:
         payload = {c: n for c, n in self.public_columns.items() if c != key}
         self.public_columns[key] = left  # on joined rows the public key equals the private one
         self.public_kinds.pop(f"{self.public_name}.{key}" if key in self.schema.columns else key, None)
+        if not self.schema.columns[left].keyable:
+            self.refuse(on, self._text(on), f"a private join key every engine can key ({left!r} is {self.schema.columns[left].value}: declare its type)")
         self.join = prepare_public(frame, key=key, private_kind=self.schema.columns[left], columns=payload)
         self.join_on = left
 
@@ -1077,18 +1080,6 @@ class Answer:
         return "\n".join(lines)
 
     __repr__ = __str__
-
-
-def _kind_of(dtype: Any) -> ColumnKind:
-    """The kind of a public table's column, from its Polars dtype."""
-    if dtype.is_integer():
-        return ColumnKind.INTEGER
-    if dtype.is_float():
-        return ColumnKind.FLOAT
-    text = str(dtype)
-    if text in ("String", "Utf8") or text.startswith(("Categorical", "Enum")):
-        return ColumnKind.STRING
-    return ColumnKind.BOOLEAN if text == "Boolean" else ColumnKind.OTHER
 
 
 def _level(alpha: float) -> str:

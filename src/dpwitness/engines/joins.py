@@ -16,6 +16,7 @@ from typing import Any
 
 from dpwitness.errors import ParameterError, require
 from dpwitness.queries import ColumnKind
+from dpwitness.schema import POLARS_TYPES
 
 #: The join key's column in a prepared public table (dropped after the join).
 JOIN_KEY = "__dpw_join_key"
@@ -50,20 +51,14 @@ def read_public(source: Any, name: str) -> Any:
     )
 
 
-_POLARS_TYPES = {
-    ColumnKind.INTEGER: "Int64",
-    ColumnKind.FLOAT: "Float64",
-    ColumnKind.STRING: "String",
-    ColumnKind.BOOLEAN: "Boolean",
-}
-
-
 def prepare_public(frame: Any, *, key: str, private_kind: ColumnKind, columns: Mapping[str, str]) -> PublicTable:
     """The public table keyed for the join: its ``key`` cast to the private key's type (text for an
     untyped CSV column, compared as text as a filter does), rows with a null key dropped, only the
     payload ``columns`` kept (renamed), and M = the most rows one key matches (1 if none)."""
     pl = require("polars", "polars", "public tables")
-    target = getattr(pl, _POLARS_TYPES.get(private_kind, "String"))
+    if not private_kind.keyable:
+        raise ParameterError("join", "a private join key of a type every engine can key (integer, float, text, boolean)", private_kind.value)
+    target = getattr(pl, POLARS_TYPES.get(private_kind, "String"))
     keyed = frame.select(
         pl.col(key).cast(target, strict=False).alias(JOIN_KEY), *(pl.col(c).alias(n) for c, n in columns.items())
     ).filter(pl.col(JOIN_KEY).is_not_null())
@@ -81,15 +76,16 @@ def join_public(engine: Any, handle: Any, public: PublicTable, *, left: str) -> 
 
         from dpwitness.engines.polars import PolarsTable
 
-        # the private key read as the prepared key's type (an Enum of categories joins as its text)
+        # the private key read as the prepared key's type (an Enum of categories joins as its text);
+        # non-strict, so no private value can make the join fail after the spend
         key_type = opened.frame.collect_schema()[JOIN_KEY]
-        joined = handle.frame.join(opened.frame, left_on=pl.col(left).cast(key_type), right_on=JOIN_KEY, how="inner")
+        joined = handle.frame.join(opened.frame, left_on=pl.col(left).cast(key_type, strict=False), right_on=JOIN_KEY, how="inner")
         return PolarsTable(joined.drop(JOIN_KEY, strict=False), handle.untyped)
     if engine.name == "spark":
         from dpwitness.engines.spark import SparkTable
 
         right = opened.frame
         key_type = right.schema[JOIN_KEY].dataType
-        joined = handle.frame.join(right, handle.frame[f"`{left}`"].cast(key_type) == right[JOIN_KEY], "inner").drop(JOIN_KEY)
+        joined = handle.frame.join(right, handle.frame[f"`{left}`"].try_cast(key_type) == right[JOIN_KEY], "inner").drop(JOIN_KEY)
         return SparkTable(joined, handle.untyped)
     raise ParameterError("engine", "polars or spark for a join with a public table", engine.name)

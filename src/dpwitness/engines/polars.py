@@ -28,6 +28,7 @@ from dpwitness.predicates import to_polars
 from dpwitness.quantiles import bin_scale
 from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
 from dpwitness.reader import scan_polars
+from dpwitness.schema import POLARS_TYPES, polars_kind
 
 _CSV = {".csv", ".tsv", ".txt"}
 _PARQUET = {".parquet", ".pq"}
@@ -37,7 +38,6 @@ _ROW = "_dpw_row"
 _POSITION = "_dpw_position"
 _CONTENT = "_dpw_content"
 _ROWS = "_dpw_rows"
-_DECLARED = {ColumnKind.INTEGER: pl.Int64, ColumnKind.FLOAT: pl.Float64, ColumnKind.STRING: pl.String}
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class PolarsEngine:
             schema = table.frame.collect_schema()
         except (pl.exceptions.PolarsError, OSError) as error:
             raise ParameterError("source", "a readable table", type(error).__name__) from None
-        return Schema({name: ColumnKind.UNTYPED if name in table.untyped else _kind(dtype) for name, dtype in schema.items()})
+        return Schema({name: ColumnKind.UNTYPED if name in table.untyped else polars_kind(dtype) for name, dtype in schema.items()})
 
     def check(self, handle: PolarsTable | pl.LazyFrame, query: Query) -> None:
         """Run the whole plan on an empty table of the same schema (before the spend, reading nothing):
@@ -205,7 +205,7 @@ def _declare(column: str, kind: ColumnKind, text: bool) -> pl.Expr:
         return pl.when(lowered == "true").then(True).when(lowered == "false").then(False).otherwise(None).alias(column)
     if text and kind is not ColumnKind.STRING:
         expr = expr.str.strip_chars()
-    return expr.cast(_DECLARED[kind], strict=False).alias(column)
+    return expr.cast(getattr(pl, POLARS_TYPES[kind]), strict=False).alias(column)
 
 
 def _filtered(frame: pl.LazyFrame, query: Query, kinds: Mapping[str, ColumnKind], read: list[str]) -> pl.LazyFrame:
@@ -238,18 +238,6 @@ def _order(query: Query, kinds: Mapping[str, ColumnKind], read: list[str]) -> li
         keys.append(pl.col(name))
     keys.extend(pl.col(c) for c in read if c not in query.order_by)
     return keys
-
-
-def _kind(dtype: pl.DataType) -> ColumnKind:
-    if dtype.is_integer():
-        return ColumnKind.INTEGER
-    if dtype.is_float():
-        return ColumnKind.FLOAT
-    if dtype == pl.Boolean:
-        return ColumnKind.BOOLEAN
-    if dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum):
-        return ColumnKind.STRING
-    return ColumnKind.OTHER
 
 
 def _keep_keys(frame: pl.LazyFrame, groups: list[str], keys: tuple[Any, ...], schema: pl.Schema) -> pl.LazyFrame:

@@ -41,6 +41,7 @@ from dpwitness.predicates import to_spark
 from dpwitness.quantiles import bin_scale
 from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
 from dpwitness.reader import read_spark
+from dpwitness.schema import spark_kind
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -181,7 +182,7 @@ class SparkEngine:
             fields = table.frame.schema.fields
         except PySparkException as error:
             raise ParameterError("source", "a readable table", type(error).__name__) from None
-        return Schema({f.name: ColumnKind.UNTYPED if f.name in table.untyped else _kind(f.dataType) for f in fields})
+        return Schema({f.name: ColumnKind.UNTYPED if f.name in table.untyped else spark_kind(f.dataType) for f in fields})
 
     def check(self, handle: SparkTable | DataFrame, query: Query) -> None:
         """Build (and so analyse) the plan without running it, before the spend."""
@@ -374,20 +375,6 @@ def _filtered(frame: DataFrame, query: Query, kinds: Mapping[str, ColumnKind], r
     if predicate.value_tree is not None:
         frame = frame.filter(to_spark(predicate, kinds))
     return frame
-
-
-def _kind(dtype: Any) -> ColumnKind:
-    from pyspark.sql import types as T
-
-    if isinstance(dtype, T.ByteType | T.ShortType | T.IntegerType | T.LongType):
-        return ColumnKind.INTEGER
-    if isinstance(dtype, T.FloatType | T.DoubleType | T.DecimalType):
-        return ColumnKind.FLOAT
-    if isinstance(dtype, T.BooleanType):
-        return ColumnKind.BOOLEAN
-    if isinstance(dtype, T.StringType | T.VarcharType | T.CharType):
-        return ColumnKind.STRING
-    return ColumnKind.OTHER
 
 
 def _declared(frame: DataFrame, groups: list[str], keys: Sequence[Any]) -> Column:
