@@ -53,8 +53,9 @@ COLUMN_TYPES: dict[str, tuple[Any, list[Any]]] = {
 Request = Callable[[Callable[..., Any]], Any]
 
 
-def _public() -> Any:
-    return pl.DataFrame({"k": [0, 1, 3, 127], "label": ["zero", "one", "three", "max"]})
+def _public() -> dict[str, Any]:
+    """The public table the join requests name: keys that the hostile values hit and miss."""
+    return {"pub": pl.DataFrame({"k": [0, 1, 3, 127], "label": ["zero", "one", "three", "max"]})}
 
 
 # Every role a column can play: value (bounded and not), key (declared and undeclared), filter,
@@ -77,10 +78,13 @@ REQUESTS: dict[str, Request] = {
     "SQL GROUP BY c": lambda s: s().sql("SELECT c, COUNT(*) AS n FROM data GROUP BY c", epsilon=1, name="data"),
     "SQL SUM(CLAMP(c))": lambda s: s().sql("SELECT SUM(CLAMP(c, 0, 10)) AS s FROM data WHERE v >= 0", epsilon=1, name="data"),
     "SQL JOIN ON c": lambda s: s().sql(
-        "SELECT COUNT(*) AS n FROM data JOIN pub ON data.c = pub.k WHERE v >= 0", epsilon=1, name="data", public={"pub": _public()}
+        "SELECT COUNT(*) AS n FROM data JOIN pub ON data.c = pub.k WHERE v >= 0", epsilon=1, name="data", public=_public()
     ),
     "SQL JOIN ON c, GROUP BY label": lambda s: s().sql(
-        "SELECT label, COUNT(*) AS n FROM data JOIN pub ON data.c = pub.k GROUP BY label", epsilon=1, name="data", public={"pub": _public()}
+        "SELECT label, COUNT(*) AS n FROM data JOIN pub ON data.c = pub.k GROUP BY label",
+        epsilon=1,
+        name="data",
+        public=_public(),
     ),
 }
 
@@ -151,7 +155,7 @@ def test_a_wide_integer_is_read_once_its_type_is_declared() -> None:
     release = dw.Session(frame, epsilon=100.0, seed=1, dtypes={"c": "integer"}).count(epsilon=50, by="c", keys=[3])
     assert abs(release.value[3] - 2) < 1.0  # noise of scale 1/50: far below 1 with overwhelming probability
     answer = dw.Session(frame, epsilon=1.0, dtypes={"c": "integer"}).sql(
-        "SELECT COUNT(*) AS n FROM data JOIN pub ON data.c = pub.k", epsilon=1, name="data", public={"pub": _public()}
+        "SELECT COUNT(*) AS n FROM data JOIN pub ON data.c = pub.k", epsilon=1, name="data", public=_public()
     )
     assert answer is not None
 

@@ -81,7 +81,12 @@ class ColumnKind(StrEnum):
 DECLARABLE = (ColumnKind.INTEGER, ColumnKind.FLOAT, ColumnKind.STRING, ColumnKind.BOOLEAN)
 
 #: The Polars type each declarable kind is read as (one map for every engine and table).
-POLARS_TYPES = {ColumnKind.INTEGER: "Int64", ColumnKind.FLOAT: "Float64", ColumnKind.STRING: "String", ColumnKind.BOOLEAN: "Boolean"}
+POLARS_TYPES = {
+    ColumnKind.INTEGER: "Int64",
+    ColumnKind.FLOAT: "Float64",
+    ColumnKind.STRING: "String",
+    ColumnKind.BOOLEAN: "Boolean",
+}
 
 #: Polars integer types that fit in Int64 (what Spark's ``long`` holds); wider ones are ``other``.
 _INT64_INTEGERS = {"Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32"}

@@ -27,8 +27,8 @@ from dpwitness.engines.joins import PublicTable, join_public, prepare_public, re
 from dpwitness.errors import ParameterError, check_alpha, check_positive_finite, require
 from dpwitness.predicates import And, Between, ColumnRef, Compare, In, IsNull, Like, Literal, Node, Not, Or, to_text
 from dpwitness.queries import ColumnKind, Key, Query, Schema
-from dpwitness.schema import polars_kind
 from dpwitness.release import Release
+from dpwitness.schema import polars_kind
 
 if TYPE_CHECKING:
     from dpwitness.planning import Preview
@@ -420,7 +420,8 @@ class _Compiler:
         self.public_columns[key] = left  # on joined rows the public key equals the private one
         self.public_kinds.pop(f"{self.public_name}.{key}" if key in self.schema.columns else key, None)
         if not self.schema.columns[left].keyable:
-            self.refuse(on, self._text(on), f"a private join key every engine can key ({left!r} is {self.schema.columns[left].value}: declare its type)")
+            kind = self.schema.columns[left].value
+            self.refuse(on, self._text(on), f"a private join key every engine can key ({left!r} is {kind}: declare its type)")
         self.join = prepare_public(frame, key=key, private_kind=self.schema.columns[left], columns=payload)
         self.join_on = left
 

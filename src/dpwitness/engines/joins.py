@@ -57,7 +57,8 @@ def prepare_public(frame: Any, *, key: str, private_kind: ColumnKind, columns: M
     payload ``columns`` kept (renamed), and M = the most rows one key matches (1 if none)."""
     pl = require("polars", "polars", "public tables")
     if not private_kind.keyable:
-        raise ParameterError("join", "a private join key of a type every engine can key (integer, float, text, boolean)", private_kind.value)
+        expected = "a private join key of a type every engine can key (integer, float, text, boolean)"
+        raise ParameterError("join", expected, private_kind.value)
     target = getattr(pl, POLARS_TYPES.get(private_kind, "String"))
     keyed = frame.select(
         pl.col(key).cast(target, strict=False).alias(JOIN_KEY), *(pl.col(c).alias(n) for c, n in columns.items())
@@ -79,7 +80,8 @@ def join_public(engine: Any, handle: Any, public: PublicTable, *, left: str) -> 
         # the private key read as the prepared key's type (an Enum of categories joins as its text);
         # non-strict, so no private value can make the join fail after the spend
         key_type = opened.frame.collect_schema()[JOIN_KEY]
-        joined = handle.frame.join(opened.frame, left_on=pl.col(left).cast(key_type, strict=False), right_on=JOIN_KEY, how="inner")
+        private_key = pl.col(left).cast(key_type, strict=False)
+        joined = handle.frame.join(opened.frame, left_on=private_key, right_on=JOIN_KEY, how="inner")
         return PolarsTable(joined.drop(JOIN_KEY, strict=False), handle.untyped)
     if engine.name == "spark":
         from dpwitness.engines.spark import SparkTable

@@ -107,7 +107,7 @@ class PolarsEngine:
             schema = table.frame.collect_schema()
         except (pl.exceptions.PolarsError, OSError) as error:
             raise ParameterError("source", "a readable table", type(error).__name__) from None
-        return Schema({name: ColumnKind.UNTYPED if name in table.untyped else polars_kind(dtype) for name, dtype in schema.items()})
+        return Schema({name: ColumnKind.UNTYPED if name in table.untyped else polars_kind(t) for name, t in schema.items()})
 
     def check(self, handle: PolarsTable | pl.LazyFrame, query: Query) -> None:
         """Run the whole plan on an empty table of the same schema (before the spend, reading nothing):
