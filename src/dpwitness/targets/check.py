@@ -342,10 +342,6 @@ class _Report:
         """CPU seconds of this process since the check began (the budget's clock)."""
         return time.process_time() - self.cpu_started
 
-    def load_factor(self) -> float:
-        """Wall seconds per CPU second so far (1 on an idle core, more under load; within [1, 10])."""
-        return min(10.0, max(1.0, (time.perf_counter() - self.started) / max(self.cpu(), 1e-3)))
-
     def done(self, verdict: str, *, notes: Sequence[str] = (), audit: AuditResult | None = None) -> CheckReport:
         libraries = tuple(dict.fromkeys((c.library, c.version) for c in self.calls))
         return CheckReport(
@@ -679,8 +675,7 @@ def _audit(
             delta=report.delta,
             confidence=confidence,
             float_test=float_test,
-            # the audit's clock is the wall's: the CPU left, stretched by the load seen so far
-            max_seconds=max(1.0, (remaining - 1.0) * report.load_factor()),
+            max_seconds=max(1.0, remaining - 1.0),  # CPU seconds, as the check's own budget
             seed=0,
         )
     except (MechanismError, ParameterError) as error:
