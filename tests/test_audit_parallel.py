@@ -1,5 +1,5 @@
 """Per-call runs in worker processes: the same rows as in this process for a seed, errors reported
-as they are here, the deadline kept, a fallback for what does not pickle, no process left behind."""
+as they are here, the CPU deadline kept (the workers' CPU counted), a fallback for what does not pickle, no process left behind."""
 
 from __future__ import annotations
 
@@ -192,20 +192,30 @@ def sleeps(data: Any, rng: np.random.Generator) -> float:
     return float(rng.random())
 
 
-def test_the_deadline_stops_the_workers_and_they_stay_usable(eager: list[Started]) -> None:
+def spins(data: Any, rng: np.random.Generator) -> float:
+    """2 ms of CPU a run (a busy loop on the process's CPU clock)."""
+    end = time.process_time() + 0.002
+    while time.process_time() < end:
+        pass
+    return float(rng.random())
+
+
+def test_the_cpu_deadline_counts_the_workers_and_stops_them(eager: list[Started]) -> None:
+    """The budget is CPU seconds, the workers' included: a draw stops a few blocks past it (at most
+    DEPTH blocks of 64 pairs per worker in flight: 2 × 2 × 64 × 2 runs × 2 ms ≈ 1 s of CPU), and the
+    pool stays usable."""
     gc.disable()  # what frees the workers must not wait for the cyclic collector
     try:
-        sampler = Sampler(sleeps, math.inf, workers=2)
-        sampler.draw_pairs(0, 1, np.random.SeedSequence(1), 64)  # start the workers (about half a second)
-        sampler.deadline = time.perf_counter() + 0.5
-        begun = time.perf_counter()
-        try:
-            sampler.draw_pairs(0, 1, np.random.SeedSequence(2), 100_000)  # 400 s of runs
-        except _OutOfTime:
-            pass
-        else:
-            pytest.fail("no out-of-time error")
-        assert time.perf_counter() - begun < 2.0  # a block (64 pairs, 0.26 s) or two past the deadline
+        sampler = Sampler(spins, math.inf, workers=2)
+        sampler.draw_pairs(0, 1, np.random.SeedSequence(1), 64)  # start the workers
+        assert sampler._pool is not None and sampler._pool.cpu_seconds > 0.2  # their start and 256 ms of runs
+        here = time.process_time()
+        sampler.deadline = sampler.clock() + 1.0
+        with pytest.raises(_OutOfTime):
+            sampler.draw_pairs(0, 1, np.random.SeedSequence(2), 100_000)  # 400 s of CPU
+        spent = sampler.clock() - (sampler.deadline - 1.0)
+        assert 1.0 <= spent < 2.5 and not sampler.wall_stopped
+        assert time.process_time() - here < 0.5  # the runs' CPU was the workers': counted all the same
         sampler.deadline = math.inf
         assert len(sampler.draw_pairs(0, 1, np.random.SeedSequence(3), 128)[0]) == 128  # still there
         assert len(eager) == 1 and not eager[0].stopped
@@ -213,6 +223,40 @@ def test_the_deadline_stops_the_workers_and_they_stay_usable(eager: list[Started
         assert eager[0].pool() is None and eager[0].stopped
     finally:
         gc.enable()
+
+
+def test_the_wall_clock_cap_stops_a_mechanism_that_waits(eager: list[Started]) -> None:
+    """A mechanism that sleeps spends no CPU: only the wall-clock cap stops it, and says so."""
+    sampler = Sampler(sleeps, math.inf, workers=2)
+    sampler.draw_pairs(0, 1, np.random.SeedSequence(1), 64)
+    sampler.wall_deadline = time.perf_counter() + 0.5
+    with pytest.raises(_OutOfTime):
+        sampler.draw_pairs(0, 1, np.random.SeedSequence(2), 100_000)  # 400 s of sleep
+    assert sampler.wall_stopped and sampler.clock() < 5.0 + time.process_time()
+    here = Sampler(sleeps, math.inf, workers=0, wall_deadline=time.perf_counter() + 0.2)
+    with pytest.raises(_OutOfTime):
+        here.draw_full(0, np.random.default_rng(1), 40_000, "d")  # 80 s of sleep, in this process
+    assert here.wall_stopped
+
+
+def test_an_audit_cut_short_by_the_wall_clock_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audit_module, "WALL_CAP_FACTOR", 0.0)
+    monkeypatch.setattr(audit_module, "WALL_CAP_SECONDS", 1.0)
+
+    def sleepy_laplace(data: float, rng: np.random.Generator) -> float:
+        time.sleep(0.0002)
+        return data + rng.laplace(0.0, 1.0)
+
+    result = audit(sleepy_laplace, 0.0, 1.0, epsilon=1.0, seed=3, max_seconds=60)
+    assert result.wall_clock_stopped and "wall-clock cap (1 s)" in result.reason
+    assert result.cpu_seconds < 60 and result.verdict != "violated"
+    unhurried = audit(laplace_float, 0.0, 1.0, epsilon=1.0, seed=3, samples=20_000)
+    assert not unhurried.wall_clock_stopped and "wall-clock" not in unhurried.reason
+    assert 0 < unhurried.cpu_seconds
+
+
+def laplace_float(data: float, rng: np.random.Generator) -> float:
+    return data + rng.laplace(0.0, 1.0)
 
 
 class Unloadable:

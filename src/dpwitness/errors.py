@@ -90,8 +90,10 @@ class ExitCode(IntEnum):
     INCONCLUSIVE = 3
     #: an optional part is not installed (the message names the extra)
     MISSING_PART = 4
-    #: a bug in dpwitness: please report it
+    #: a bug in dpwitness: please report it (``check``: an adapter failed, never the library's bug)
     INTERNAL = 5
+    #: nothing to judge: ``check`` saw no noise call of a covered library
+    NOT_COVERED = 6
 
 
 def check_positive_finite(parameter: str, value: Any) -> float:

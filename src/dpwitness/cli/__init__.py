@@ -29,7 +29,8 @@ _METAVARS = {"float": "NUMBER", "int": "INTEGER", "str": "TEXT", "Path": "PATH"}
 
 EXIT_CODES = (
     "Exit codes: 0 ok; 1 violated or refused (budget exceeded); 2 bad input; 3 inconclusive; "
-    "4 missing optional part (the message names the pip extra); 5 internal error."
+    "4 missing optional part (the message names the pip extra); 5 internal error; "
+    "6 nothing to judge (check: no covered library's noise call seen)."
 )
 
 

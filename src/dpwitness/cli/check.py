@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from dpwitness.cli.core import user_errors
+from dpwitness.cli.core import flag_names, user_errors
 from dpwitness.errors import ParameterError
 
 console = Console(highlight=False, emoji=False)
@@ -22,7 +24,7 @@ REPLAY: dict[str, bool | None] = {"auto": None, "always": True, "never": False}
 
 def check_command(
     function: Annotated[str, typer.Argument(help="MODULE:FUNCTION: a Polars table → a release made by a covered library.")],
-    columns: Annotated[str, typer.Option(help='JSON {"col": "Float64" (a dtype) or [allowed values]}.')],
+    columns: Annotated[str, typer.Option(help='JSON {"col": "Float64" (a dtype) or \\[allowed values]}.')],
     epsilon: Annotated[float, typer.Option(help="ε the function claims.")],
     delta: Annotated[float, typer.Option(help="δ the function claims.")] = 0.0,
     neighbours: Annotated[str, typer.Option(help="'add-remove' or 'replace-one'.")] = "add-remove",
@@ -46,12 +48,14 @@ def check_command(
     """Record FUNCTION's noise calls, search each against its declared Δ, audit the worst pair.
 
     Exit 1 when a finding shows a bug, 0 when none and the audit says ok, 3 when inconclusive or
-    outside the library's contract, 5 when an adapter failed (never the library's fault).
+    outside the library's contract, 5 when an adapter failed (never the library's fault), 6 when
+    no covered library's noise call was seen. What the function and its libraries print goes to
+    stderr: stdout holds the report alone.
     """
     from dpwitness.targets.check import check
     from dpwitness.witness.sensitivity import load_function, parse_columns
 
-    with user_errors():
+    with user_errors(), flag_names({"fn": "FUNCTION", "libraries": "--library"}), _stdout_to_stderr():
         if replay not in REPLAY:
             raise ParameterError("replay", "'auto', 'always' or 'never'", replay)
         fn = _function(function, load_function)
@@ -86,6 +90,37 @@ def check_command(
         for path in written:
             console.print(Text(f"reproduction script: {path}"), soft_wrap=True)
     raise typer.Exit(report.exit_code)
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send what is printed inside the block to stderr, Python's ``print`` and a library's native
+    code writing to file descriptor 1 alike, so that stdout carries the report alone."""
+    sys.stdout.flush()
+    try:
+        saved: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:
+        saved = None
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        _flush_native_stdout()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _flush_native_stdout() -> None:
+    """Flush the C library's stdout buffer (native code's printf), so it lands while redirected."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
 
 
 def _function(target: str, load_function: Callable[[str], Callable[..., Any]]) -> Callable[..., Any]:

@@ -15,8 +15,14 @@ see :mod:`dpwitness.targets`); no glue. The check:
 
 Verdicts: ``"violated"`` (a finding: a proof, exact for a shift beyond Δ or a changed noise
 call, at the stated confidence for the audit), ``"ok"`` (no finding and the audit says ok),
-``"inconclusive"``, ``"unsupported"`` (no pair inside the library's contract was found) and
-``"adapter-error"`` (an adapter failed: never reported as the library's bug).
+``"inconclusive"``, ``"unsupported"`` (no pair inside the library's contract was found),
+``"adapter-error"`` (an adapter failed, e.g. an exception raised by its hook: never reported
+as the library's bug) and ``"not-covered"`` (the function ran without calling a covered
+library's noise: nothing to judge). Only the adapters of libraries the function imports are
+installed (those imported when the check starts, and any the function imports while it runs).
+An exception on a table is sorted by whose code raised it (:func:`~dpwitness.targets.hooks.raised_by`):
+the library's (outside its contract), the user's function's (named with its type and line) or
+dpwitness's own (``adapter-error``).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpwitness.errors import ExitCode, ParameterError, check_non_negative_finite, check_positive_finite
 from dpwitness.neighbours import Neighbours
-from dpwitness.targets.hooks import Adapter, AdapterError, NoiseCall, Unsupported, recording, registered
+from dpwitness.targets.hooks import Adapter, AdapterError, NoiseCall, Unsupported, raised_by, recording, registered
 from dpwitness.witness.sensitivity import RELATIVE_TOLERANCE, SensitivityResult, search_claims
 from dpwitness.witness.structured import Runs, structured_search
 
@@ -40,13 +46,14 @@ if TYPE_CHECKING:
 
     from dpwitness.witness.audit import AuditResult
 
-VERDICTS = ("violated", "ok", "inconclusive", "unsupported", "adapter-error")
+VERDICTS = ("violated", "ok", "inconclusive", "unsupported", "adapter-error", "not-covered")
 EXIT_CODES = {
     "violated": ExitCode.VIOLATED,
     "ok": ExitCode.OK,
     "inconclusive": ExitCode.INCONCLUSIVE,
     "unsupported": ExitCode.INCONCLUSIVE,
     "adapter-error": ExitCode.INTERNAL,
+    "not-covered": ExitCode.NOT_COVERED,
 }
 #: Runs per input the audit's first round needs: a function too slow for it within the time
 #: left is audited by replay (values before noise frozen, only the noise sampled).
@@ -164,7 +171,9 @@ class CheckReport:
         }
 
     def __str__(self) -> str:
-        mark = {"violated": "✘", "ok": "✔", "inconclusive": "?", "unsupported": "?", "adapter-error": "!"}[self.verdict]
+        mark = {"violated": "✘", "ok": "✔", "inconclusive": "?", "unsupported": "?", "adapter-error": "!", "not-covered": "-"}[
+            self.verdict
+        ]
         libs = ", ".join(f"{name} {version}" for name, version in self.libraries) or "no covered library"
         lines = [
             f"{mark} {self.verdict.upper()}: {libs}; claimed ε = {self.epsilon:g}"
@@ -201,6 +210,7 @@ class _Runner:
     adapters: tuple[Adapter, ...]
     epsilon: float
     neighbours: str
+    candidates: tuple[Adapter, ...] = ()  # adapters to install once the function imports their library
     keys: tuple[str, ...] = ()
     pending: tuple[Any, list[NoiseCall] | None, dict[str, Any]] | None = None
     skipped: int = 0
@@ -216,13 +226,24 @@ class _Runner:
         found = {_key(i, c): c.value for i, c in enumerate(calls)}
         return {key: found.get(key, math.nan) for key in self.keys}
 
+    def discover(self) -> bool:
+        """Install the adapters of the libraries the function has imported since the check began
+        (an import inside the function); True when there are new ones. Raises AdapterError."""
+        import sys
+
+        found = tuple(a for a in self.candidates if a.module in sys.modules and a not in self.adapters)
+        for adapter in found:
+            adapter.ensure_installed()
+        self.adapters += found
+        return bool(found)
+
     def __call__(self, frame: Any) -> dict[str, Any]:
         try:
             calls: list[NoiseCall] | None = self.calls(frame)
         except AdapterError:
             raise
-        except Exception as error:  # Unsupported, or the library refusing the input
-            reason = str(error) if isinstance(error, Unsupported) else f"{type(error).__name__} raised by fn"
+        except Exception as error:  # Unsupported, the library refusing the input, or the user's own error
+            reason = _failure(error)
             self.reasons[reason] = self.reasons.get(reason, 0) + 1
             calls = None
         if self.pending is None:
@@ -243,6 +264,21 @@ class _Runner:
         if [_signature(c) for c in first] != [_signature(c) for c in calls]:
             raise _CallsChanged(first_frame, frame, first, calls)
         return self.values(calls)
+
+
+def _failure(error: Exception) -> str:
+    """Why a run failed, without the exception's text (it may quote a value of the table):
+    outside the library's contract (the adapter's reason, or the library's own refusal), or the
+    user's function raising. An exception from dpwitness's own code is an :class:`AdapterError`."""
+    if isinstance(error, Unsupported):
+        return str(error)
+    owner, where = raised_by(error)
+    at = f" at {where}" if where else ""
+    if owner == "dpwitness":
+        raise AdapterError(f"dpwitness failed while running the function ({type(error).__name__}{at})") from error
+    if owner == "user":
+        return f"the function raised {type(error).__name__}{at}"
+    return f"the library refused the table ({type(error).__name__}{at})"
 
 
 def _invariants(calls: list[NoiseCall]) -> set[Any]:
@@ -312,14 +348,22 @@ def check(
         unknown = [name for name in libraries if name not in known]
         if unknown:
             raise ParameterError("libraries", f"names among {sorted(known)}", unknown)
-    adapters = tuple(a for a in known.values() if (libraries is None or a.name in libraries) and a.importable())
+        absent = [name for name in libraries if not known[name].importable()]
+        if absent:
+            raise ParameterError("libraries", "libraries installed in this interpreter", absent)
+        adapters, candidates = tuple(a for a in known.values() if a.name in libraries), ()
+    else:  # only the libraries the function imports: a broken package it never uses cannot fail the check
+        import sys
+
+        adapters = tuple(a for a in known.values() if a.module and a.module in sys.modules)
+        candidates = tuple(a for a in known.values() if a not in adapters and a.module)
     report = _Report(eps, dlt, relation, started, cpu_started)
     try:
         for adapter in adapters:
             adapter.ensure_installed()
     except AdapterError as error:
         return report.done("adapter-error", notes=[str(error)])
-    runner = _Runner(fn, adapters, eps, relation)
+    runner = _Runner(fn, adapters, eps, relation, candidates)
     try:
         return _check(runner, report, columns, trials, seed, structured, audit, confidence, budget, replay)
     except AdapterError as error:
@@ -341,10 +385,6 @@ class _Report:
     def cpu(self) -> float:
         """CPU seconds of this process since the check began (the budget's clock)."""
         return time.process_time() - self.cpu_started
-
-    def load_factor(self) -> float:
-        """Wall seconds per CPU second so far (1 on an idle core, more under load; within [1, 10])."""
-        return min(10.0, max(1.0, (time.perf_counter() - self.started) / max(self.cpu(), 1e-3)))
 
     def done(self, verdict: str, *, notes: Sequence[str] = (), audit: AuditResult | None = None) -> CheckReport:
         libraries = tuple(dict.fromkeys((c.library, c.version) for c in self.calls))
@@ -384,6 +424,24 @@ def _probe_tables(columns: Mapping[str, Any]) -> list[pl.DataFrame]:
     return [one, pl.concat([one, one]), one.clear()]
 
 
+def _probe(runner: _Runner, columns: Mapping[str, Any]) -> tuple[Any, list[NoiseCall], list[tuple[int, str]]]:
+    """The first probe table on which the function makes noise calls (None if none), its calls,
+    and each table tried as (rows, why it failed, "" when it ran)."""
+    outcomes: list[tuple[int, str]] = []
+    for table in _probe_tables(columns):
+        try:
+            calls = runner.calls(table)
+        except AdapterError:
+            raise
+        except Exception as error:
+            outcomes.append((table.height, _failure(error)))
+            continue
+        outcomes.append((table.height, ""))
+        if calls:
+            return table, calls, outcomes
+    return None, [], outcomes
+
+
 def _check(
     runner: _Runner,
     report: _Report,
@@ -397,27 +455,27 @@ def _check(
     replay: bool | None = None,
 ) -> CheckReport:
     notes: list[str] = []
-    calls: list[NoiseCall] = []
-    probe = None
-    for table in _probe_tables(columns):
-        try:
-            calls = runner.calls(table)
-        except AdapterError:
-            raise
-        except Exception as error:
-            notes.append(f"first table refused ({type(error).__name__})")
-            continue
-        if calls:
-            probe = table
-            break
+    probe, calls, outcomes = _probe(runner, columns)
+    if probe is None and runner.discover():  # the function imported a covered library as it ran
+        probe, calls, outcomes = _probe(runner, columns)
     if probe is None:
-        if not calls and not notes:
-            raise ParameterError(
-                "fn",
-                "a function that adds noise through a covered library (diffprivlib, OpenDP, python-dp)",
-                "no noise call seen",
+        refusals = [f"the {rows}-row table: {why}" for rows, why in outcomes if why]
+        refused = [why for _, why in outcomes if why and not why.startswith("the function raised")]
+        if refused:
+            return report.done("unsupported", notes=[*refusals, "no table inside the library's contract was found"])
+        if any(not why for _, why in outcomes):
+            return report.done(
+                "not-covered",
+                notes=[
+                    *refusals,
+                    "no noise call of a covered library seen (covered: "
+                    + ", ".join(sorted(a.name for a in registered()))
+                    + "; imported by the function: "
+                    + (", ".join(a.name for a in runner.adapters) or "none")
+                    + ")",
+                ],
             )
-        return report.done("unsupported", notes=[*notes, "no table inside the library's contract was found"])
+        raise ParameterError("fn", "a function that runs on tables of the declared columns", "; ".join(dict.fromkeys(refusals)))
     report.calls = tuple(calls)
     runner.keys = tuple(_key(i, c) for i, c in enumerate(calls))
     claims = {_key(i, c): c.sensitivity for i, c in enumerate(calls) if c.sensitivity is not None}
@@ -679,8 +737,7 @@ def _audit(
             delta=report.delta,
             confidence=confidence,
             float_test=float_test,
-            # the audit's clock is the wall's: the CPU left, stretched by the load seen so far
-            max_seconds=max(1.0, (remaining - 1.0) * report.load_factor()),
+            max_seconds=max(1.0, remaining - 1.0),  # CPU seconds, as the check's own budget
             seed=0,
         )
     except (MechanismError, ParameterError) as error:

@@ -10,20 +10,26 @@ search sees exactly what the library was about to noise). A call made from insid
 hooked call (a mechanism whose ``randomise`` calls its parent's) counts once: the outermost.
 
 Outside a recorder the patched primitives call the library unchanged. Hooks are installed
-once per process and stay installed (uninstall restores the originals).
+once per process and stay installed (uninstall restores the originals). Inside a recorder, an
+exception raised by dpwitness's own code in a hook (an adapter misreading the library) becomes an
+:class:`AdapterError` naming the adapter and the line; what the library or the user's code raises
+passes through unchanged (:func:`raised_by`).
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import importlib
 import importlib.metadata
 import math
 import sys
+import sysconfig
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 #: How a recorder treats the calls it sees.
@@ -127,9 +133,9 @@ def recording(
         kept in ``outputs``) or ``"unnoised"`` (each call is recorded and returns its value
         without noise); anything else raises ``ValueError``.
     :param adapters: the adapters whose hooks to install; default None: every registered
-        adapter whose library is installed here.
+        adapter whose library has been imported in this process (:func:`imported_adapters`).
     """
-    chosen = adapters if adapters is not None else available_adapters()
+    chosen = adapters if adapters is not None else imported_adapters()
     for adapter in chosen:
         adapter.ensure_installed()
     for adapter in chosen:
@@ -331,8 +337,9 @@ class Adapter:
                 raise
             except Exception as error:
                 self.uninstall()
+                where = raised_by(error)[1]
                 raise AdapterError(
-                    f"{self.name} adapter: could not install its hooks ({type(error).__name__}: {error})"
+                    f"{self.name} adapter: could not install its hooks ({type(error).__name__}: {error}; at {where})"
                 ) from error
             self._installed = True
 
@@ -349,11 +356,53 @@ class Adapter:
         :param owner: the module or class holding the primitive.
         :param attribute: the primitive's name on ``owner``.
         :param replacement: the hook set in its place (usually a wrapper calling
-            :func:`noise_call`); an inherited attribute is deleted again on uninstall.
+            :func:`noise_call`); an inherited attribute is deleted again on uninstall. A function
+            (plain, static, class method or a property's getter) is guarded: inside a recorder,
+            an exception raised by dpwitness's own code in it is re-raised as an
+            :class:`AdapterError` naming this adapter and the line.
         """
         own = attribute in vars(owner)
         self._originals.append((owner, attribute, vars(owner)[attribute] if own else _INHERITED))
-        setattr(owner, attribute, replacement)
+        setattr(owner, attribute, self.guarded(replacement))
+
+    def source_files(self) -> tuple[str, ...]:
+        """The files of this adapter's own code (its class's module): a frame there is the adapter's."""
+        module = sys.modules.get(type(self).__module__)
+        filename = getattr(module, "__file__", None)
+        return (filename,) if filename else ()
+
+    def guarded(self, replacement: Any) -> Any:
+        """``replacement`` with its exceptions sorted (see :meth:`patch`); other objects unchanged."""
+        if isinstance(replacement, staticmethod):
+            return staticmethod(self.guarded(replacement.__func__))
+        if isinstance(replacement, classmethod):
+            return classmethod(self.guarded(replacement.__func__))
+        if isinstance(replacement, property):
+            getter = self.guarded(replacement.fget) if replacement.fget else None
+            return property(getter, replacement.fset, replacement.fdel, replacement.__doc__)
+        if not callable(replacement) or isinstance(replacement, type):
+            return replacement
+        adapter = self
+
+        @functools.wraps(replacement)
+        def hook(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return replacement(*args, **kwargs)
+            except (Unsupported, AdapterError):
+                raise
+            except Exception as error:
+                if _active.get() is None:
+                    raise  # outside a check: exactly as the library would
+                owner, where = raised_by(error, adapter.source_files())
+                if owner != "dpwitness":
+                    raise  # the library's refusal or the user's own error: the check sorts them
+                # the type and the line only: an exception's text may quote a value of the table
+                raise AdapterError(f"{adapter.name} adapter failed in its hook ({type(error).__name__} at {where})") from error
+
+        wrapped = getattr(replacement, "__wrapped__", None)
+        if wrapped is not None:
+            hook.__wrapped__ = wrapped  # type: ignore[attr-defined]
+        return hook
 
     def uninstall(self) -> None:
         for owner, attribute, original in reversed(self._originals):
@@ -391,6 +440,48 @@ def available_adapters() -> tuple[Adapter, ...]:
     return tuple(adapter for adapter in _REGISTRY if adapter.importable())
 
 
+def imported_adapters() -> tuple[Adapter, ...]:
+    """The registered adapters whose library has been imported in this process (by the user's
+    code: a library installed but never imported is left alone, so a broken one cannot fail a check)."""
+    return tuple(adapter for adapter in _REGISTRY if adapter.module and adapter.module in sys.modules)
+
+
+#: Where the standard library and installed packages live: frames there are helpers (numpy,
+#: polars…), never the library under check, dpwitness or the user's code.
+_HELPER_ROOTS = tuple(
+    dict.fromkeys(
+        folder.rstrip("/") + "/"
+        for key in ("stdlib", "platstdlib", "purelib", "platlib")
+        if (folder := sysconfig.get_paths().get(key))
+    )
+)
+
+
+def raised_by(error: BaseException, own: tuple[str, ...] = ()) -> tuple[str, str]:
+    """Whose code raised ``error``, and where: ``("dpwitness", line)`` (dpwitness itself, or the
+    files ``own``: an adapter's own code), ``("library", line)`` (a registered adapter's library), ``("user", line)`` (the
+    user's code) or ``("library", "")`` when only helpers' frames (stdlib, other installed
+    packages) are on its traceback. The innermost frame that is not a helper's decides; lines
+    are ``file:line`` with site-packages' prefix dropped."""
+    frames: list[TracebackType] = []
+    tb = error.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    roots = tuple(root for adapter in _REGISTRY for root in adapter.package_roots if root)
+    for tb in reversed(frames):
+        filename = tb.tb_frame.f_code.co_filename
+        where = f"{_short(filename)}:{tb.tb_lineno}"
+        if filename.startswith(_PACKAGE) or filename in own:
+            return "dpwitness", where
+        if any(filename.startswith(root) for root in roots):
+            return "library", where
+        if filename.startswith("<") or filename.startswith(_HELPER_ROOTS):
+            continue
+        return "user", where
+    return "library", ""
+
+
 __all__ = [
     "MODES",
     "Adapter",
@@ -401,7 +492,9 @@ __all__ = [
     "active",
     "available_adapters",
     "call_sites",
+    "imported_adapters",
     "noise_call",
+    "raised_by",
     "recording",
     "register",
     "registered",

@@ -99,9 +99,14 @@ WORKERS, WORKERS_START_SECONDS, PARALLEL_SECONDS, PARALLEL_BLOCK_SECONDS = 2, 1.
 #: First adaptive round (runs per input) and growth factor between rounds.
 FIRST_ROUND = 20_000
 GROWTH = 4
-#: Default cap on runs per input (10⁷ runs in all) and on wall-clock time.
+#: Default cap on runs per input (10⁷ runs in all) and on CPU time (this process's and its workers').
 MAX_SAMPLES = 5_000_000
 MAX_SECONDS = 60.0
+#: The wall-clock cap, ``WALL_CAP_FACTOR × max_seconds + WALL_CAP_SECONDS``: it never decides a
+#: result on a machine that gives the audit a fair share of a core; it only stops runaway work (a
+#: mechanism that sleeps or waits, a machine too busy to run the audit), and a result it cut short
+#: says so (``wall_clock_stopped``).
+WALL_CAP_FACTOR, WALL_CAP_SECONDS = 10.0, 60.0
 #: Rows over which the search's fixed costs are spread when planning the next round's time.
 SEARCH_FIXED_ROWS = 50_000
 #: Search samples kept from earlier rounds.
@@ -126,7 +131,7 @@ TIGHT_EVENTS = 2
 #: Share of α the tight mode's certification gets (the fast verdict gets the rest): the tight
 #: bound is the one meant to be sharp, and a bound above ε is a violation whichever phase found it.
 TIGHT_ALPHA_SHARE = 0.9
-#: Share of ``max_seconds`` the fast verdict may use in tight mode (its samples feed the tight search).
+#: Share of ``max_seconds`` (CPU) the fast verdict may use in tight mode (its samples feed the tight search).
 TIGHT_FAST_SHARE = 0.25
 #: A per-call mechanism's run time may depend on its outputs, so the clock must not choose where its
 #: tight measurement stops: it is planned with this share of the time left and certified at the
@@ -206,6 +211,8 @@ class AuditResult:
     tight_paired: bool = False
     tight_cells: tuple[int, int, int] = (0, 0, 0)
     replayed: bool = False
+    cpu_seconds: float = 0.0
+    wall_clock_stopped: bool = False
 
     @property
     def ok(self) -> bool:
@@ -276,7 +283,7 @@ def json_number(value: float) -> float | str | None:
 
 
 class _OutOfTime(Exception):
-    """A per-call mechanism ran past the audit's deadline in the middle of a round."""
+    """A per-call mechanism ran past the audit's budget (or its wall-clock cap) in the middle of a round."""
 
 
 def _mechanism_error(label: str, error: BaseException) -> MechanismError:
@@ -473,8 +480,12 @@ def _pad(rows: FloatArray, width: int) -> FloatArray:
 class Sampler:
     """Runs the mechanism n times on one input; ``draw`` returns an (n, k) float array of its outputs.
 
-    ``deadline`` is a ``time.perf_counter()`` instant: a mechanism called once per output stops
-    with an out-of-time error when a block of runs ends past it. ``draw(data, rng, n, label)``
+    ``deadline`` is an instant of :meth:`clock`, the CPU seconds of this process and of its worker
+    processes (so that the machine's load does not decide how far a draw gets): a mechanism called
+    once per output stops with an out-of-time error when a block of runs ends past it, or past
+    ``wall_deadline``, a ``time.perf_counter()`` instant that only stops runaway work (a mechanism
+    that sleeps, a machine too busy to give the audit its CPU); ``wall_stopped`` then turns True.
+    Rates (``seconds_per_run`` …) are CPU seconds too. ``draw(data, rng, n, label)``
     and ``draw_full`` run the mechanism on the input ``data`` with the generator ``rng``;
     ``label`` names that input (``"d"``, ``"d_prime"``) in error messages.
 
@@ -486,12 +497,17 @@ class Sampler:
     garbage collection and exit); ``with Sampler(…) as sampler:`` closes at the end.
     """
 
-    def __init__(self, mechanism: Mechanism, deadline: float, *, workers: int | None = None) -> None:
+    def __init__(
+        self, mechanism: Mechanism, deadline: float, *, workers: int | None = None, wall_deadline: float = math.inf
+    ) -> None:
         if not callable(mechanism):
             raise ParameterError("mechanism", "a callable mechanism(data, rng) or mechanism(data, rng, size=n)", mechanism)
         self.mechanism = mechanism
         self.sized = accepts_size(mechanism)
         self.deadline = deadline
+        self.wall_deadline = wall_deadline
+        self.wall_stopped = False
+        self._retired_cpu = 0.0  # CPU seconds of worker pools already stopped
         self.encoder = Encoder()
         self.seconds_per_run = 0.0  # the slowest rate seen (budget checks stay on the safe side)
         self.recent_seconds_per_run = 0.0  # the rate of the last large draw (for planning the tight mode)
@@ -508,9 +524,28 @@ class Sampler:
 
     def close(self) -> None:
         """Stop the worker processes, if any run (the sampler stays usable: it starts them again if needed)."""
-        pool, self._pool = self._pool, None
+        pool = self._drop_pool()
         if pool is not None:
             pool.close()
+
+    def _drop_pool(self) -> Pool | None:
+        """Forget the pool (its CPU seconds stay on :meth:`clock`) and return it."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            self._retired_cpu += pool.cpu_seconds
+        return pool
+
+    def clock(self) -> float:
+        """CPU seconds: this process's (:func:`time.process_time`) and its worker processes' so far."""
+        return time.process_time() + self._retired_cpu + (self._pool.cpu_seconds if self._pool is not None else 0.0)
+
+    def out_of_time(self, deadline: float | None = None) -> bool:
+        """True past ``deadline`` on :meth:`clock` (default ``self.deadline``) or past the wall-clock cap
+        (which sets ``wall_stopped``)."""
+        if time.perf_counter() > self.wall_deadline:
+            self.wall_stopped = True
+            return True
+        return self.clock() > (self.deadline if deadline is None else deadline)
 
     def draw(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
         """n outputs as rows of numbers (the view the events see)."""
@@ -518,13 +553,13 @@ class Sampler:
 
     def draw_full(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
         """n outputs as ``[shape code, length, values…]`` rows (see :class:`Encoder`)."""
-        start = time.perf_counter()
+        start = self.clock()
         rows = self._sized(data, rng, n, label) if self.sized else self._per_call(data, rng, n, label)
-        self._note_rate((time.perf_counter() - start) / n, n)
+        self._note_rate((self.clock() - start) / n, n)
         return rows
 
     def _note_rate(self, rate: float, n: int) -> None:
-        """Record the seconds per run of a draw of n runs (the slowest seen, and the last large one)."""
+        """Record the CPU seconds per run of a draw of n runs (the slowest seen, and the last large one)."""
         self.seconds_per_run = max(self.seconds_per_run, rate)
         if n >= 5000 or self.recent_seconds_per_run == 0.0:
             self.recent_seconds_per_run = rate
@@ -593,13 +628,12 @@ class Sampler:
         block, done = 8, 0
         while done < n:
             size = min(block, n - done)
-            begun = time.perf_counter()
+            begun = self.clock()
             run(done, size)
             done += size
-            now = time.perf_counter()
-            if now > self.deadline:
+            if self.out_of_time():
                 raise _OutOfTime
-            if now - begun < PER_CALL_BLOCK_SECONDS / 2:
+            if self.clock() - begun < PER_CALL_BLOCK_SECONDS / 2:
                 block = min(2 * block, PER_CALL_BLOCK)
 
     def _per_call(self, data: Any, rng: np.random.Generator, n: int, label: str) -> FloatArray:
@@ -653,11 +687,11 @@ class Sampler:
                 self.draw_full(d_prime, np.random.default_rng(second), n, "d_prime"),
             )
         inc, starts = run_states(seeds, n)
-        began, rate = time.perf_counter(), 2 * self.recent_seconds_per_run
+        began, rate = self.clock(), 2 * self.recent_seconds_per_run
         pool = self._pool_for(n * rate)
         packs = None if pool is None else self._in_workers(pool, ("pairs", d, d_prime, inc, starts), n, rate, "d or d_prime")
         if packs is not None:
-            self._note_rate((time.perf_counter() - began) / (2 * n), n)
+            self._note_rate((self.clock() - began) / (2 * n), n)
             return self._assemble(packs[0::2], "d"), self._assemble(packs[1::2], "d_prime")
         runner = Runner(self.mechanism, inc)
         outputs_a: list[Any] = []
@@ -672,13 +706,13 @@ class Sampler:
             outputs_b.extend(b)
 
         self._in_blocks(n, run)
-        self._note_rate((time.perf_counter() - began) / (2 * n), n)
+        self._note_rate((self.clock() - began) / (2 * n), n)
         return self._rows_of(outputs_a, "d"), self._rows_of(outputs_b, "d_prime")
 
     def _pool_for(self, seconds: float) -> Pool | None:
-        """The worker pool for a draw expected to take ``seconds`` in this process, or None: run it here."""
+        """The worker pool for a draw expected to take ``seconds`` of CPU in this process, or None: run it here."""
         if self._pool is not None and self._pool.closed:  # stopped by an interrupt
-            self._pool = None
+            self._drop_pool()
         if self._pool is not None:
             return self._pool if seconds > PARALLEL_SECONDS else None
         if self._pool_failed or self.workers < 1 or seconds <= WORKERS_START_SECONDS:
@@ -698,7 +732,7 @@ class Sampler:
         block = int(min(max(PARALLEL_BLOCK_SECONDS / max(seconds_per_item * pool.count, 1e-9), 64), 65_536))
         try:
             if pool.begin(context):
-                return pool.run(n, block, self.deadline)
+                return pool.run(n, block, self.out_of_time)
         except PoolUnavailable:  # outputs that do not travel by value
             pass
         except PastDeadline:
@@ -707,7 +741,7 @@ class Sampler:
             raise MechanismError(f"the mechanism raised {failed.name} on {failed.label}: {failed.text}") from failed.cause
         except WorkerDied as died:
             self._pool_failed = True
-            self._pool = None
+            self._drop_pool()
             raise MechanismError(f"{died}, on {label}") from died
         # inputs or outputs that do not travel between processes: this draw and every later one run here
         self._pool_failed = True
@@ -877,8 +911,8 @@ def audit(
     When it accepts ``size`` it is called as ``mechanism(data, rng, size=n)`` and returns n
     outputs, stacked on the first axis of numeric arrays (or a tuple of such arrays), or as a
     list of n outputs of any shape. ``samples`` is the number of runs per input (adaptive when
-    None). ``tight=True`` keeps sampling after the fast verdict, until ``max_seconds`` from the
-    start, to maximise the certified ε_lb (``tight_epsilon_lower_bound``).
+    None). ``tight=True`` keeps sampling after the fast verdict, until ``max_seconds`` of CPU time
+    from the start, to maximise the certified ε_lb (``tight_epsilon_lower_bound``).
     With ``d_prime=None`` the auditor searches neighbours of ``d`` (see
     :func:`dpwitness.witness.neighbour_search.audit_neighbours`; ``relation`` and
     ``sensitivity`` describe how neighbours differ) and reports the worst pair.
@@ -903,8 +937,13 @@ def audit(
         pinned within tolerance·ε and power against any loss above ε·(1 + tolerance).
     :param max_samples: with ``samples=None``, the most runs per input over all rounds, a whole
         number ≥ 10; default 5,000,000.
-    :param max_seconds: the audit's time budget in seconds, a finite number > 0 (default 60): a
-        round whose predicted time would exceed it is not started.
+    :param max_seconds: the audit's budget in CPU seconds, a finite number > 0 (default 60): the
+        CPU time (:func:`time.process_time`) of this process and of the audit's worker processes
+        together, so that the machine's load does not decide the result; a round whose predicted
+        CPU time would exceed it is not started, and the tight mode plans its samples within it.
+        The wall clock only stops runaway work, at ``10 × max_seconds + 60`` s: a result it cut
+        short has ``wall_clock_stopped`` set and says so in its reason. ``seconds`` reports the
+        wall time, ``cpu_seconds`` the budget's clock.
     :param search_fraction: the share of each round's runs used to search for events (the rest
         measures them), strictly between 0 and 1; default 0.25.
     :param progress: show a progress bar on stderr; default None: only when stderr is a
@@ -941,7 +980,7 @@ def audit(
         raise ParameterError("search_fraction", "a number strictly between 0 and 1", search_fraction)
     if isinstance(max_samples, bool) or not isinstance(max_samples, int) or max_samples < 10:
         raise ParameterError("max_samples", "a whole number ≥ 10", max_samples)
-    started = time.perf_counter()
+    wall_started, started = time.perf_counter(), time.process_time()
     if replay is not None:
         if not callable(replay):
             raise ParameterError("replay", "a noise-only sampler replay(frozen, rng) or replay(frozen, rng, size=n)", replay)
@@ -949,9 +988,10 @@ def audit(
             raise ParameterError("mechanism", "with replay: a callable mechanism(data) returning the pre-noise state", mechanism)
         d, d_prime = _freeze(mechanism, d, "d"), _freeze(mechanism, d_prime, "d_prime")
         mechanism = replay
-    deadline = started + max_seconds
+    deadline = started + max_seconds  # CPU seconds (the sampler's clock)
     fast_deadline = started + max_seconds * (TIGHT_FAST_SHARE if tight else 1.0)  # tight mode: the rest for the tight bound
-    sampler = Sampler(mechanism, deadline=fast_deadline)
+    wall_cap = wall_started + WALL_CAP_FACTOR * max_seconds + WALL_CAP_SECONDS
+    sampler = Sampler(mechanism, deadline=fast_deadline, wall_deadline=wall_cap)
     sizes = _schedule(samples, max_samples)
     rounds = len(sizes)
     root = np.random.SeedSequence(seed)
@@ -970,10 +1010,13 @@ def audit(
     bar = _progress_bar(show, total=2 * sum(sizes))
     try:
         for r, n in enumerate(sizes):
-            remaining = fast_deadline - time.perf_counter()
+            remaining = fast_deadline - sampler.clock()
             if r > 0 and (sampler.seconds_per_run * 2 + sampler.search_seconds_per_row) * n > remaining:
                 budget = fast_deadline - started
-                reason = f"stopped before a round of {n:,} runs per input: the time budget ({budget:g} s) would be exceeded"
+                reason = f"stopped before a round of {n:,} runs per input: the CPU budget ({budget:g} s) would be exceeded"
+                break
+            if r > 0 and sampler.out_of_time(math.inf):
+                reason = _wall_reason(max_seconds, f"before a round of {n:,} runs per input")
                 break
             try:
                 xa = sampler.draw_full(d, np.random.default_rng(streams[2 * r]), n, "d")
@@ -981,10 +1024,13 @@ def audit(
                 xb = sampler.draw_full(d_prime, np.random.default_rng(streams[2 * r + 1]), n, "d_prime")
                 bar(n)
             except _OutOfTime:
-                reason = (
-                    f"the mechanism is too slow: about {1 / max(sampler.seconds_per_run, 1e-12):,.0f} runs/s; "
-                    f"no round of {n:,} runs per input finished within max_seconds = {max_seconds:g}"
-                )
+                if sampler.wall_stopped:
+                    reason = _wall_reason(max_seconds, f"during a round of {n:,} runs per input")
+                else:
+                    reason = (
+                        f"the mechanism is too slow: about {1 / max(sampler.seconds_per_run, 1e-12):,.0f} runs per CPU "
+                        f"second; no round of {n:,} runs per input finished within max_seconds = {max_seconds:g} (CPU)"
+                    )
                 break
             drawn += n
             ran += 1
@@ -1002,14 +1048,14 @@ def audit(
                 pool_a, pool_b = last_a[-SEARCH_CAP:], last_b[-SEARCH_CAP:]
             # Score with the α each event will get if every family yields one (the usual case).
             probe = Scorer(len(sa), len(ma), delta=dlt, alpha=alpha / (rounds * 8))
-            searching = time.perf_counter()
+            searching = sampler.clock()
             candidates, families = search(sa, sb, probe, float_test=float_test, rng=search_rng, names=names, start=start)
             alignment = sampler.encoder.alignment() if start == 2 else None
             if alignment is not None:  # nested outputs: each part alone, and the parts' log ratios summed
                 candidates += aligned_candidates(alignment.apply(sa), alignment.apply(sb), alignment, probe, [])
                 families = [*families, "parts combined"]
             # the search has fixed costs (quantile grids, histograms): amortised as if over SEARCH_FIXED_ROWS rows at least
-            sampler.search_seconds_per_row = (time.perf_counter() - searching) / max(len(sa), SEARCH_FIXED_ROWS)
+            sampler.search_seconds_per_row = (sampler.clock() - searching) / max(len(sa), SEARCH_FIXED_ROWS)
             if not candidates:
                 last = None
                 reason = "the outputs take a single value, the same on both inputs: no event separates them"
@@ -1028,7 +1074,7 @@ def audit(
                 break
     finally:
         bar(None)
-    seconds = time.perf_counter() - started
+    seconds = time.perf_counter() - wall_started
     result = _result(
         best,
         last,
@@ -1044,7 +1090,11 @@ def audit(
         constant=constant,
         power=power,
     )
-    result = replace(result, replayed=replay is not None)
+    result = replace(
+        result, replayed=replay is not None, cpu_seconds=sampler.clock() - started, wall_clock_stopped=sampler.wall_stopped
+    )
+    if sampler.wall_stopped and "wall-clock cap" not in result.reason:  # e.g. an "ok" reached on the rounds run
+        result = replace(result, reason=result.reason + "; " + _wall_reason(max_seconds, "after the last round"))
     if replay is not None:
         result = replace(result, model=result.model + "; noise replayed on frozen pre-noise values")
     if not tight:
@@ -1060,10 +1110,22 @@ def audit(
         result,
         root=root,
         deadline=deadline,
+        wall_started=wall_started,
+        cpu_started=started,
         alpha=(1.0 - conf) * TIGHT_ALPHA_SHARE,
         delta=dlt,
         float_test=float_test,
         rng=search_rng,
+    )
+
+
+def _wall_reason(max_seconds: float, where: str) -> str:
+    """The note of a result the wall-clock cap cut short (the CPU budget was not spent)."""
+    cap = WALL_CAP_FACTOR * max_seconds + WALL_CAP_SECONDS
+    return (
+        f"stopped by the wall-clock cap ({cap:g} s) {where}, before the CPU budget (max_seconds = {max_seconds:g}) "
+        "was spent: the mechanism waits rather than computes, or the machine is too busy; the result stands on "
+        "the samples drawn"
     )
 
 
@@ -1199,9 +1261,9 @@ def _stream(
 ) -> int:
     """Draw n runs per input in chunks (fresh streams each; the rows of a chunk are paired runs,
     see :meth:`Sampler.draw_pairs`), hand each pair of chunks to ``use``; stop early, at a chunk
-    boundary, once the clock passes ``until``. Returns the runs drawn."""
+    boundary, once the sampler's CPU clock passes ``until`` (or the wall-clock cap). Returns the runs drawn."""
     done = 0
-    while done < n and time.perf_counter() < until:
+    while done < n and not sampler.out_of_time(until):
         size = min(chunk or TIGHT_CHUNK, max(1000, TIGHT_STORE // (2 * width)), n - done)
         ra, rb = sampler.draw_pairs(d, d_prime, seeds.spawn(1)[0], size)
         (ra, rb), _, _ = sampler.view(ra, rb, structured=structured)
@@ -1220,6 +1282,8 @@ def _tight(
     *,
     root: np.random.SeedSequence,
     deadline: float,
+    wall_started: float,
+    cpu_started: float,
     alpha: float,
     delta: float,
     float_test: bool,
@@ -1229,8 +1293,9 @@ def _tight(
     (for vectors, also on the sum, count-above-median, max and min of a larger streamed sample),
     ranked on a fresh selection sample, then the best one (the best ``TIGHT_EVENTS`` for vectors)
     certified (Bonferroni over them only) on a final sample. The fast phase's samples are reused for the
-    search only; the row layout (with or without shape columns) is frozen once the search starts."""
-    started = time.perf_counter()
+    search only; the row layout (with or without shape columns) is frozen once the search starts.
+    ``deadline`` is an instant of the sampler's CPU clock; every time below is CPU time."""
+    started, wall_begun = sampler.clock(), time.perf_counter()
     seeds = root.spawn(1)[0].spawn(4)
     draw_rate = max(sampler.recent_seconds_per_run, 1e-9)  # seconds per run per input
     search_rate = max(sampler.search_seconds_per_row, TIGHT_SEARCH_ROW_SECONDS)  # search seconds per row of each input
@@ -1334,19 +1399,19 @@ def _tight(
         prior = np.array([(c.event.contains(sa).sum(), c.event.contains(sb).sum()) for c in candidates], dtype=np.float64)
         prior_n = len(sa)
         del sa, sb
-        left = deadline - time.perf_counter()
+        left = deadline - sampler.clock()
         select_n = max(1000, int(left * TIGHT_SELECT_SHARE / (2 * draw_rate * 1.5)))
         cells = np.zeros((len(candidates), 3))  # paired runs: E under both, under d only, under d_prime only
         judging = [0.0]  # seconds spent judging the candidates (the rest of the selection is drawing)
 
         def tally(ra: FloatArray, rb: FloatArray) -> None:
-            begun = time.perf_counter()
+            begun = sampler.clock()
             for i, candidate in enumerate(candidates):
                 ia, ib = candidate.event.contains(ra), candidate.event.contains(rb)
                 cells[i] += (np.count_nonzero(ia & ib), np.count_nonzero(ia & ~ib), np.count_nonzero(~ia & ib))
-            judging[0] += time.perf_counter() - begun
+            judging[0] += sampler.clock() - begun
 
-        selecting = time.perf_counter()
+        selecting = sampler.clock()
         # the selection only ranks (it certifies nothing), so the clock may end it: its share of the time
         boxed = min(deadline, selecting + 1.2 * TIGHT_SELECT_SHARE * left)
         # chunks of at least a second: drawn where the final sample will be (the workers, when
@@ -1355,11 +1420,11 @@ def _tight(
         select_n = _stream(sampler, d, d_prime, seeds[2], select_n, structured, tally, until=boxed, width=width, chunk=chunk)
         if select_n == 0:
             return replace(fast, tight_reason="no time left to choose among the tight proposals within max_seconds")
-        drawing = time.perf_counter() - selecting - judging[0]  # both inputs, measured now (the load changes)
+        drawing = sampler.clock() - selecting - judging[0]  # both inputs, measured now
         events = TIGHT_EVENTS if summaries else 1
         per_run_one = (drawing + judging[0] * min(1.0, events / len(candidates))) / select_n
         share = 0.9 if sampler.sized else PER_CALL_FINAL_SHARE
-        final_n = int((deadline - time.perf_counter()) * share / max(per_run_one, 1e-9))
+        final_n = int((deadline - sampler.clock()) * share / max(per_run_one, 1e-9))
         if sampler.sized:  # stopped by the clock at a chunk boundary (see below): plan generously
             final_n *= 4
         if final_n < 1000:
@@ -1428,9 +1493,21 @@ def _tight(
                 pass
             final_n = reached
     except _OutOfTime:
-        return replace(fast, tight_reason="the mechanism ran out of time during the tight search; no tight bound is claimed")
+        why = "the wall-clock cap stopped" if sampler.wall_stopped else "the mechanism ran out of time during"
+        return replace(
+            fast,
+            tight_reason=f"{why} the tight search; no tight bound is claimed",
+            cpu_seconds=sampler.clock() - cpu_started,
+            wall_clock_stopped=sampler.wall_stopped,
+        )
     if final_n == 0:
-        return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
+        return replace(
+            fast,
+            tight_reason="no time left for a tight measurement within max_seconds"
+            + (" (stopped by the wall-clock cap)" if sampler.wall_stopped else ""),
+            cpu_seconds=sampler.clock() - cpu_started,
+            wall_clock_stopped=sampler.wall_stopped,
+        )
     hits = counted
     # Bonferroni over the few events certified together and the checkpoints (both fixed before measuring).
     share = alpha * weight / len(chosen)
@@ -1447,11 +1524,19 @@ def _tight(
         tight_event=chosen[best].event.description,
         tight_family=chosen[best].family,
         tight_samples=final_n,
-        tight_seconds=time.perf_counter() - started,
+        tight_seconds=time.perf_counter() - wall_begun,
         tight_hits=(int(hits[best, 0]), int(hits[best, 1])),
         tight_paired=bool(by_pairs[best]),
         tight_cells=(int(both[best]), int(hits[best, 0] - both[best]), int(hits[best, 1] - both[best])),
-        seconds=fast.seconds + time.perf_counter() - started,
+        tight_reason=(
+            "the final sample was cut short by the wall-clock cap (the CPU budget was not spent); "
+            "the bound holds on the runs drawn"
+            if sampler.wall_stopped
+            else ""
+        ),
+        seconds=time.perf_counter() - wall_started,
+        cpu_seconds=sampler.clock() - cpu_started,
+        wall_clock_stopped=sampler.wall_stopped,
     )
     return agree_with_bounds(tight)
 

@@ -103,6 +103,9 @@ def audit_neighbours(
     that this module does not import its caller); return the pair with the largest ε_lb.
 
     ``samples`` of the result is the runs per input of the worst pair; ``pairs_tried`` gives each pair's.
+    ``max_seconds`` (CPU seconds, as for :func:`dpwitness.audit`) is shared equally between the pairs;
+    ``seconds`` and ``cpu_seconds`` of the result add up every pair's, and ``wall_clock_stopped`` is
+    set when any pair's audit was cut short by the wall-clock cap.
 
     :param mechanism: the mechanism audited, as for :func:`dpwitness.audit`.
     :param epsilon: the claimed ε each pair is audited against.
@@ -133,6 +136,8 @@ def audit_neighbours(
         confidence=confidence,
         samples=worst.samples,  # runs per input, as for a single pair; the total is in pairs_tried
         seconds=sum(r.seconds for _, r in results),
+        cpu_seconds=sum(r.cpu_seconds for _, r in results),
+        wall_clock_stopped=any(r.wall_clock_stopped for _, r in results),
         pair=f"{name}: d = {_short(inputs[name][0])}, d′ = {_short(inputs[name][1])}",
         pairs_tried=tried,
         reason=reason,

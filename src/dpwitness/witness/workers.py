@@ -13,7 +13,9 @@ in a process that has threads, unlike ``fork``), started without the caller's ``
 script that audits at import time is not run again in them. A mechanism (and its inputs) must
 therefore pickle by reference to an importable module; one that does not runs in this process.
 Workers ignore SIGINT (the caller decides), and exit when their input pipe closes, so they do not
-outlive the caller by more than one block of runs.
+outlive the caller by more than one block of runs. Every reply carries the worker's CPU seconds so
+far (:func:`time.process_time`), so that the caller's budget counts the CPU its workers use
+(:attr:`Pool.cpu_seconds`) as well as its own.
 """
 
 from __future__ import annotations
@@ -219,7 +221,7 @@ class WorkerDied(Exception):
 
 
 class PastDeadline(Exception):
-    """A block came back after the deadline: the draw stops (the blocks in flight are drained)."""
+    """A block came back when the caller's budget was spent: the draw stops (the blocks in flight are drained)."""
 
 
 def _send(stream: IO[bytes], message: Any) -> None:
@@ -263,9 +265,10 @@ class Pool:
     :class:`PoolUnavailable` when the mechanism does not pickle or does not load in them).
 
     ``begin(context)`` sends a draw's inputs and start states to every worker; ``run(n, block,
-    deadline)`` then has runs 0..n-1 made in blocks of ``block``, ``DEPTH`` blocks in flight per
-    worker, and returns the workers' replies in the order of the runs. ``close()`` stops the
-    workers (also done when the pool is garbage-collected, and at exit).
+    out_of_time)`` then has runs 0..n-1 made in blocks of ``block``, ``DEPTH`` blocks in flight per
+    worker, and returns the workers' replies in the order of the runs. ``cpu_seconds`` is the CPU
+    time the workers have used, as of their last replies (kept after they stop). ``close()`` stops
+    the workers (also done when the pool is garbage-collected, and at exit).
     """
 
     def __init__(self, mechanism: Callable[..., Any], count: int) -> None:
@@ -276,6 +279,7 @@ class Pool:
         if not sys.executable:
             raise PoolUnavailable("no Python executable to start workers with")
         self.processes: list[subprocess.Popen[bytes]] = []
+        self._cpu: list[float] = [0.0] * count  # each worker's CPU seconds, as of its last reply
         self._finalizer = weakref.finalize(self, _stop, self.processes)
         # One hash seed for all workers (the caller's, when it set one): a mechanism that iterates over a
         # set of strings then does so in one order in every worker.
@@ -304,6 +308,11 @@ class Pool:
         return len(self.processes)
 
     @property
+    def cpu_seconds(self) -> float:
+        """The CPU seconds the workers used (their start included), as of their last replies."""
+        return sum(self._cpu)
+
+    @property
     def closed(self) -> bool:
         return not self._finalizer.alive
 
@@ -316,10 +325,12 @@ class Pool:
         process = self.processes[worker]
         assert process.stdout is not None
         try:
-            return _receive(process.stdout)
+            cpu, reply = _receive(process.stdout)
         except EOFError:
             code = process.wait()
             raise WorkerDied(f"a worker process running the mechanism ended (exit code {code})") from None
+        self._cpu[worker] = cpu
+        return reply
 
     def _ask_all(self) -> None:
         """Read every worker's reply to the message just sent; PoolUnavailable if any failed."""
@@ -343,10 +354,11 @@ class Pool:
             raise
         return all(reply[0] == "ok" for reply in replies)
 
-    def run(self, n: int, block: int, deadline: float) -> list[Packed]:
+    def run(self, n: int, block: int, out_of_time: Callable[[], bool]) -> list[Packed]:
         """Runs 0..n-1 of the current context in blocks; their packed outputs in order (two per block
         for pairs). Raises WorkerFailed (the first failing block's error), PastDeadline (a block came
-        back after the ``time.perf_counter()`` instant ``deadline``), PoolUnavailable (outputs that
+        back when ``out_of_time()`` was true: the caller's budget, which may count ``cpu_seconds``, is
+        read after each block), PoolUnavailable (outputs that
         are not sent between processes, see :func:`by_value`) or WorkerDied; the blocks in flight are
         drained first (the pool stays usable) except after WorkerDied or an interrupt, which stop it."""
         replies: list[Packed] = []
@@ -378,7 +390,7 @@ class Pool:
                     stop = PoolUnavailable(reply[1])
                 else:
                     replies.extend(reply[1:])
-                    if time.perf_counter() > deadline:
+                    if out_of_time():
                         stop = PastDeadline()
                     elif begun < n:
                         submit(w)
@@ -414,7 +426,8 @@ def serve(inbound: IO[bytes]) -> None:
 
     Messages: ``("load", mechanism)``, ``("context", payload)`` (both answered ``("ok",)`` or
     ``("failed", why)``), ``("run", begin, end)`` (answered ``("done", packed…)`` or ``("raised", label,
-    name, text, cause)``). The mechanism's own prints go to stderr: stdout carries the replies."""
+    name, text, cause)``), each sent as ``(cpu, reply)`` with the worker's CPU seconds so far. The
+    mechanism's own prints go to stderr: stdout carries the replies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     outbound = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
@@ -458,8 +471,8 @@ def serve(inbound: IO[bytes]) -> None:
             reply = ("failed", f"{type(error).__name__}: {error}")
         try:
             try:
-                _send(outbound, reply)
+                _send(outbound, (time.process_time(), reply))
             except (pickle.PicklingError, TypeError, AttributeError) as error:  # outputs or an error that do not pickle
-                _send(outbound, ("failed", f"{type(error).__name__}: {error}"))
+                _send(outbound, (time.process_time(), ("failed", f"{type(error).__name__}: {error}")))
         except OSError:  # the caller is gone
             return
