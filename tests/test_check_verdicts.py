@@ -102,7 +102,8 @@ def test_a_library_imported_inside_the_function_is_hooked(
     own_registry: list[Adapter], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "lazylib.py").write_text(
-        "import numpy as np\n\n\ndef noisy_count(n, epsilon):\n    return n + np.random.default_rng().laplace(0.0, 1.0 / epsilon)\n"
+        "import numpy as np\n\n\n"
+        "def noisy_count(n, epsilon):\n    return n + np.random.default_rng().laplace(0.0, 1.0 / epsilon)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "lazylib", raising=False)

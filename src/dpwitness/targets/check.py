@@ -351,7 +351,8 @@ def check(
         absent = [name for name in libraries if not known[name].importable()]
         if absent:
             raise ParameterError("libraries", "libraries installed in this interpreter", absent)
-        adapters, candidates = tuple(a for a in known.values() if a.name in libraries), ()
+        adapters = tuple(a for a in known.values() if a.name in libraries)
+        candidates: tuple[Adapter, ...] = ()
     else:  # only the libraries the function imports: a broken package it never uses cannot fail the check
         import sys
 

@@ -401,7 +401,7 @@ class Adapter:
 
         wrapped = getattr(replacement, "__wrapped__", None)
         if wrapped is not None:
-            hook.__wrapped__ = wrapped  # type: ignore[attr-defined]
+            hook.__wrapped__ = wrapped
         return hook
 
     def uninstall(self) -> None:
