@@ -36,6 +36,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from dpwitness.accounting import zcdp_delta
 from dpwitness.caching import scoped_cache
 
 LN2 = math.log(2.0)
@@ -1007,35 +1008,6 @@ def discrete_gaussian_delta(s: float, steps: int, epsilon: float) -> float:
     first = _tail_upper(math.floor(tau) + 1, s)
     second = _tail_lower(math.floor(tau + k) + 1, s)
     return min(1.0, max(0.0, first - math.exp(epsilon) * second))
-
-
-def zcdp_delta(rho: float, epsilon: float) -> float:
-    """δ such that ρ-zCDP implies (ε, δ)-DP (CKS 2020, Prop. 12: the infimum over α > 1).
-
-    δ = inf_α exp((α−1)(αρ − ε)) / (α−1) · (1 − 1/α)^α; any α gives a valid bound, so the
-    numerical minimisation can only make it looser, never wrong.
-
-    :param rho: ρ ≥ 0 (0 gives δ = 0).
-    :param epsilon: ε ≥ 0. The result is at most 1.
-    """
-    if rho == 0:
-        return 0.0
-
-    def log_delta(alpha: float) -> float:
-        return (alpha - 1.0) * (alpha * rho - epsilon) - math.log(alpha - 1.0) + alpha * math.log1p(-1.0 / alpha)
-
-    grid = np.exp(np.linspace(math.log(1.0 + 1e-9), math.log(1e6), 2000))
-    values = [log_delta(float(a)) for a in grid]
-    best = int(np.argmin(values))
-    low, high = float(grid[max(best - 1, 0)]), float(grid[min(best + 1, len(grid) - 1)])
-    for _ in range(80):  # golden-section refinement around the best grid point
-        m1, m2 = low + 0.382 * (high - low), low + 0.618 * (high - low)
-        if log_delta(m1) < log_delta(m2):
-            high = m2
-        else:
-            low = m1
-    smallest = min(values[best], log_delta(0.5 * (low + high)))
-    return min(1.0, math.exp(smallest))
 
 
 def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
