@@ -27,7 +27,7 @@ from dpwitness.engines.joins import PublicTable, join_public, prepare_public, re
 from dpwitness.errors import ParameterError, check_alpha, check_positive_finite, require
 from dpwitness.predicates import And, Between, ColumnRef, Compare, In, IsNull, Like, Literal, Node, Not, Or, to_text
 from dpwitness.queries import ColumnKind, Key, Query, Schema
-from dpwitness.release import Release
+from dpwitness.release import NOT_FOR_PRODUCTION, Release
 from dpwitness.schema import polars_kind
 
 if TYPE_CHECKING:
@@ -1026,6 +1026,11 @@ class Answer:
         return polars.DataFrame(data, strict=False)
 
     @property
+    def seeded(self) -> bool:
+        """Whether any release of the answer drew seeded (reproducible, not secure) noise."""
+        return any(r.seeded for r in self.releases)
+
+    @property
     def _key_columns(self) -> set[str]:
         """The GROUP BY columns among the outputs (plain values, no interval)."""
         return {name for name, kind in zip(self.columns, self.kinds, strict=False) if kind == "key"}
@@ -1061,7 +1066,8 @@ class Answer:
             "delta": self.delta,
             "alpha": self.alpha,
             "releases": self.release_set(),
-            "notes": list(self.notes),
+            "seeded": self.seeded,
+            "notes": [*self.notes, *((NOT_FOR_PRODUCTION,) if self.seeded else ())],
         }
 
     def __str__(self) -> str:
@@ -1078,6 +1084,8 @@ class Answer:
             parts = ", ".join(f"{p['aggregate']} Δ = {p['sensitivity']:g} at ε = {p['epsilon']:g}" for p in item["parts"])
             lines.append(f"  {item['aggregate']}: {item['query']}; {parts}; δ = {item['delta']:.3g}; {item['neighbours']}")
         lines.extend(f"note: {n}" for n in self.notes)
+        if self.seeded:
+            lines.append(NOT_FOR_PRODUCTION)
         return "\n".join(lines)
 
     __repr__ = __str__

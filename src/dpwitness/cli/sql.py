@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from dpwitness.cli.core import user_errors
+from dpwitness.release import NOT_FOR_PRODUCTION
 
 console = Console(highlight=False, emoji=False)
 
@@ -89,6 +90,8 @@ def sql(
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(frame.columns)
         writer.writerows(frame.rows())
+        if answer.seeded:  # on stderr, so that stdout stays one CSV table
+            sys.stderr.write(NOT_FOR_PRODUCTION + "\n")
         return
     console.out(str(answer))
 
