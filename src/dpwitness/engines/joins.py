@@ -56,9 +56,6 @@ def prepare_public(frame: Any, *, key: str, private_kind: ColumnKind, columns: M
     untyped CSV column, compared as text as a filter does), rows with a null key dropped, only the
     payload ``columns`` kept (renamed), and M = the most rows one key matches (1 if none)."""
     pl = require("polars", "polars", "public tables")
-    if not private_kind.keyable:
-        expected = "a private join key of a type every engine can key (integer, float, text, boolean)"
-        raise ParameterError("join", expected, private_kind.value)
     target = getattr(pl, POLARS_TYPES.get(private_kind, "String"))
     keyed = frame.select(
         pl.col(key).cast(target, strict=False).alias(JOIN_KEY), *(pl.col(c).alias(n) for c, n in columns.items())
