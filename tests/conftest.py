@@ -13,6 +13,19 @@ import pytest
 from dpwitness.data import adult_path
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark what needs Spark or a browser from what it uses, so that the fast default (``pytest``)
+    leaves them out without a list to keep in step; Spark tests share one xdist group, so that under
+    ``-n 2`` one worker runs them all in one Spark session."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "spark" in fixtures or item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.spark)
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(scope="session")
 def adult() -> Path:
     """The UCI Adult extract; the test is skipped, saying why, when it is absent."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -87,9 +88,15 @@ def test_the_reproduction_script_runs_alone_and_shows_the_bug(tmp_path: Path, su
     report = sum_report
     script = tmp_path / "repro.py"
     script.write_text(report.findings[0].script, encoding="utf-8")
-    assert "dpwitness" not in report.findings[0].script.replace("dpwitness finding", "")
+    # it never imports dpwitness itself (the checkout's path, which the script names, may hold the word)
+    assert not re.search(r"^\s*(import|from)\s+dpwitness\b", report.findings[0].script, re.MULTILINE)
     run = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(TESTS)}, timeout=120
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(TESTS)},
+        cwd=tmp_path,
+        timeout=120,
     )
     assert run.returncode == 1, run.stderr
     assert "BUG: the shift exceeds the declared sensitivity" in run.stdout
@@ -177,11 +184,10 @@ def _cli_check(*flags: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "dpwitness", "check", str(TESTS / "targets_toyuser.py") + ":released_exact_sum"]
     command += ["--columns", '{"x": "Float64"}', "--epsilon", "1", "--library", "toylib", "--no-structured"]
     return subprocess.run(
-        [*command, "--trials", "10", "--max-seconds", "10", "--json", *flags], capture_output=True, text=True, timeout=120
+        [*command, "--trials", "10", "--max-seconds", "30", "--json", *flags], capture_output=True, text=True, timeout=120
     )
 
 
-@pytest.mark.xfail(reason="load-dependent (issue 32): to be a sample-count test or a bench/ figure", strict=False)
 def test_the_command_line_replay_flag() -> None:
     replayed = {}
     for mode in ("always", "never"):
