@@ -4,12 +4,14 @@ when stderr is not a terminal, under the CLI's --json, inside another display an
 from __future__ import annotations
 
 import json
+import sys
 
+import numpy as np
 import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from dpwitness import sensitivity_search
+from dpwitness import audit, sensitivity_search
 from dpwitness.cli import app
 from dpwitness.progress import progress, silenced
 
@@ -73,3 +75,18 @@ def test_a_spark_job_shows_its_progress(
     monkeypatch.setenv("DPWITNESS_PROGRESS", "0")
     session.count(epsilon=0.5)
     assert capsys.readouterr().err == ""
+
+
+def _laplace(x: float, rng: np.random.Generator, size: int) -> np.ndarray:
+    return x + rng.laplace(0.0, 1.0, size)
+
+
+@pytest.mark.parametrize(("setting", "shown"), [("1", True), ("0", False), ("", True)])
+def test_the_auditor_uses_the_one_display(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], setting: str, shown: bool
+) -> None:
+    """The auditor had a bar of its own, on whenever stderr was a terminal, deaf to DPWITNESS_PROGRESS."""
+    monkeypatch.setenv("DPWITNESS_PROGRESS", setting)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)  # a terminal: only the setting decides
+    audit(_laplace, 0.0, 1.0, epsilon=1.0, samples=2000, seed=1, progress=True)
+    assert ("auditing" in capsys.readouterr().err) == shown

@@ -32,7 +32,6 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -42,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.errors import ParameterError, check_finite, check_positive_finite, require
+from dpwitness.progress import progress as progress_display
 from dpwitness.witness.events import (
     Alignment,
     Candidate,
@@ -946,8 +946,9 @@ def audit(
         wall time, ``cpu_seconds`` the budget's clock.
     :param search_fraction: the share of each round's runs used to search for events (the rest
         measures them), strictly between 0 and 1; default 0.25.
-    :param progress: show a progress bar on stderr; default None: only when stderr is a
-        terminal and at least 1,000,000 runs per input are planned.
+    :param progress: show a progress bar (the one display of :mod:`dpwitness.progress`: only in a
+        terminal or notebook, never under ``DPWITNESS_PROGRESS=0``); default None: when at least
+        1,000,000 runs per input are planned; False: never.
     """
     eps, dlt, conf = _validate(epsilon, delta, samples, confidence)
     require("scipy", "audit", "the black-box auditor")  # before any run of the mechanism
@@ -1006,9 +1007,8 @@ def audit(
     pool_b: FloatArray | None = None
     last_a: FloatArray | None = None
     last_b: FloatArray | None = None
-    show = progress if progress is not None else (sys.stderr.isatty() and (samples or max_samples) >= 1_000_000)
-    bar = _progress_bar(show, total=2 * sum(sizes))
-    try:
+    show = progress if progress is not None else (samples or max_samples) >= 1_000_000
+    with progress_display("auditing: runs per input", total=2 * sum(sizes), enabled=show) as bar:
         for r, n in enumerate(sizes):
             remaining = fast_deadline - sampler.clock()
             if r > 0 and (sampler.seconds_per_run * 2 + sampler.search_seconds_per_row) * n > remaining:
@@ -1020,9 +1020,9 @@ def audit(
                 break
             try:
                 xa = sampler.draw_full(d, np.random.default_rng(streams[2 * r]), n, "d")
-                bar(n)
+                bar.advance(n)
                 xb = sampler.draw_full(d_prime, np.random.default_rng(streams[2 * r + 1]), n, "d_prime")
-                bar(n)
+                bar.advance(n)
             except _OutOfTime:
                 if sampler.wall_stopped:
                     reason = _wall_reason(max_seconds, f"during a round of {n:,} runs per input")
@@ -1072,8 +1072,6 @@ def audit(
                 best = last
             if best.lower > eps or (_precise(last, eps, tolerance) and _powerful(power)):
                 break
-    finally:
-        bar(None)
     seconds = time.perf_counter() - wall_started
     result = _result(
         best,
@@ -1557,33 +1555,6 @@ def agree_with_bounds(result: AuditResult) -> AuditResult:
         f"(event {result.tight_event if source == 'tight' else result.event}): more than e^ε allows"
     )
     return replace(result, verdict="violated", violated=True, reason=reason)
-
-
-def _progress_bar(show: bool, *, total: int) -> Callable[[int | None], None]:
-    """A rich progress bar on stderr (a no-op unless shown); call with None to close it."""
-    if not show:
-        return lambda _: None
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    bar = Progress(
-        TextColumn("auditing"),
-        BarColumn(),
-        TextColumn("{task.completed:,}/{task.total:,} runs"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = bar.add_task("audit", total=total)
-    bar.start()
-
-    def advance(n: int | None) -> None:
-        if n is None:
-            bar.stop()
-        else:
-            bar.advance(task, n)
-
-    return advance
 
 
 def audit_laplace(mechanism: Laplace, **options: Any) -> AuditResult:
