@@ -187,3 +187,46 @@ def test_replace_one_service_never_states_the_non_null_count(tmp_path: Path) -> 
         parts = [(p["sensitivity"], p["scale"]) for p in release.get("parts", [])]
         answers.append((preview.json(), release["sensitivity"], release["scale"], release["notice"], parts))
     assert answers[0] == answers[1]
+
+
+def test_the_service_derives_delta_and_bounds_as_the_core_does(tmp_path: Path) -> None:
+    """The service asks through the session with the table's declared schema: Δ comes from the one
+    derivation, and its refusals from the core's rules. It used to refuse count(column=…) under
+    replace-one as "Δ = 0" (the core derives 1: a value may become null) and to cap bounds at 1e15
+    where the core allows 2^50."""
+    from fastapi.testclient import TestClient
+
+    from dpwitness import Schema, Session
+    from dpwitness.serve.app import create_app
+
+    token = "core-token-" + "x" * 24
+    (tmp_path / "t.csv").write_text("age,town\n" + "".join(f"{20 + i % 50},{'AB'[i % 2]}\n" for i in range(200)))
+    columns = {"age": {"bounds": [0, 100]}, "town": {"categories": ["A", "B"]}}
+    config = write_config(
+        tmp_path / "service.toml",
+        tables={"t": {"path": str(tmp_path / "t.csv"), "neighbours": "replace-one", "columns": columns}},
+        analysts={"r1": (token, 100.0)},
+        service={"ledger": str(tmp_path / "ledger.db")},
+    )
+    schema = Schema({"age": "float", "town": "string"}, bounds={"age": (0, 100)}, categories={"town": ("A", "B")}, declared=True)
+    core = Session(tmp_path / "t.csv", epsilon=100.0, neighbours="replace-one", schema=schema)
+    headers = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(load_config(config))) as client:
+
+        def ask(**body: Any) -> Any:
+            return client.post("/v1/query", json={"table": "t", "epsilon": 1.0, **body}, headers=headers)
+
+        counted = ask(statistic="count", column="age")
+        assert counted.status_code == 200, counted.text
+        assert counted.json()["release"]["sensitivity"] == core.query("count", "age", epsilon=1.0).parts[0].sensitivity == 1.0
+        plain = ask(statistic="count")  # Δ = 0 under replace-one: the service's policy refuses an exact answer
+        assert plain.status_code == 422 and "Δ = 0" in plain.json()["detail"]
+        grouped = ask(statistic="count", by=["town"])  # the declared categories are the keys, from the schema
+        assert grouped.status_code == 200 and set(grouped.json()["release"]["value"]) == {"A", "B"}
+        wide = ask(statistic="sum", column="age", bounds=[0, 1.1e15])  # above 1e15, within 2^50
+        assert wide.status_code == 200, wide.text
+        assert wide.json()["release"]["sensitivity"] == core.query("sum", "age", epsilon=1.0, bounds=(0, 1.1e15)).parts[0].sensitivity
+        too_wide = ask(statistic="sum", column="age", bounds=[0, 2.0**51])
+        with pytest.raises(ParameterError) as refused:
+            core.query("sum", "age", epsilon=1.0, bounds=(0.0, 2.0**51))
+        assert too_wide.status_code == 422 and too_wide.json()["detail"] == str(refused.value)

@@ -36,7 +36,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from dpwitness import __version__
+from dpwitness import __version__, queries
 from dpwitness.budget import Budget, Ledger, guarantee, remaining
 from dpwitness.caching import cache_scope
 from dpwitness.errors import BudgetExceeded, ParameterError
@@ -186,6 +186,7 @@ class Service:
         spec = table.config
         session = Session(
             table.frame,  # the total is the one stored in the ledger (opened at start)
+            schema=table.schema,  # the config's declaration: defaults and checks as on every face
             neighbours=spec.neighbours.value,
             privacy_unit=spec.privacy_unit,
             max_contributions=spec.max_contributions,
@@ -364,7 +365,7 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         session = service.session(analyst, compiled.table)
         try:
             with cache_scope(analyst.name):  # what others previewed never makes this one faster
-                query = session.query(compiled.statistic, compiled.column, **compiled.session_options())
+                query = resolve(session, compiled)
                 result = session.preview(query, **compiled.run_options())
         except ParameterError as error:
             raise _parameter_refusal(error) from None
@@ -441,9 +442,23 @@ def scale_rate_limits(config: ServiceConfig, workers: int) -> ServiceConfig:
     return replace(config, limits=limits, analysts=analysts)
 
 
+def resolve(session: Session, compiled: CompiledQuery) -> queries.Query:
+    """The request as the session's one :class:`~dpwitness.queries.Query` (the table's declared schema
+    fills the keys and bounds, the core derives Δ), then this service's policy: it releases only
+    noisy values, so a query whose every part has Δ = 0 under the table's relation is refused."""
+    query = session.query(compiled.statistic, compiled.column, **compiled.session_options())
+    if all(part.sensitivity == 0 for part in query.parts):
+        raise QueryError(
+            422,
+            f"under {query.neighbours.value} this query cannot change between neighbours (Δ = 0): "
+            "this service releases only noisy values",
+        )
+    return query
+
+
 def _run(session: Session, compiled: CompiledQuery) -> Release:
     try:
-        query = session.query(compiled.statistic, compiled.column, **compiled.session_options())
+        query = resolve(session, compiled)
         release = session.run(query, **compiled.run_options())
         session.releases.clear()  # the service keeps no releases in memory
         return release
@@ -474,4 +489,3 @@ def _public_release(release: Release) -> dict[str, Any]:
 
 def _key(key: Any) -> str:
     return " & ".join(map(str, key)) if isinstance(key, tuple) else str(key)
-

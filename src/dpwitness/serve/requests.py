@@ -9,7 +9,6 @@ owner declared public.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpwitness.errors import ParameterError
-from dpwitness.neighbours import Neighbours
+from dpwitness.neighbours import check_bounds
 from dpwitness.predicates import parse
 from dpwitness.quantiles import MAX_BINS, check_quantiles
 from dpwitness.serve.config import AnalystConfig, Limits
@@ -91,7 +90,8 @@ class QueryError(Exception):
 
 @dataclass(frozen=True)
 class CompiledQuery:
-    """A request checked against the public schema, ready for :class:`dpwitness.session.Session`."""
+    """A request checked against the public schema, ready for :class:`dpwitness.session.Session`,
+    whose declared schema (the table's) supplies the keys of ``by`` and the default bounds."""
 
     table: LoadedTable
     statistic: str
@@ -99,7 +99,6 @@ class CompiledQuery:
     column: str | None
     bounds: tuple[float, float] | None
     by: tuple[str, ...]
-    keys: tuple[Any, ...] | None
     alpha: float
     where: str | None = None
     quantiles: tuple[float, ...] | None = None
@@ -116,8 +115,6 @@ class CompiledQuery:
             options["bounds"] = self.bounds
         if self.by:
             options["by"] = self.by
-        if self.keys is not None:
-            options["keys"] = self.keys
         if self.where is not None:
             options["where"] = self.where
         if self.quantiles is not None:
@@ -157,7 +154,6 @@ def compile_query(
         raise QueryError(422, f"column must be one of the declared columns ({', '.join(columns)}); got {column!r}")
     bounds: tuple[float, float] | None = None
     by: tuple[str, ...] = ()
-    keys: tuple[Any, ...] | None = None
     if statistic in ("sum", "mean", "variance", "quantile"):
         if column is None or not columns[column].numeric:
             numeric = ", ".join(c for c, spec in columns.items() if spec.numeric) or "none"
@@ -172,9 +168,9 @@ def compile_query(
             raise QueryError(
                 422, f"histogram needs a categorical column with declared categories (categorical columns: {categorical})"
             )
-        keys = table.keys[column]
-        if len(keys) > limits.max_groups:
-            raise QueryError(422, f"this histogram has {len(keys)} categories; the limit is {limits.max_groups}")
+        categories = len(table.keys[column])
+        if categories > limits.max_groups:
+            raise QueryError(422, f"this histogram has {categories} categories; the limit is {limits.max_groups}")
     if request.by:
         if statistic in ("histogram", "variance"):
             raise QueryError(422, f"by is not supported for {statistic}")
@@ -190,11 +186,7 @@ def compile_query(
         groups = math.prod(len(table.keys[name]) for name in by)
         if groups > limits.max_groups:
             raise QueryError(422, f"grouping by {', '.join(by)} gives {groups} groups; the limit is {limits.max_groups}")
-        declared = [table.keys[name] for name in by]
-        keys = declared[0] if len(by) == 1 else tuple(itertools.product(*declared))
     where = _where(request.where, columns)
-    if statistic == "count" and not by and where is None and table.config.neighbours is Neighbours.REPLACE_ONE:
-        raise QueryError(422, "under replace-one the row count cannot change (Δ = 0): this service releases only noisy values")
     delta = None if request.delta is None else _finite_positive("delta", request.delta)
     return CompiledQuery(
         table,
@@ -203,7 +195,6 @@ def compile_query(
         column,
         bounds,
         by,
-        keys,
         chosen_alpha,
         where,
         quantiles,
@@ -258,12 +249,10 @@ def _bounds(requested: list[float] | None, declared: tuple[float, float] | None)
         isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in requested
     ):
         raise QueryError(422, "bounds must be [L, U] with finite numbers (no NaN or infinity)")
-    low, high = float(requested[0]), float(requested[1])
-    if not low < high:
-        raise QueryError(422, "bounds must be [L, U] with L < U")
-    if max(abs(low), abs(high)) > 1e15:
-        raise QueryError(422, "bounds must lie within ±1e15")
-    return low, high
+    try:
+        return check_bounds(requested[0], requested[1])  # the core's rule, on every face
+    except ParameterError as error:
+        raise QueryError(422, str(error)) from None
 
 
 def json_safe(value: Any) -> Any:

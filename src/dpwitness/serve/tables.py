@@ -1,18 +1,20 @@
 """Tables held by the service: loaded once at start, restricted to the declared columns.
 
-A CSV is read by the one reader of every face (:mod:`dpwitness.reader`: one physical line, one
-record), every column as text; the column types then come **only from the config** — a column's
-declared ``kind`` if the config gives one, else numeric (float64) for a column with ``bounds``
-and text for the others — applied as non-strict casts (a cell that does not fit is null). No
+The service is a face like the others: a CSV is opened by the engine every face uses
+(:meth:`dpwitness.engines.polars.PolarsEngine.open`: the one reader, one physical line, one
+record; the declared types applied as the same non-strict casts, so a cell that does not fit
+is null). The column types come **only from the config** — a column's declared ``kind`` if the
+config gives one, else numeric (float) for a column with ``bounds`` and text for the others. No
 type is ever inferred from the values, and start-up reads only the header before it loads:
 whether the service starts, and every type and message it shows, depends on the config and the
-header, never on a record.
+header, never on a record. A Parquet file's types are its declared metadata (its footer); the
+config is checked against them, no value is inspected.
 
-A categorical column's declared categories are converted to the column's declared type here
-(so that ``education_num`` can be both bounded and grouped on); a text column with declared
-categories is held as a Polars ``Enum`` of exactly those categories, so a value outside them
-is treated as missing (dropped like a null, never released as a key). A Parquet file's types
-are its declared metadata (its footer); the config is checked against them, no value is inspected.
+Each table carries its :class:`~dpwitness.schema.Schema` (kinds, bounds, categories in the
+column's type, privacy unit): the sessions that answer its queries take their defaults from it,
+as every face's sessions do. A text column with declared categories is held as a Polars
+``Enum`` of exactly those categories, so a value outside them is missing (dropped like a null,
+never released as a key).
 """
 
 from __future__ import annotations
@@ -22,22 +24,26 @@ from typing import Any
 
 import polars as pl
 
+from dpwitness.engines.polars import PolarsEngine
 from dpwitness.errors import ParameterError
-from dpwitness.reader import scan_polars
+from dpwitness.schema import DECLARABLE, Schema, polars_kind
 from dpwitness.serve.config import TableConfig
-
-_CASTS: dict[str, Any] = {"integer": pl.Int64, "float": pl.Float64, "string": pl.String}
 
 
 @dataclass(frozen=True)
 class LoadedTable:
     config: TableConfig
     frame: pl.DataFrame
-    keys: dict[str, tuple[Any, ...]]  # column → declared categories in the column's type
+    schema: Schema  # declared: the columns' kinds, bounds, categories (in the column's type), privacy unit
 
     @property
     def name(self) -> str:
         return self.config.name
+
+    @property
+    def keys(self) -> dict[str, tuple[Any, ...]]:
+        """Column → its declared categories, in the column's type."""
+        return dict(self.schema.categories)
 
 
 def load_table(config: TableConfig) -> LoadedTable:
@@ -49,18 +55,16 @@ def load_table(config: TableConfig) -> LoadedTable:
     wanted = list(config.columns) + (
         [config.privacy_unit] if config.privacy_unit and config.privacy_unit not in config.columns else []
     )
-    if path.suffix.lower() in {".parquet", ".pq"}:
-        lazy = pl.scan_parquet(path)
-    else:
-        lazy = scan_polars(path)  # reads the header now; every column text
-    names = lazy.collect_schema().names()
+    parquet = path.suffix.lower() in {".parquet", ".pq"}
+    engine = PolarsEngine()
+    opened = engine.open(path)  # reads the header (or the footer) only
+    names = engine.schema(opened).columns
     missing = [c for c in wanted if c not in names]
     if missing:
         raise ParameterError(f"{where}.columns", f"columns of {path.name}", missing)
-    lazy = lazy.select(wanted)
-    if path.suffix.lower() not in {".parquet", ".pq"}:
-        lazy = lazy.with_columns([_declared(name, _kind(config, name)) for name in wanted])
-    frame = lazy.collect()
+    if not parquet:
+        opened = engine.open(opened, dtypes={name: _kind(config, name) for name in wanted})
+    frame = opened.frame.select(wanted).collect()
     keys: dict[str, tuple[Any, ...]] = {}
     enums = []
     for column in config.columns.values():
@@ -72,7 +76,15 @@ def load_table(config: TableConfig) -> LoadedTable:
             if dtype == pl.String:
                 # Values outside the declared categories become null (never released as keys).
                 enums.append(pl.col(column.name).cast(pl.Enum(list(column.categories)), strict=False))
-    return LoadedTable(config, frame.with_columns(enums).rechunk(), keys)
+    kinds = {name: polars_kind(frame.schema[name]) for name in wanted}
+    schema = Schema(
+        {name: kind for name, kind in kinds.items() if kind in DECLARABLE},
+        bounds={c.name: c.bounds for c in config.columns.values() if c.bounds is not None},
+        categories=keys,
+        privacy_unit=config.privacy_unit,
+        declared=True,
+    )
+    return LoadedTable(config, frame.with_columns(enums).rechunk(), schema)
 
 
 def _typed(category: str, dtype: pl.DataType, where: str) -> Any:
@@ -96,14 +108,3 @@ def _kind(config: TableConfig, name: str) -> str:
     if declared is not None:
         return str(getattr(declared, "value", declared))
     return "float" if column is not None and column.numeric else "string"
-
-
-def _declared(name: str, kind: str) -> pl.Expr:
-    """A text column cast to its declared type, non-strictly (a cell that does not fit is null)."""
-    text = pl.col(name)
-    if kind == "boolean":
-        lowered = text.str.strip_chars().str.to_lowercase()
-        return pl.when(lowered == "true").then(True).when(lowered == "false").then(False).otherwise(None).alias(name)
-    if kind in ("integer", "float"):
-        return text.str.strip_chars().cast(_CASTS[kind], strict=False).alias(name)
-    return text.alias(name)
