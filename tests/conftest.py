@@ -13,6 +13,18 @@ import pytest
 from dpwitness.data import adult_path
 
 
+#: What ``pytest`` alone selects: the unit, property and distribution tests, in a few minutes.
+FAST_DEFAULT = "not slow and not spark and not browser"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``pytest`` with no file named and no ``-m`` runs the fast default; naming files (or giving
+    ``-m``, as ``bash scripts/check`` does with ``-m ""``) runs what was asked for, every group."""
+    asked = any(arg == "-m" or arg.startswith("-m") for arg in config.invocation_params.args)
+    if not asked and not config.option.markexpr and config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.option.markexpr = FAST_DEFAULT
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark what needs Spark or a browser from what it uses, so that the fast default (``pytest``)
     leaves them out without a list to keep in step; Spark tests share one xdist group, so that under
@@ -22,8 +34,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "spark" in fixtures or item.get_closest_marker("spark"):
             item.add_marker(pytest.mark.spark)
             item.add_marker(pytest.mark.xdist_group("spark"))
-        if "browser" in fixtures:
+        if "browser" in fixtures or item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.browser)
+            item.add_marker(pytest.mark.xdist_group("browser"))  # one Chromium and one explorer server
 
 
 @pytest.fixture(scope="session")
