@@ -12,7 +12,6 @@ import pytest
 
 from dpwitness.data import adult_path
 
-
 #: What ``pytest`` alone selects: the unit, property and distribution tests, in a few minutes.
 FAST_DEFAULT = "not slow and not spark and not browser"
 

@@ -59,7 +59,13 @@ REQUESTS: list[tuple[str, dict[str, Any], str | None, list[str], dict[str, Any]]
         ["--sum", "age", "--by", "sex"],
         {"statistic": "sum", "column": "age", "by": ["sex"]},
     ),
-    ("mean", {"statistic": "mean", "column": "age"}, "SELECT AVG(age) AS m FROM people", ["--mean", "age"], {"statistic": "mean", "column": "age"}),
+    (
+        "mean",
+        {"statistic": "mean", "column": "age"},
+        "SELECT AVG(age) AS m FROM people",
+        ["--mean", "age"],
+        {"statistic": "mean", "column": "age"},
+    ),
     (
         "filtered count",
         {"statistic": "count", "where": "age < 50"},
@@ -67,7 +73,13 @@ REQUESTS: list[tuple[str, dict[str, Any], str | None, list[str], dict[str, Any]]
         ["--count", "--where", "age < 50"],
         {"statistic": "count", "where": "age < 50"},
     ),
-    ("histogram", {"statistic": "histogram", "column": "town"}, None, ["--histogram", "town"], {"statistic": "histogram", "column": "town"}),
+    (
+        "histogram",
+        {"statistic": "histogram", "column": "town"},
+        None,
+        ["--histogram", "town"],
+        {"statistic": "histogram", "column": "town"},
+    ),
 ]
 
 #: What every face states about a release: the resolved query and its calibration.
@@ -141,7 +153,13 @@ def _stated(release: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("name", "python", "statement", "flags", "body"), REQUESTS, ids=[r[0] for r in REQUESTS])
 def test_every_face_resolves_the_same_query_and_answers_the_same_number(
-    files: tuple[Path, Path], service: Any, name: str, python: dict[str, Any], statement: str | None, flags: list[str], body: dict[str, Any]
+    files: tuple[Path, Path],
+    service: Any,
+    name: str,
+    python: dict[str, Any],
+    statement: str | None,
+    flags: list[str],
+    body: dict[str, Any],
 ) -> None:
     table, schema = files
     reference = _python(table, python)
@@ -160,7 +178,13 @@ def test_every_face_resolves_the_same_query_and_answers_the_same_number(
 @pytest.mark.spark
 @pytest.mark.parametrize(("name", "python", "statement", "flags", "body"), REQUESTS, ids=[r[0] for r in REQUESTS])
 def test_spark_resolves_and_answers_as_polars(
-    spark: Any, files: tuple[Path, Path], name: str, python: dict[str, Any], statement: str | None, flags: list[str], body: dict[str, Any]
+    spark: Any,
+    files: tuple[Path, Path],
+    name: str,
+    python: dict[str, Any],
+    statement: str | None,
+    flags: list[str],
+    body: dict[str, Any],
 ) -> None:
     table, _ = files
     polars, on_spark = _python(table, python), _python(table, python, engine="spark")
@@ -198,7 +222,13 @@ REFUSALS: list[tuple[str, dict[str, Any], str, list[str], dict[str, Any]]] = [
 
 @pytest.mark.parametrize(("what", "python", "statement", "flags", "body"), REFUSALS, ids=[r[0] for r in REFUSALS])
 def test_every_face_refuses_the_same_requests_before_any_spend(
-    files: tuple[Path, Path], service: Any, what: str, python: dict[str, Any], statement: str, flags: list[str], body: dict[str, Any]
+    files: tuple[Path, Path],
+    service: Any,
+    what: str,
+    python: dict[str, Any],
+    statement: str,
+    flags: list[str],
+    body: dict[str, Any],
 ) -> None:
     table, schema = files
     session = dw.Session(table, epsilon=10.0, seed=SEED, schema=SCHEMA)
