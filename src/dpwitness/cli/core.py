@@ -89,6 +89,35 @@ def user_errors(*also: type[Exception]) -> Iterator[None]:
         fail(str(error), exit_code_for(error), parameter=getattr(error, "parameter", None), kind=error_kind(error))
 
 
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`ParameterError` naming ``--port`` (or ``--host``) unless a server can listen
+    on ``host``:``port`` now: bound the way uvicorn binds (``SO_REUSEADDR``; IPv6 when ``host``
+    has a ':'), then released, so a port in use is bad input (exit 2) before any URL is printed.
+    """
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except socket.gaierror:
+            raise ParameterError("--host", "an address of this machine to listen on", host) from None
+        except OSError as error:
+            if error.errno == errno.EADDRNOTAVAIL:
+                raise ParameterError("--host", "an address of this machine to listen on", host) from None
+            if error.errno == errno.EADDRINUSE:
+                expected = f"a port free on {host} (this one is already in use: stop what listens there or pick another)"
+            elif error.errno == errno.EACCES:
+                expected = f"a port this user may listen on at {host} (ports below 1024 need privileges)"
+            else:
+                expected = f"a port that can be bound on {host} ({error.strerror or type(error).__name__})"
+            raise ParameterError("--port", expected, port) from None
+        except OverflowError:
+            raise ParameterError("--port", "a whole number in [0, 65535]", port) from None
+
+
 @contextmanager
 def flag_names(flags: dict[str, str] | None = None) -> Iterator[None]:
     """Re-raise a :class:`ParameterError` naming the command-line flag instead of the Python
