@@ -499,13 +499,14 @@ def _show_releases(releases: list[Release], session: Any, store: Any) -> None:
     relations = sorted({r.neighbours for r in releases if r.neighbours})
     caption = f"neighbours: {'; '.join(relations)}" if relations else None
     levels = {r.alpha for r in releases}
-    heading = f"{1 - levels.pop():.0%} interval" if len(levels) == 1 else "interval"
+    shared = len(levels) == 1  # one confidence for every release: the heading says it, not each ε cell
+    heading = f"{1 - next(iter(levels)):.0%} interval" if shared else "interval"
     table = Table("statistic", "value", heading, "ε", "Δ", title="Private statistics", caption=caption)
     for r in releases:
         delta = "" if r.delta == 0 else f" (δ = {r.delta:.2g})"
         if r.distribution == "gaussian":
             delta += f", Gaussian σ = {r.scale:.4g}"
-        if len(levels) != 1 and not math.isnan(r.alpha):
+        if not shared and not math.isnan(r.alpha):
             delta += f", {1 - r.alpha:.0%} interval"
         sensitivity = escape(sensitivity_text(r))
         shown_epsilon = f"{r.epsilon:.6g}" if math.isfinite(r.epsilon) else f"ρ = {r.rho:g}"
