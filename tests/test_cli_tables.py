@@ -4,8 +4,10 @@ the ε column holds each release's ε alone, the JSON and the table state the sa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from dpwitness.cli import app
@@ -40,3 +42,27 @@ def test_different_confidences_are_stated_per_release() -> None:
     assert cells(result.output, "statistic")[2] == "interval"
     assert cells(result.output, "count()")[3] == "0.5, 90% interval"
     assert cells(result.output, "sum(age)")[3] == "0.5, 80% interval"
+
+
+def _strict_json(text: str) -> dict[str, object]:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not JSON: {constant}")
+
+    payload: dict[str, object] = json.loads(text, parse_constant=refuse)
+    return payload
+
+
+@pytest.mark.parametrize(("epsilon", "samples", "spent"), [("1", "5", 5.0), ("0.1", "3", 0.3), ("0.7", "4", 2.8)])
+def test_release_states_one_accounted_epsilon_in_json_and_table(epsilon: str, samples: str, spent: float) -> None:
+    args = ["release", "--value", "1", "--sensitivity", "1", "--epsilon", epsilon, "--samples", samples]
+    payload = _strict_json(runner.invoke(app, [*args, "--json"]).stdout)
+    assert payload["epsilon_spent"] == spent  # exactly: not 4.99999992577334 (the grid's loss summed) nor 0.30000000000000004
+    table = runner.invoke(app, args).output
+    assert cells(table, "ε spent")[1].startswith(f"{spent:g} ({samples} × {epsilon}, ")
+
+
+def test_a_rho_release_reports_no_epsilon_as_null_not_infinity() -> None:
+    args = ["release", "--value", "1", "--sensitivity", "1", "--mechanism", "gaussian", "--rho", "0.1", "--samples", "3"]
+    payload = _strict_json(runner.invoke(app, [*args, "--json"]).stdout)
+    assert payload["epsilon_spent"] is None and payload["rho_spent"] == 0.3
+    assert "ρ = 0.3 (3 releases" in runner.invoke(app, args).output
