@@ -66,3 +66,18 @@ def test_a_rho_release_reports_no_epsilon_as_null_not_infinity() -> None:
     payload = _strict_json(runner.invoke(app, [*args, "--json"]).stdout)
     assert payload["epsilon_spent"] is None and payload["rho_spent"] == 0.3
     assert "ρ = 0.3 (3 releases" in runner.invoke(app, args).output
+
+
+def test_sql_says_what_query_says_without_a_ledger(tmp_path: Path) -> None:
+    note = "no --ledger: this budget lasts for this call only (nothing is recorded; use --ledger to keep an account)"
+    query = runner.invoke(app, ["query", str(PEOPLE), "--count", "--epsilon", "1"])
+    sql = runner.invoke(app, ["sql", str(PEOPLE), "SELECT COUNT(*) FROM people", "--epsilon", "1"])
+    assert query.exit_code == sql.exit_code == 0, sql.output
+    assert note in " ".join(query.output.split()) and note in sql.output.splitlines()
+    payload = _strict_json(
+        runner.invoke(app, ["sql", str(PEOPLE), "SELECT COUNT(*) FROM people", "--epsilon", "1", "--json"]).stdout
+    )
+    assert payload["budget_note"] == note
+    ledger = str(tmp_path / "budget.db")
+    kept = runner.invoke(app, ["sql", str(PEOPLE), "SELECT COUNT(*) FROM people", "--epsilon", "1", "--ledger", ledger])
+    assert kept.exit_code == 0 and "no --ledger" not in kept.output

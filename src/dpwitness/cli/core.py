@@ -75,6 +75,16 @@ def fail(message: str, code: int = ExitCode.BAD_INPUT, *, parameter: str | None 
     raise typer.Exit(int(code))
 
 
+#: What a command run without --ledger says about its budget (``query`` and ``sql``: one line, from :func:`ledger_note`).
+NO_LEDGER = "no --ledger: this budget lasts for this call only (nothing is recorded; use --ledger to keep an account)"
+
+
+def ledger_note(ledger: object | None) -> str | None:
+    """The line a command prints (and its JSON's ``budget_note``) about its budget's lifetime:
+    :data:`NO_LEDGER` without a ledger, None with one."""
+    return NO_LEDGER if ledger is None else None
+
+
 @contextmanager
 def user_errors(*also: type[Exception]) -> Iterator[None]:
     """Turn a bad parameter (or one of ``also``) into a one-line message and its exit code: nothing released.

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperCommand
 
-from dpwitness.cli.core import flag_names, user_errors
+from dpwitness.cli.core import flag_names, ledger_note, user_errors
 from dpwitness.errors import ParameterError
 from dpwitness.progress import large_source
 from dpwitness.queries import ColumnKind, Query
@@ -460,12 +460,10 @@ def _budget_json(session: Any, store: Any) -> dict[str, Any]:
     payload["total"] = _plain_budget(total, total)
     payload["account"] = session.account
     payload["ledger"] = None if store is None else str(store.path)
-    if store is None:
-        payload["budget_note"] = _NO_LEDGER
+    note = ledger_note(store)
+    if note is not None:
+        payload["budget_note"] = note
     return payload
-
-
-_NO_LEDGER = "no --ledger: this budget lasts for this call only (nothing is recorded; use --ledger to keep an account)"
 
 
 def _plain_budget(value: Any, total: Any) -> dict[str, float | None]:
@@ -488,8 +486,9 @@ def _budget_line(session: Any, store: Any) -> str:
     total = session.total
     whose = f"account {session.account!r}" + ("" if store is None else f" in {store.path}")
     line = f"spent {_shown_budget(session.spent, total)}; remaining {_shown_budget(session.remaining, total)} ({whose})"
-    if store is None:
-        line += f"\n{_NO_LEDGER}"
+    note = ledger_note(store)
+    if note is not None:
+        line += f"\n{note}"
     return line
 
 
