@@ -4,6 +4,8 @@ message names the flag typed, never the Python parameter."""
 from __future__ import annotations
 
 import json
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,83 @@ def test_attack_tamper_exits_1_when_it_flags_the_mistake() -> None:
     assert result.exit_code == ExitCode.VIOLATED, result.output  # a flagged mistake is a violated claim
     assert json.loads(result.stdout)["all_flagged"] is True
     assert code("attack", "tamper", "--name", "nonsense") == ExitCode.BAD_INPUT
+
+
+# --- issue 27: a port in use, a user module that fails to import, a bad service file: bad input (2) --------
+
+
+@pytest.fixture
+def occupied_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that a real socket is listening on for the test's duration."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
+
+
+def test_explore_on_a_port_in_use_is_bad_input_before_the_url(occupied_port: int) -> None:
+    result = runner.invoke(app, ["explore", "--port", str(occupied_port)])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --port must be") and "in use" in lines[0]
+    assert "http://" not in result.output and "Errno" not in result.output
+
+
+def test_serve_on_a_port_in_use_is_bad_input_before_the_url(occupied_port: int) -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "service.toml"
+    result = runner.invoke(app, ["serve", "--config", str(example), "--port", str(occupied_port)])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --port must be") and "in use" in lines[0]
+    assert "http://" not in result.output and "Errno" not in result.output
+
+
+@pytest.fixture
+def broken_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A real module file whose import fails: it imports a package that is not installed."""
+    path = tmp_path / "needs_missing.py"
+    path.write_text("import dpwitness_absent_package_27\n\n\ndef f(x):\n    return x\n")
+    monkeypatch.chdir(tmp_path)
+    return path
+
+
+@pytest.mark.parametrize("form", ["file", "module"])
+def test_check_of_a_module_that_fails_to_import_is_bad_input(broken_module: Path, form: str) -> None:
+    target = f"{broken_module}:f" if form == "file" else "needs_missing:f"
+    result = runner.invoke(app, ["check", target, "--columns", '{"x": "Float64"}', "--epsilon", "1"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    line = " ".join(result.output.split())  # rich may wrap the one line
+    assert line.startswith("error: FUNCTION must be a module that imports without error")
+    assert "ModuleNotFoundError" in line and "dpwitness_absent_package_27" in line and "internal error" not in line
+
+
+@pytest.mark.parametrize("form", ["file", "module"])
+def test_audit_of_a_module_that_fails_to_import_is_bad_input(broken_module: Path, form: str) -> None:
+    target = f"{broken_module}:f" if form == "file" else "needs_missing:f"
+    result = runner.invoke(app, ["audit", target, "--d", "[0]", "--epsilon", "1", "--json"])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    error = json.loads(result.stdout)["error"]
+    assert error["parameter"] == "MECHANISM" and error["kind"] == "bad_input"
+    assert "ModuleNotFoundError: No module named 'dpwitness_absent_package_27'" in error["message"]
+
+
+def test_a_module_that_raises_on_import_is_named_by_its_error_type_only(tmp_path: Path) -> None:
+    path = tmp_path / "raises.py"
+    path.write_text("raise ValueError('a value from the data: 4217')\n\n\ndef f(x):\n    return x\n")
+    result = runner.invoke(app, ["audit", f"{path}:f", "--d", "[0]", "--epsilon", "1"])
+    assert result.exit_code == ExitCode.BAD_INPUT and "ValueError" in result.output and "4217" not in result.output
+
+
+@pytest.mark.parametrize("kind", ["folder", "not-utf8", "bad-setting"])
+def test_a_bad_service_file_is_bad_input_naming_the_file(tmp_path: Path, kind: str) -> None:
+    config = tmp_path / "my-service.toml"
+    if kind == "folder":
+        config.mkdir()
+    elif kind == "not-utf8":
+        config.write_bytes(b"\xff\xfe[service]\n")
+    else:
+        config.write_text("tables = 5\n")
+    result = runner.invoke(app, ["serve", "--config", str(config)])
+    assert result.exit_code == ExitCode.BAD_INPUT, result.output
+    line = " ".join(result.output.split())
+    assert line.startswith("error: --config") and "my-service.toml" in line

@@ -280,12 +280,17 @@ def remaining(total: Budget, usage: Usage) -> Budget:
     """What one more release could still spend: ε (the most a pure ε-DP release could take by
     either route), δ (the most selection δ), ρ (the most zCDP ρ).
 
+    On a ρ total the account is kept in ρ: ε does not apply (∞, shown as nothing and as null in
+    JSON, as for the total and for what is spent, whose ε is ∞ without a δ to convert at), so
+    no ε is ever reported beside ρ that the account's ε figures could not back. A Laplace
+    release of ε fits while ε²/2 ≤ the ρ left.
+
     :param total: the account's total budget.
     :param usage: the sums over the spends recorded so far.
     """
     if total.is_zcdp:
         rho_left = max(total.rho - usage.rho, 0.0)
-        return Budget(math.sqrt(2 * rho_left), max(total.delta - usage.selection_delta, 0.0), rho_left)
+        return Budget(math.inf, max(total.delta - usage.selection_delta, 0.0), rho_left)
     if math.isinf(total.epsilon):  # an unlimited accountant
         return Budget(math.inf, max(total.delta - usage.delta, 0.0), math.inf)
     basic_ok = usage.epsilon <= total.epsilon * (1 + _SLACK) and usage.delta <= total.delta * (1 + _SLACK)

@@ -22,7 +22,34 @@ class ParameterError(ValueError):
     def __init__(self, parameter: str, expected: str, got: Any) -> None:
         self.parameter = parameter
         self.expected = expected
+        self.got = got
         super().__init__(f"{parameter} must be {expected}; got {got!r}")
+
+
+class Verbatim(str):
+    """Text that :class:`ParameterError` shows as it is (its ``got`` is printed with ``repr``)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+#: What :func:`import_failed` says the user's module must be.
+IMPORTS_CLEANLY = "a module that imports without error"
+
+
+def import_failed(parameter: str, target: str, error: BaseException) -> ParameterError:
+    """The :class:`ParameterError` for the user's module ``target`` (``module:function`` or
+    ``file.py:function``, given as ``parameter``) that raised ``error`` while being imported.
+
+    That is bad input, not a bug in dpwitness. An ImportError's or SyntaxError's own message is
+    shown (it names a module, or a line of the user's file); any other exception only by its type,
+    since its message could quote data the module read when it was imported.
+    """
+    if isinstance(error, ImportError | SyntaxError):
+        detail = f"{type(error).__name__}: {error}"
+    else:
+        detail = f"{type(error).__name__} raised while importing it"
+    return ParameterError(parameter, IMPORTS_CLEANLY, Verbatim(f"{target} ({detail})"))
 
 
 class BudgetExceeded(RuntimeError):

@@ -137,11 +137,11 @@ class Query:
         if self.column is not None and not (isinstance(self.column, str) and self.column):
             raise ParameterError("column", "a column name or None", self.column)
         if statistic in (Statistic.SUM, Statistic.MEAN, Statistic.VARIANCE, Statistic.QUANTILE):
-            if self.bounds is None or isinstance(self.bounds, str) or len(self.bounds) != 2:
-                raise ParameterError("bounds", f"(L, U) with finite L < U for {statistic.value}", self.bounds)
-            object.__setattr__(self, "bounds", check_bounds(*self.bounds))
+            pair = check_pair("bounds", self.bounds, f"two numbers (L, U) with finite L < U for {statistic.value}")
+            object.__setattr__(self, "bounds", check_bounds(*pair))
         elif self.bounds is not None:
-            raise ParameterError("bounds", f"None for {statistic.value}", self.bounds)
+            shown = type(self.bounds).__name__ if isinstance(self.bounds, str | bytes) else self.bounds
+            raise ParameterError("bounds", f"None for {statistic.value}", shown)
         if statistic is Statistic.QUANTILE:
             object.__setattr__(self, "quantiles", check_quantiles(self.quantiles))
             object.__setattr__(self, "bins", check_bins(DEFAULT_BINS if self.bins is None else self.bins))
@@ -155,10 +155,10 @@ class Query:
             raise ParameterError("by", "empty: grouped variance is not supported", self.by)
         object.__setattr__(self, "by", by)
         if self.keys is not None:
+            keys = check_keys(self.keys)
             declared = self.declared_columns
             if not declared:
                 raise ParameterError("keys", "None for an ungrouped query", self.keys)
-            keys = tuple(tuple(k) if isinstance(k, list) else k for k in self.keys)
             if not keys or len(set(keys)) != len(keys):
                 raise ParameterError("keys", "a non-empty sequence of distinct keys", self.keys)
             if len(declared) > 1 and not all(isinstance(k, tuple) and len(k) == len(declared) for k in keys):
@@ -502,6 +502,31 @@ def _parse(kind: type[Statistic], parameter: str, value: Any) -> Statistic:
         return kind(value)
     except ValueError:
         raise ParameterError(parameter, f"one of {', '.join(s.value for s in kind)}", value) from None
+
+
+def check_keys(keys: Any, parameter: str = "keys") -> tuple[Key, ...]:
+    """``keys`` as a tuple of keys (a list key becomes a tuple), or ``ParameterError`` naming ``parameter``.
+
+    A string is one key, never a sequence of keys (``keys="Ashby"`` would otherwise declare the
+    keys A, s, h, b, y): it is refused, as is anything that is not a collection. The error gives
+    the type, never the characters.
+    """
+    if isinstance(keys, str | bytes) or not isinstance(keys, Iterable):
+        raise ParameterError(parameter, "a list or tuple of keys (a string is one key: put it in a list)", type(keys).__name__)
+    return tuple(tuple(k) if isinstance(k, list) else k for k in keys)
+
+
+def check_pair(parameter: str, value: Any, expected: str) -> tuple[Any, Any]:
+    """``value`` as a pair (L, U), unchecked otherwise, or ``ParameterError(parameter, expected, …)``.
+
+    A string is refused by its type (its characters are never a pair, nor echoed).
+    """
+    if value is None or isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ParameterError(parameter, expected, None if value is None else type(value).__name__)
+    pair = tuple(value)
+    if len(pair) != 2:
+        raise ParameterError(parameter, expected, f"{len(pair)} values")
+    return pair[0], pair[1]
 
 
 def _names(parameter: str, value: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -92,7 +92,7 @@ def summary_table(releases: Sequence[Release]) -> str:
         interval = "per key" if keyed else _pair(r.interval)
         rows.append(
             f"<tr><td>{html.escape(r.query)}</td><td class=num>{value}</td><td class=num>{interval}</td>"
-            f"<td class=num>{r.epsilon:g}</td><td class=num>{r.delta:.3g}</td>"
+            f"<td class=num>{_epsilon_cell(r)}</td><td class=num>{r.delta:.3g}</td>"
             f"<td class=num>{html.escape(sensitivity_text(r))}</td></tr>"
         )
     return (
@@ -104,7 +104,7 @@ def release_html(release: Release) -> str:
     """One release as an HTML fragment: its parameters, its numbers (a key table when keyed), its chart."""
     head = (
         f'<div class="release"><h2>{html.escape(release.query)}</h2>'
-        f"<p>ε = {release.epsilon:g}, δ = {release.delta:.3g}, Δ = {html.escape(sensitivity_text(release))}, "
+        f"<p>{_charged(release)}, δ = {release.delta:.3g}, Δ = {html.escape(sensitivity_text(release))}, "
         f"{100 * (1 - release.alpha):g}% intervals"
         f"{'; neighbours: ' + html.escape(release.neighbours) if release.neighbours else ''}</p>"
     )
@@ -164,7 +164,7 @@ def _chart(release: Release) -> str:
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{html.escape(release.query)}">',
-        f'<text x="{left:.0f}" y="16">ε = {release.epsilon:g}; bars: {100 * (1 - release.alpha):g}% interval</text>',
+        f'<text x="{left:.0f}" y="16">{_charged(release)}; bars: {100 * (1 - release.alpha):g}% interval</text>',
     ]
     for tick in ticks:
         out.append(f'<line x1="{left:.1f}" x2="{width - right:.1f}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#eaeef2"/>')
@@ -252,8 +252,18 @@ def release_text(release: Release) -> str:
     return "\n".join(lines)
 
 
+def _charged(release: Release) -> str:
+    """What the release was charged: "ε = …", or for a ρ release (its ε is ∞) "ρ = … (zCDP)"."""
+    return f"ε = {release.epsilon:.6g}" if math.isfinite(release.epsilon) else f"ρ = {release.rho:g} (zCDP)"
+
+
+def _epsilon_cell(release: Release) -> str:
+    """The ε column's cell: the release's ε, or "ρ = …" for a ρ release (never "inf")."""
+    return f"{release.epsilon:g}" if math.isfinite(release.epsilon) else f"ρ = {release.rho:g}"
+
+
 def _parameters(release: Release) -> str:
-    budget = f"ε = {release.epsilon:.6g}" if math.isfinite(release.epsilon) else f"ρ = {release.rho:g} (zCDP)"
+    budget = _charged(release)
     text = f"{budget}, δ = {release.delta:.6g}, Δ = {sensitivity_text(release)}"
     return text + (f"; neighbours: {release.neighbours}" if release.neighbours else "")
 
@@ -357,7 +367,7 @@ def budget_text(value: Any, total: Any) -> str:
     use: a ρ total, or an (ε, δ) total with δ > 0 (zCDP composition may be its better route);
     never beside a pure-ε total. ``value`` is the budget shown (spent, remaining or a total),
     ``total`` the account's total, which decides whether ρ is shown."""
-    return str(shown_budget(value, total))
+    return _rho_stated(str(shown_budget(value, total)), value, total)
 
 
 def shown_budget(value: Any, total: Any) -> Any:
@@ -368,6 +378,12 @@ def shown_budget(value: Any, total: Any) -> Any:
 
     rho = tidy(value.rho) if shows_rho(total) else 0.0
     return Budget(tidy(value.epsilon), tidy(value.delta), rho)
+
+
+def _rho_stated(text: str, value: Any, total: Any) -> str:
+    """``text`` with "ρ = 0" added on a ρ total (``Budget``'s text leaves a zero ρ out, and a ρ
+    account's remaining budget is its ρ: "remaining δ = 0" alone would hide that it is spent)."""
+    return text if not total.is_zcdp or "ρ =" in text or not math.isfinite(value.rho) else f"{text}, ρ = 0"
 
 
 def _ticks(low: float, high: float, count: int = 5) -> list[float]:

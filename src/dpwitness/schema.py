@@ -226,11 +226,11 @@ class Schema:
         """``column``'s declared clamping bounds [L, U], or None when it declares none."""
         return None if column is None else self.bounds.get(column)
 
-    def keys_for(self, columns: Iterable[str]) -> tuple[Any, ...] | None:
-        """The declared keys of a grouping by ``columns``: one column's categories, or for several
-        every combination of theirs (tuples, in column order); None when a column declares none
-        (its keys are then undeclared)."""
-        names = tuple(columns)
+    def keys_for(self, columns: str | Iterable[str]) -> tuple[Any, ...] | None:
+        """The declared keys of a grouping by ``columns`` (a string is one column, as ``by`` reads it):
+        one column's categories, or for several every combination of theirs (tuples, in column
+        order); None when a column declares none (its keys are then undeclared)."""
+        names = (columns,) if isinstance(columns, str) else tuple(columns)
         if not names or not all(c in self.categories for c in names):
             return None
         if len(names) == 1:

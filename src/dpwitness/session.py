@@ -38,7 +38,7 @@ from dpwitness.noise import EPSILON_RANGE, bit_source
 from dpwitness.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
 from dpwitness.progress import large_source, progress
 from dpwitness.quantiles import accuracy_note, check_quantiles, rank_error
-from dpwitness.queries import Key, Query, Schema, Statistic, parse_dtypes
+from dpwitness.queries import Key, Query, Schema, Statistic, check_keys, parse_dtypes
 from dpwitness.reader import Dialect
 from dpwitness.release import Release
 from dpwitness.schema import load_schema, untyped_notes
@@ -331,6 +331,8 @@ class Session:
     ) -> Release:
         """Counts per value of ``column`` over ``categories`` (declared; default the schema's categories of
         ``column``, if declared), or over thresholded values from the data."""
+        if categories is not None:
+            categories = check_keys(categories, "categories")
         options: dict[str, Any] = {"keys": categories, "where": where, "delta": delta}
         return self._ask("histogram", column, options, epsilon, rho, mechanism, max_rows, alpha)
 
@@ -473,7 +475,8 @@ class Session:
         With a declared ``schema=``, a statistic needing bounds takes the column's declared bounds
         when ``bounds`` is None, and ``by`` (or a histogram's column) without ``keys`` takes the
         declared categories (their product for several columns): declared keys, no δ."""
-        grouping = (by,) if isinstance(by, str) else tuple(by or ())
+        grouping = (by,) if isinstance(by, str) else tuple(by or ())  # a by string is one column
+        keys = None if keys is None else check_keys(keys)  # a keys string is refused, never split
         declared = self.declared_schema
         if declared is not None:
             if bounds is None and isinstance(statistic, str) and statistic in _BOUNDED_STATISTICS:
@@ -487,9 +490,9 @@ class Session:
             statistic=statistic,  # type: ignore[arg-type]
             epsilon=epsilon,
             column=column,
-            bounds=None if bounds is None else tuple(bounds),  # type: ignore[arg-type]
+            bounds=bounds,
             by=grouping,
-            keys=None if keys is None else tuple(keys),
+            keys=keys,
             neighbours=self.neighbours,
             privacy_unit=self.privacy_unit,
             max_contributions=self.max_contributions,

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from dpwitness.cli.core import flag_names, user_errors
-from dpwitness.errors import ParameterError
+from dpwitness.errors import IMPORTS_CLEANLY, ParameterError, import_failed
 
 console = Console(highlight=False, emoji=False)
 #: ``--replay`` → ``check(replay=…)``.
@@ -132,7 +132,10 @@ def _function(target: str, load_function: Callable[[str], Callable[..., Any]]) -
         try:
             return load_function(target)
         except ParameterError as error:
-            raise ParameterError("FUNCTION", "MODULE:FUNCTION or path/to/file.py:FUNCTION", target) from error
+            imports = error.expected == IMPORTS_CLEANLY  # keep what failed (the import's error), else the form
+            raise ParameterError(
+                "FUNCTION", IMPORTS_CLEANLY if imports else "MODULE:FUNCTION or path/to/file.py:FUNCTION", error.got
+            ) from error
     file = Path(path)
     if not file.is_file() or not name:
         raise ParameterError("FUNCTION", "path/to/file.py:FUNCTION with an existing file", target)
@@ -144,7 +147,11 @@ def _function(target: str, load_function: Callable[[str], Callable[..., Any]]) -
         raise ParameterError("FUNCTION", "path/to/file.py:FUNCTION with a Python file", target)
     module = importlib.util.module_from_spec(spec)
     sys.modules[file.stem] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # the user's module failed to import: bad input, not our bug
+        sys.modules.pop(file.stem, None)
+        raise import_failed("FUNCTION", target, error) from None
     fn = getattr(module, name, None)
     if not callable(fn):
         raise ParameterError("FUNCTION", f"a function {name!r} in {path}", target)

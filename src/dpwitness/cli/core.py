@@ -15,9 +15,10 @@ from rich.table import Table
 from rich.text import Text
 
 from dpwitness.attacks.tamper import TAMPERS
-from dpwitness.budget import Accountant
+from dpwitness.budget import Accountant, Budget
 from dpwitness.data import adult_column, adult_missing, adult_path, generated_ages
 from dpwitness.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError
+from dpwitness.figures import tidy
 from dpwitness.mechanisms import Gaussian, Laplace
 from dpwitness.neighbours import (
     Neighbours,
@@ -74,6 +75,16 @@ def fail(message: str, code: int = ExitCode.BAD_INPUT, *, parameter: str | None 
     raise typer.Exit(int(code))
 
 
+#: What a command run without --ledger says about its budget (``query`` and ``sql``: one line, from :func:`ledger_note`).
+NO_LEDGER = "no --ledger: this budget lasts for this call only (nothing is recorded; use --ledger to keep an account)"
+
+
+def ledger_note(ledger: object | None) -> str | None:
+    """The line a command prints (and its JSON's ``budget_note``) about its budget's lifetime:
+    :data:`NO_LEDGER` without a ledger, None with one."""
+    return NO_LEDGER if ledger is None else None
+
+
 @contextmanager
 def user_errors(*also: type[Exception]) -> Iterator[None]:
     """Turn a bad parameter (or one of ``also``) into a one-line message and its exit code: nothing released.
@@ -87,6 +98,35 @@ def user_errors(*also: type[Exception]) -> Iterator[None]:
         if isinstance(error, ParameterError):
             error = as_flags(error, current_flags())
         fail(str(error), exit_code_for(error), parameter=getattr(error, "parameter", None), kind=error_kind(error))
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise :class:`ParameterError` naming ``--port`` (or ``--host``) unless a server can listen
+    on ``host``:``port`` now: bound the way uvicorn binds (``SO_REUSEADDR``; IPv6 when ``host``
+    has a ':'), then released, so a port in use is bad input (exit 2) before any URL is printed.
+    """
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except socket.gaierror:
+            raise ParameterError("--host", "an address of this machine to listen on", host) from None
+        except OSError as error:
+            if error.errno == errno.EADDRNOTAVAIL:
+                raise ParameterError("--host", "an address of this machine to listen on", host) from None
+            if error.errno == errno.EADDRINUSE:
+                expected = f"a port free on {host} (this one is already in use: stop what listens there or pick another)"
+            elif error.errno == errno.EACCES:
+                expected = f"a port this user may listen on at {host} (ports below 1024 need privileges)"
+            else:
+                expected = f"a port that can be bound on {host} ({error.strerror or type(error).__name__})"
+            raise ParameterError("--port", expected, port) from None
+        except OverflowError:
+            raise ParameterError("--port", "a whole number in [0, 65535]", port) from None
 
 
 @contextmanager
@@ -255,18 +295,19 @@ def release(
                     selection_delta=0.0,
                     tv_distance=mechanism.tv_spent,
                 )
-            else:
-                accountant.spend(mechanism.privacy_loss(mechanism.sensitivity), f"release {i + 1}")
+            else:  # charged its ε, as a session charges a statistic (its grid's exact loss is ≤ ε); Δ = 0 costs nothing
+                accountant.spend(0.0 if mechanism.sensitivity == 0 else mechanism.epsilon, f"release {i + 1}")
             releases.append(mechanism.release(value, seed=None if seed is None else seed + i))
     result = releases[0]
     report = witness(mechanism)
     half = mechanism.interval(0.05)
     values = [float(r) for r in releases]
-    spent = accountant.spent
+    # One accounted figure for the JSON and the table: float noise of the sum cut (0.30000000000000004 → 0.3)
+    spent = Budget(tidy(accountant.spent.epsilon), tidy(accountant.spent.delta), tidy(accountant.spent.rho))
     payload = {
         **result.to_dict(),
         "mechanism": mechanism_name,
-        "epsilon_spent": spent.epsilon,
+        "epsilon_spent": spent.epsilon if math.isfinite(spent.epsilon) else None,  # a ρ release has no ε (JSON has no ∞)
         "witness": report.to_dict(),
     }
     if isinstance(mechanism, Gaussian):
@@ -287,7 +328,7 @@ def release(
             ("σ (sampled)", f"{mechanism.sigma:.6g} (analytic Gaussian σ {mechanism.analytic_sigma:.6g})"),
             ("variance σ²", f"{mechanism.variance:.6g}"),
             ("95% interval", f"± {half:.6g} around each release"),
-            ("spent", f"{spent} ({samples} release{'s' if samples > 1 else ''}; better of basic and zCDP composition)"),
+            ("spent", f"{_full(spent)} ({samples} release{'s' if samples > 1 else ''}; better of basic and zCDP composition)"),
         ]
     else:
         title = "Laplace release"
@@ -296,7 +337,7 @@ def release(
             ("scale b = Δ/ε", f"{mechanism.scale:.6g}"),
             ("variance 2b²", f"{mechanism.variance:.6g}"),
             ("95% interval", f"± {half:.6g} around each release"),
-            ("ε spent", f"{spent.epsilon:g} ({samples} × {mechanism.epsilon:g}, basic composition)"),
+            ("ε spent", f"{spent.epsilon:.12g} ({samples} × {spent.epsilon / samples:.12g}, basic composition)"),
         ]
     table = Table(title=title, show_header=False)
     for key, text in [*rows, ("randomness", result.randomness), ("witness", report.verdict)]:
@@ -304,6 +345,15 @@ def release(
     console.print(table)
     if result.notice:
         console.print(f"[yellow]note:[/] {result.notice}")
+
+
+def _full(budget: Budget) -> str:
+    """A spent budget as the JSON states it (12 significant digits, as :func:`~dpwitness.figures.tidy` keeps)."""
+    parts = [f"ε = {budget.epsilon:.12g}"] if math.isfinite(budget.epsilon) else []
+    parts.append(f"δ = {budget.delta:.12g}")
+    if budget.rho and math.isfinite(budget.rho):
+        parts.append(f"ρ = {budget.rho:.12g}")
+    return ", ".join(parts)
 
 
 def witness_command(

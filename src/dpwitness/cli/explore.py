@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from dpwitness.cli.core import fail
+from dpwitness.cli.core import check_port, fail
 from dpwitness.errors import ExitCode
 
 DEFAULT_HOST = "127.0.0.1"
@@ -34,6 +34,7 @@ def explore(
         fail(f"the explorer needs the web extra ({error.name} is missing): pip install 'dpwitness[web]'", ExitCode.MISSING_PART)
     if not _is_loopback(host):
         console.print(f"[yellow]warning:[/] binding {host}: anyone who can reach this address can use the page")
+    check_port(host, port)  # a port in use is bad input (exit 2), said before the URL is printed
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/"
     console.print(f"dpwitness explorer on {url} (Ctrl+C to stop)")
     if open_browser:

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperCommand
 
-from dpwitness.cli.core import flag_names, user_errors
+from dpwitness.cli.core import flag_names, ledger_note, user_errors
 from dpwitness.errors import ParameterError
 from dpwitness.progress import large_source
 from dpwitness.queries import ColumnKind, Query
@@ -460,12 +460,10 @@ def _budget_json(session: Any, store: Any) -> dict[str, Any]:
     payload["total"] = _plain_budget(total, total)
     payload["account"] = session.account
     payload["ledger"] = None if store is None else str(store.path)
-    if store is None:
-        payload["budget_note"] = _NO_LEDGER
+    note = ledger_note(store)
+    if note is not None:
+        payload["budget_note"] = note
     return payload
-
-
-_NO_LEDGER = "no --ledger: this budget lasts for this call only (nothing is recorded; use --ledger to keep an account)"
 
 
 def _plain_budget(value: Any, total: Any) -> dict[str, float | None]:
@@ -488,8 +486,9 @@ def _budget_line(session: Any, store: Any) -> str:
     total = session.total
     whose = f"account {session.account!r}" + ("" if store is None else f" in {store.path}")
     line = f"spent {_shown_budget(session.spent, total)}; remaining {_shown_budget(session.remaining, total)} ({whose})"
-    if store is None:
-        line += f"\n{_NO_LEDGER}"
+    note = ledger_note(store)
+    if note is not None:
+        line += f"\n{note}"
     return line
 
 
@@ -499,13 +498,14 @@ def _show_releases(releases: list[Release], session: Any, store: Any) -> None:
     relations = sorted({r.neighbours for r in releases if r.neighbours})
     caption = f"neighbours: {'; '.join(relations)}" if relations else None
     levels = {r.alpha for r in releases}
-    heading = f"{1 - levels.pop():.0%} interval" if len(levels) == 1 else "interval"
+    shared = len(levels) == 1  # one confidence for every release: the heading says it, not each ε cell
+    heading = f"{1 - next(iter(levels)):.0%} interval" if shared else "interval"
     table = Table("statistic", "value", heading, "ε", "Δ", title="Private statistics", caption=caption)
     for r in releases:
         delta = "" if r.delta == 0 else f" (δ = {r.delta:.2g})"
         if r.distribution == "gaussian":
             delta += f", Gaussian σ = {r.scale:.4g}"
-        if len(levels) != 1 and not math.isnan(r.alpha):
+        if not shared and not math.isnan(r.alpha):
             delta += f", {1 - r.alpha:.0%} interval"
         sensitivity = escape(sensitivity_text(r))
         shown_epsilon = f"{r.epsilon:.6g}" if math.isfinite(r.epsilon) else f"ρ = {r.rho:g}"

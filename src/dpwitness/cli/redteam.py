@@ -20,7 +20,7 @@ from rich.table import Table
 
 from dpwitness.cli.core import fail, user_errors
 from dpwitness.data import adult_column, adult_missing, generated_ages
-from dpwitness.errors import ExitCode, ParameterError, require
+from dpwitness.errors import ExitCode, ParameterError, import_failed, require
 
 console = Console(highlight=False, emoji=False)
 attack_app = typer.Typer(
@@ -83,16 +83,23 @@ def load_function(target: str) -> Callable[..., Any]:
         if spec is None or spec.loader is None:
             raise ParameterError("MECHANISM", "a loadable Python file", module_name)
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:  # the user's module failed to import: bad input, not our bug
+            raise import_failed("MECHANISM", target, error) from None
     else:
         if str(Path.cwd()) not in sys.path:
             sys.path.insert(0, str(Path.cwd()))
         try:
             module = importlib.import_module(module_name)
-        except ImportError as error:
+        except ModuleNotFoundError as error:
+            if error.name != module_name:  # the module exists but imports something missing
+                raise import_failed("MECHANISM", target, error) from None
             raise ParameterError(
                 "MECHANISM", "an importable module (run from its folder, or give path/to/file.py)", f"{module_name} ({error})"
             ) from None
+        except Exception as error:
+            raise import_failed("MECHANISM", target, error) from None
     function = getattr(module, function_name, None)
     if not callable(function):
         raise ParameterError("MECHANISM", f"the name of a function in {module_name}", function_name)

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from dpwitness.cli.core import user_errors
-from dpwitness.errors import ParameterError, require
+from dpwitness.cli.core import check_port, fail, user_errors
+from dpwitness.errors import ExitCode, ParameterError, require
 
 
 def serve(
@@ -37,7 +37,13 @@ def serve(
     with user_errors():
         if workers < 1:
             raise ParameterError("workers", "a whole number ≥ 1", workers)
-        app = create_app(load_config(config), raise_budgets=raise_budgets)  # validates config, tables, budgets first
+        try:
+            app = create_app(load_config(config), raise_budgets=raise_budgets)  # validates config, tables, budgets first
+        except ParameterError as error:
+            if error.parameter == "config":  # the file itself (absent, unreadable, not TOML): already named
+                raise
+            fail(f"--config {config}: {error}", ExitCode.BAD_INPUT, parameter="--config")
+        check_port(host, port)  # a port in use is bad input (exit 2), said before the URL is printed
     typer.echo(f"dpwitness serve: http://{host}:{port}  (OpenAPI schema at /openapi.json, docs at /docs)", err=True)
     if workers == 1:
         uvicorn.run(app, host=host, port=port, log_level="warning", access_log=access_log)

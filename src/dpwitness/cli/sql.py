@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from dpwitness.cli.core import user_errors
+from dpwitness.cli.core import ledger_note, user_errors
 from dpwitness.release import NOT_FOR_PRODUCTION
 
 console = Console(highlight=False, emoji=False)
@@ -82,8 +82,10 @@ def sql(
                 raise ParameterError("public", "NAME=PATH (a public CSV or Parquet table)", item)
             tables[table] = path
         answer = session.sql(statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=tables)
+    note = ledger_note(store)  # the same line as `query`'s: without --ledger the budget lasts for this call only
     if as_json:
-        sys.stdout.write(json.dumps(answer.to_dict(), indent=2, ensure_ascii=False, default=str) + "\n")
+        payload = {**answer.to_dict(), **({"budget_note": note} if note is not None else {})}
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
         return
     if as_csv and isinstance(answer, Answer):
         frame = answer.to_polars()
@@ -94,6 +96,8 @@ def sql(
             sys.stderr.write(NOT_FOR_PRODUCTION + "\n")
         return
     console.out(str(answer))
+    if note is not None:
+        console.out(note)
 
 
 def register(app: typer.Typer) -> None:

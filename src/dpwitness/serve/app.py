@@ -88,7 +88,10 @@ class BudgetAnswer(BaseModel):
     analyst: str
     total: Amount = Field(description="(ε, δ) with rho null, or ρ (and δ) with epsilon null")
     spent: Amount = Field(description="what your releases satisfy together: the better of basic and zCDP composition")
-    remaining: Amount = Field(description="the most one more release could spend (ε of a Laplace release, δ, ρ)")
+    remaining: Amount = Field(
+        description="the most one more release could spend (ε of a Laplace release, δ, ρ); on a ρ total only δ and ρ "
+        "(epsilon null, as in total: a Laplace release of ε fits while ε²/2 ≤ ρ)",
+    )
     records: int
     history: list[BudgetEntry] = Field(description="the most recent spends, oldest first")
 

@@ -18,7 +18,10 @@ from typing import Any
 
 import httpx
 
-from dpwitness.errors import BudgetExceeded
+from dpwitness.errors import BudgetExceeded, ParameterError, check_alpha, check_positive_finite
+from dpwitness.neighbours import check_bounds
+from dpwitness.quantiles import check_quantiles
+from dpwitness.queries import check_pair
 from dpwitness.release import Release
 
 
@@ -38,7 +41,9 @@ class Client:
     request. Every query names its ``table`` and, for :meth:`query` and :meth:`preview`, its
     ``statistic`` ("count", "sum", "mean", "variance", "histogram", "quantile", …); ``epsilon`` is
     its ε (or give ``rho`` for an analyst whose total is ρ); ``bounds`` = [L, U] overrides the
-    column's declared clamping bounds; ``by`` lists declared categorical columns to group by.
+    column's declared clamping bounds; ``by`` names a declared categorical column to group by, or
+    lists several (a string is one column, as for a session). Parameters are checked as a session
+    checks them: a :class:`~dpwitness.errors.ParameterError` naming the parameter, nothing sent.
     :meth:`budget` returns at most ``limit`` of the most recent spends.
     """
 
@@ -82,7 +87,9 @@ class Client:
         preview: dict[str, Any] = self._call("POST", "/v1/preview", json=_body(table, statistic, epsilon, options))["preview"]
         return preview
 
-    def count(self, table: str, *, epsilon: float | None = None, by: Sequence[str] | None = None, **options: Any) -> Release:
+    def count(
+        self, table: str, *, epsilon: float | None = None, by: str | Sequence[str] | None = None, **options: Any
+    ) -> Release:
         """Rows (per declared key with ``by``); ``options`` as for :meth:`query`."""
         return self.query(table, "count", epsilon=epsilon, by=by, **options)
 
@@ -93,7 +100,7 @@ class Client:
         *,
         epsilon: float | None = None,
         bounds: Sequence[float] | None = None,
-        by: Sequence[str] | None = None,
+        by: str | Sequence[str] | None = None,
         **options: Any,
     ) -> Release:
         """Σ clamp(column, L, U) (default: the declared bounds); ``options`` as for :meth:`query`."""
@@ -106,7 +113,7 @@ class Client:
         *,
         epsilon: float | None = None,
         bounds: Sequence[float] | None = None,
-        by: Sequence[str] | None = None,
+        by: str | Sequence[str] | None = None,
         **options: Any,
     ) -> Release:
         """The mean of clamp(column, L, U); ``options`` as for :meth:`query`."""
@@ -137,10 +144,45 @@ class Client:
 
 
 def _body(table: str, statistic: str, epsilon: float | None, options: dict[str, Any]) -> dict[str, Any]:
+    """The request's JSON body, its parameters checked as :class:`~dpwitness.session.Session`
+    checks them (a :class:`~dpwitness.errors.ParameterError` naming the parameter, before
+    anything is sent): ε or ρ finite and > 0, one of them; ``by`` a column name or a sequence
+    of them (a string is one column, as for a session); ``bounds`` two numbers."""
     body: dict[str, Any] = {"table": table, "statistic": statistic}
+    options = {key: value for key, value in options.items() if value is not None}
+    rho = options.get("rho")
+    if epsilon is not None and rho is not None:
+        raise ParameterError("rho", "given alone: a statistic's budget is epsilon= or rho=, not both", rho)
+    if epsilon is None and rho is None:
+        raise ParameterError("epsilon", "the ε of this statistic (or rho= on an account whose total is ρ)", None)
     if epsilon is not None:
-        body["epsilon"] = epsilon
+        body["epsilon"] = check_positive_finite("epsilon", epsilon)
+    if rho is not None:
+        options["rho"] = check_positive_finite("rho", rho)
+    if "delta" in options:
+        delta = options["delta"]
+        if isinstance(delta, bool) or not isinstance(delta, float | int) or not 0 < delta < 1:
+            raise ParameterError("delta", "a number strictly between 0 and 1", delta)
+    if "alpha" in options:
+        options["alpha"] = check_alpha(options["alpha"])
+    if "bounds" in options:
+        low, high = check_pair("bounds", options["bounds"], "two numbers [L, U] with finite L < U")
+        options["bounds"] = list(check_bounds(low, high))
+    if "by" in options:
+        options["by"] = _columns(options["by"])
+    if "q" in options:
+        quantiles = check_quantiles(options["q"])
+        options["q"] = quantiles[0] if isinstance(options["q"], int | float) else list(quantiles)
     for key, value in options.items():
-        if value is not None:
-            body[key] = list(value) if isinstance(value, tuple) else value
+        body[key] = list(value) if isinstance(value, tuple) else value
     return body
+
+
+def _columns(by: Any) -> list[str]:
+    """``by`` as the list of column names the service takes: a string is one column (as a session reads it)."""
+    names = [by] if isinstance(by, str) else by
+    if isinstance(names, bytes) or not isinstance(names, Sequence) or not names:
+        raise ParameterError("by", "a column name or a non-empty sequence of distinct column names", type(by).__name__)
+    if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+        raise ParameterError("by", "a column name or a sequence of distinct column names", by)
+    return list(names)

@@ -131,6 +131,8 @@ def load_config(path: str | Path) -> ServiceConfig:
         raw = tomllib.loads(source.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ParameterError("config", "an existing TOML file", str(source)) from None
+    except (OSError, UnicodeDecodeError) as error:  # a folder, no permission, not UTF-8 text
+        raise ParameterError("config", "a readable UTF-8 TOML file", f"{source} ({type(error).__name__})") from None
     except tomllib.TOMLDecodeError as error:
         raise ParameterError("config", "valid TOML", f"{source}: {error}") from None
     return parse_config(raw, base=source.resolve().parent)

@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.errors import ParameterError, check_non_negative_finite, require
+from dpwitness.errors import ParameterError, check_non_negative_finite, import_failed, require
 from dpwitness.neighbours import Neighbours
 from dpwitness.progress import Bar, progress
 
@@ -555,8 +555,12 @@ def load_function(target: str) -> Callable[..., Any]:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
+    except ModuleNotFoundError as error:
+        if error.name != module_name:  # the module exists but imports something missing
+            raise import_failed("sensitivity_search", target, error) from None
         raise ParameterError("sensitivity_search", "MODULE:FUNCTION with an importable MODULE", f"{target} ({error})") from None
+    except Exception as error:  # the user's module failed to import: bad input, not our bug
+        raise import_failed("sensitivity_search", target, error) from None
     fn = getattr(module, name, None)
     if not callable(fn):
         raise ParameterError("sensitivity_search", f"MODULE:FUNCTION where {module_name} has a function {name!r}", target)
