@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -696,7 +696,7 @@ def test_every_refused_input_leaves_no_stale_number(browser: Any, server: dict[s
         refusals = page.evaluate("window.dpwExplorer.refusals")
         page.fill(selector, typed)
         page.wait_for_function(f"window.dpwExplorer.refusals > {refusals}")
-        page.wait_for_timeout(300)  # an answer in flight for the previous setting must not be drawn now
+        # (an answer in flight for the previous setting arriving now: test_late_* below, held on purpose)
         assert page.get_attribute(selector, "aria-invalid") == "true"
         assert message in _text(page, "#live-error"), (typed, _text(page, "#live-error"))
         _assert_nothing_stale(page, (selector, typed))
@@ -706,6 +706,154 @@ def test_every_refused_input_leaves_no_stale_number(browser: Any, server: dict[s
         assert page.get_attribute("#badge", "data-ok") == "true" and _text(page, "#out-scale") == "2"
     assert page.get_attribute("#badge", "data-ok") == "true" and _text(page, "#out-scale") == "2"
     assert page.is_hidden("#live-error") and page.get_attribute("#live", "data-stale") is None
+    assert problems == []
+    page.context.close()
+
+
+# --- late answers: held back on purpose, released after the setting moved or was refused --------------
+class _Held:
+    """The server's answers to requests matching ``pattern``, held back by a Playwright route.
+
+    The first ``count`` matching requests are held (later ones go through) until ``release``; the test
+    then waits on the page's own record of what became of each released answer, never on time."""
+
+    def __init__(self, page: Any, pattern: re.Pattern[str], count: int = 1) -> None:
+        self.page, self.count = page, count
+        self.routes: list[Any] = []
+        page.route(pattern, self._route)
+
+    def _route(self, route: Any) -> None:
+        if len(self.routes) < self.count:
+            self.routes.append(route)
+        else:
+            route.continue_()
+
+    def wait(self, expected: int = 1) -> str:
+        """Until ``expected`` requests are held (each page call lets Playwright deliver its route events);
+        returns the last one's address as the page asked it (/api/…)."""
+        deadline = time.monotonic() + 30
+        while len(self.routes) < expected:
+            assert time.monotonic() < deadline, f"no request held for {self.routes}"
+            self.page.evaluate("0")  # a round trip to the browser: pending route events are delivered
+        url: str = self.routes[expected - 1].request.url
+        return url[url.index("/api/") :]
+
+    def release(self, index: int = 0) -> None:
+        """Let the held request through to the server, whose answer then reaches the page late. A request
+        the page aborted meanwhile (a refusal aborts what was asked for the refused setting) has no answer."""
+        with suppress(playwright_api.Error):
+            self.routes[index].continue_()
+
+
+def _wait_handled(page: Any, url: str, shown_js: str) -> None:
+    """Until the page has dealt with the late answer to ``url``: it dropped it (``dpwExplorer.dropped``)
+    or it drew it (``shown_js`` turns true: what the late answer would put on screen)."""
+    page.wait_for_function(
+        f"([url]) => (window.dpwExplorer.dropped || []).includes(url) || ({shown_js})", arg=[url], timeout=60_000
+    )
+
+
+def _refuse(page: Any, selector: str, typed: str) -> None:
+    refusals = page.evaluate("window.dpwExplorer.refusals")
+    page.fill(selector, typed)
+    page.wait_for_function(f"window.dpwExplorer.refusals > {refusals}")
+
+
+TEXT_OF = "document.getElementById('{}').textContent"
+
+
+def test_late_gaussian_witness_is_dropped_after_the_value_is_refused(browser: Any, server: dict[str, Any]) -> None:
+    """Issue 32's failure, made certain: the exact Gaussian asked for ε = 0.6 answers after f(D) = 2·10⁹
+    was refused; the witness must not say "✔ the claim holds" for a refused setting."""
+    page, problems = _open(browser, server["url"], 1366)
+    page.locator("#plot-gauss").scroll_into_view_if_needed()
+    held = _Held(page, re.compile(r"/api/gaussian\?epsilon=0\.6&"))
+    _set_number(page, "#epsilon-n", "0.6")
+    url = held.wait()  # asked once the setting has rested, while the panel is on screen
+    assert "epsilon=0.6" in url and page.get_attribute("#gauss-witness", "data-state") == "loading"
+    _refuse(page, "#value", "2e9")
+    assert _text(page, "#gauss-witness") == NOT_COMPUTED
+    held.release()
+    _wait_handled(page, url, "['ok', 'bad'].includes(document.getElementById('gauss-witness').dataset.state)")
+    assert _text(page, "#gauss-witness") == NOT_COMPUTED and page.get_attribute("#gauss-witness", "data-state") == "none"
+    assert "σ really sampled" not in _text(page, "#live")
+    _assert_nothing_stale(page, "late Gaussian witness")
+    assert problems == []
+    page.context.close()
+
+
+def test_late_membership_answer_is_dropped_after_epsilon_is_refused(browser: Any, server: dict[str, Any]) -> None:
+    page, problems = _open(browser, server["url"], 1366)
+    held = _Held(page, re.compile(r"/api/redteam/membership\?epsilon=0\.7&"))
+    _set_number(page, "#epsilon-n", "0.7")
+    url = held.wait()
+    _refuse(page, "#epsilon-n", "150")
+    page.wait_for_function(f"{TEXT_OF.format('membership-result')} === '{NOT_COMPUTED}'")
+    held.release()
+    _wait_handled(page, url, f"{TEXT_OF.format('membership-result')} !== '{NOT_COMPUTED}'")
+    _assert_nothing_stale(page, "late membership answer")
+    assert problems == []
+    page.context.close()
+
+
+def test_late_composition_answer_never_overwrites_a_newer_one(browser: Any, server: dict[str, Any]) -> None:
+    """kε against zCDP asked for ε = 0.7, then for ε = 0.8; the answer for 0.7 arrives last."""
+    page, problems = _open(browser, server["url"], 1366)
+    held = _Held(page, re.compile(r"/api/beyond/composition\?epsilon=0\.7&"))
+    _set_number(page, "#epsilon-n", "0.7")
+    url = held.wait()
+    assert "epsilon=0.7" in url
+    _set_number(page, "#epsilon-n", "0.8")
+    page.wait_for_function(f"{TEXT_OF.format('kzcdp-text')}.includes('basic composition says ε = 0.8 ')")
+    newer = _text(page, "#kzcdp-text")
+    held.release()
+    _wait_handled(page, url, f"{TEXT_OF.format('kzcdp-text')} !== {json.dumps(newer)}")
+    assert _text(page, "#kzcdp-text") == newer
+    assert "ε = 0.7 " not in _text(page, "#kzcdp-text")
+    assert problems == []
+    page.context.close()
+
+
+@pytest.mark.parametrize("change", ["moved", "refused"])
+def test_late_red_team_answers_after_the_setting_moved_or_was_refused(browser: Any, server: dict[str, Any], change: str) -> None:
+    """The simulation and the floating-point leak are asked by a button; their answers arrive after ε
+    moved to another valid value (the request is not aborted: the answer really arrives late) or was
+    refused (the request is aborted). Either way the window says "not computed", never the old numbers."""
+    page, problems = _open(browser, server["url"], 1366)
+    simulation = _Held(page, re.compile(r"/api/redteam/membership\?.*simulate=true"))
+    floating = _Held(page, re.compile(r"/api/redteam/floating-point\?"))
+    page.click("#membership-run")
+    page.click("#fp-run")
+    urls = {"membership-sim": simulation.wait(), "fp-result": floating.wait()}
+    if change == "moved":
+        _set_number(page, "#epsilon-n", "0.7")
+    else:
+        _refuse(page, "#epsilon-n", "0.001")
+    simulation.release()
+    floating.release()
+    for element, url in urls.items():
+        _wait_handled(page, url, f"/\\d/.test({TEXT_OF.format(element)})")
+        assert _text(page, f"#{element}") == NOT_COMPUTED, (change, element, _text(page, f"#{element}"))
+    assert page.is_hidden("#fp-figure") and page.is_hidden("#fp-doubles-figure")
+    if change == "moved":  # pressed again, each answers for the setting now shown
+        page.click("#fp-run")
+        page.wait_for_function(f"{TEXT_OF.format('fp-result')}.includes('at ε = 0.7 ')")
+    assert problems == []
+    page.context.close()
+
+
+def test_late_live_answer_is_dropped_and_the_newest_setting_drawn(browser: Any, server: dict[str, Any]) -> None:
+    page, problems = _open(browser, server["url"], 1366)
+    held = _Held(page, re.compile(r"/api/live\?epsilon=0\.25&"))
+    page.fill("#epsilon-n", "0.25")
+    url = held.wait()
+    assert "epsilon=0.25" in url
+    version = _version(page)
+    page.fill("#epsilon-n", "4")  # asked once the answer in flight is in: one question at a time
+    held.release()
+    page.wait_for_function(f"window.dpwExplorer.liveVersion > {version}", timeout=15_000)
+    assert url in page.evaluate("window.dpwExplorer.dropped")
+    assert _version(page) == version + 1 and _text(page, "#out-scale") == "0.25"  # Δ/ε = 1/4, not 1/0.25
     assert problems == []
     page.context.close()
 
