@@ -252,6 +252,7 @@ function drawFrame() {
   const massInView = noNoise ? (f1 >= xMin && f1 <= xMax ? 1 : 0) : Math.min(laplaceMass(xMin, xMax, f1, b), laplaceMass(xMin, xMax, f2, b));
   const peakCut = !noNoise && 1 / (2 * b) > yMax;
   $("fit-axes").dataset.needed = String(massInView < 0.999 || peakCut);
+  $("plot-density").dataset.epsilon = String(eps); // the ε this picture is drawn for (tests: every drag step)
   $("plot-density").dataset.massInView = String(massInView);
   $("plot-density").dataset.peakInView = String(!peakCut);
   const p1 = noNoise ? null : z.map((v) => laplaceDensity(v, f1, b));
