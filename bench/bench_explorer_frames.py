@@ -1,6 +1,6 @@
 """Benchmark: the explorer's page work per animation frame while the ε slider is dragged (issue 22's target).
 
-    python3 bench/bench_explorer_frames.py [--widths 1366,375] [--drags 3] [--moves 80] [--json FILE]
+    python3 bench/bench_explorer_frames.py [--widths 1280,375] [--drags 3] [--moves 80] [--json FILE]
 
 Starts ``dpwitness explore`` on a free loopback port and drives headless Chromium
 (``$DPWITNESS_CHROMIUM`` or ``chromium`` on PATH; ``bash scripts/install-browser``) with
@@ -144,7 +144,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--widths", default="1366,375", help="viewport widths, px (default 1366,375)")
+    parser.add_argument("--widths", default="1280,375", help="viewport widths, px (default 1280,375: the target's)")
     parser.add_argument("--drags", type=int, default=3, help="drags per width, each on a fresh page (default 3)")
     parser.add_argument("--moves", type=int, default=80, help="mouse moves per drag (default 80)")
     parser.add_argument("--json", type=Path, help="also write every frame duration and the machine to this file")
