@@ -932,6 +932,12 @@ def test_exact_gaussian_witness_never_speaks_for_another_setting(browser: Any, s
     old = _text(page, "#gauss-witness")
     sigma = re.search(r"σ really sampled ([\d.]+)", old)
     assert sigma, old
+    assert page.is_visible("#gauss-call") and "Gaussian(" in _text(page, "#gauss-call")
+    _refuse(page, "#value", "2e9")  # f(D) is not part of the Gaussian's question, but the setting is refused
+    assert _text(page, "#gauss-witness") == NOT_COMPUTED and page.is_hidden("#gauss-call")
+    _set_number(page, "#value", "42")
+    page.locator("#plot-gauss").scroll_into_view_if_needed()  # asked for again while on screen
+    page.wait_for_function("document.getElementById('gauss-witness').dataset.state === 'ok'", timeout=90_000)
     _set_number(page, "#epsilon-n", "8")
     now = _text(page, "#gauss-witness")
     assert sigma.group(1) not in now and "δ(ε = 0.5)" not in now, now

@@ -108,6 +108,7 @@ export function refuse(message) {
     node.classList.add("stale");
   }
   $("gauss-witness").dataset.state = "none";
+  showCall("gauss-call", ""); // the exact Gaussian's call was for the previous setting
   $("tamper-detail").hidden = true;
   setText($("release-label"), t("live.release_none"));
   const badge = $("badge");

@@ -92,7 +92,7 @@ async function membership() {
 }
 
 async function simulate() {
-  if (!state.valid) return;
+  if (!state.valid) { simulationCleared(); return; }
   const turn = simulationPanel.begin();
   $("membership-sim").classList.remove("stale");
   setText($("membership-sim"), t("common.loading"));
@@ -112,7 +112,7 @@ async function simulate() {
 }
 
 async function differencing(noisy) {
-  if (noisy && !state.valid) return;
+  if (noisy && !state.valid) { differencingCleared(); return; }
   differencingMode = noisy ? "noisy" : "exact";
   const turn = differencingPanel.begin();
   $("diff-exact").setAttribute("aria-pressed", String(!noisy));
