@@ -67,7 +67,8 @@ class Turn {
     } catch (error) {
       if (this.current) throw error;
     }
-    probe.dropped.push(apiUrl(path, params)); // for tests: which answers were dropped
+    probe.dropped.push(apiUrl(path, params)); // for tests: which answers were dropped (the last 200)
+    if (probe.dropped.length > 200) probe.dropped.shift();
     if (this.generation === this.panel.generation) this.panel.moved(); // not replaced by a newer question
     return null;
   }
