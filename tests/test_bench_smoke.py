@@ -98,3 +98,41 @@ def test_bounding_benchmark_runs_on_a_small_table(tmp_path: Path) -> None:
     assert [r["stat"] for r in rows] == list(module.STATS)
     assert all(r["dpwitness_cpu_s"] >= 0 and r["polars_first_k_wall_s"] > 0 for r in rows)
     assert module.table(rows, 5).count("\n") == len(rows) + 1
+
+
+def _explorer_frames() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_explorer_frames", BENCH.parent / "bench_explorer_frames.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_explorer_frames_benchmark_summarises_per_width() -> None:
+    """bench/bench_explorer_frames.py's report: nearest-rank p50 and p95 per width, the 8 ms target, the machine."""
+    module = _explorer_frames()
+    assert module.percentile([4.0, 1.0, 3.0, 2.0], 0.95) == 4.0 and module.percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.0
+    row = module.summarise(375, [{"frames": 2, "durations_ms": [1.0, 2.0]}, {"frames": 1, "durations_ms": [9.0]}])
+    assert (row["frames"], row["p50_ms"], row["p95_ms"], row["max_ms"], row["met"]) == (3, 2.0, 9.0, 9.0, False)
+    assert module.table([row]).splitlines()[-1].startswith("| 375 px | 2 | 3 | 2.00 ms | 9.00 ms |")
+    assert module.cpu_model()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_explorer_frames_benchmark_drags_in_a_real_browser() -> None:
+    """One short drag through the script's own code (it cannot rot): frames are measured, none negative."""
+    pytest.importorskip("playwright.sync_api")
+    module = _explorer_frames()
+    executable = module.chromium()
+    if executable is None:
+        pytest.skip("no Chromium: set DPWITNESS_CHROMIUM or install it (bash scripts/install-browser)")
+    from playwright.sync_api import sync_playwright
+
+    with module.explorer() as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=module.CHROMIUM_ARGS)
+        try:
+            drag = module.drag_frames(browser, url, 375, moves=8)
+        finally:
+            browser.close()
+    assert drag["frames"] >= 1 and all(d >= 0 for d in drag["durations_ms"])

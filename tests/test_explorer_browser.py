@@ -5,7 +5,10 @@ installs Debian's). Screenshots of every step, at 1366 and 375 px, in English an
 ``test-output/explorer/`` (gitignored); timings are printed (run with ``-s``) and written to
 ``test-output/explorer/timings.json``.
 
-Each defect of issues 13 and 22 has a test here that fails on the page as it was before the fix.
+Each defect of issues 13, 22 and 32 has a test here that fails on the page as it was before the fix
+(issue 32: answers held back by Playwright routes and released late, ``test_late_*``). Speed is
+not asserted where it depends on the machine's load: the page's work per frame while dragging is
+``bench/bench_explorer_frames.py``'s figure (docs/benchmarks.md).
 axe-core (``tests/vendor/axe-core/axe.min.js``, 4.14.1 from the npm registry, MPL-2.0) is injected
 into the page by Playwright for the accessibility checks.
 """
@@ -23,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +50,6 @@ CHROMIUM_ARGS = [
 #: Targets from the issues (a slower CI machine may loosen them with these variables).
 REDRAW_TARGET_MS = float(os.environ.get("DPWITNESS_EXPLORER_REDRAW_TARGET_MS", "100"))
 LOAD_TARGET_S = float(os.environ.get("DPWITNESS_EXPLORER_LOAD_TARGET_S", "1.0"))
-FRAME_TARGET_MS = float(os.environ.get("DPWITNESS_EXPLORER_FRAME_TARGET_MS", "8"))
 FIRST_PAINT_TARGET_MS = float(os.environ.get("DPWITNESS_EXPLORER_FIRST_PAINT_TARGET_MS", "300"))
 STEPS = 14
 #: What each step must show, whatever the language: the issue's missing ideas, one selector each.
@@ -153,10 +155,15 @@ def server() -> Iterator[dict[str, Any]]:
         print("\nexplorer timings:", json.dumps(TIMINGS, indent=2))
 
 
-def _open(browser: Any, url: str, width: int, *, height: int = 900, query: str = "") -> tuple[Any, list[str]]:
-    """A fresh, empty browser profile; navigate and wait until every part of the page is drawn."""
+def _open(
+    browser: Any, url: str, width: int, *, height: int = 900, query: str = "", withheld: re.Pattern[str] | None = None
+) -> tuple[Any, list[str]]:
+    """A fresh, empty browser profile; navigate and wait until every part of the page is drawn.
+    Requests matching ``withheld`` are never answered (a route that holds them for good)."""
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
+    if withheld is not None:
+        page.route(withheld, lambda route: None)
     problems: list[str] = []
     page.on(
         "console", lambda message: problems.append(f"console.{message.type}: {message.text}") if message.type == "error" else None
@@ -205,11 +212,6 @@ def _text(page: Any, selector: str) -> str:
 def _go_to_step(page: Any, step: int) -> None:
     page.click(f"#step-button-{step}")
     page.wait_for_function(f"document.getElementById('step').dataset.step === '{step}'", timeout=15_000)
-
-
-def _p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
 
 # --- load, paint, every step in both languages and at both widths -----------------------------------
@@ -297,45 +299,64 @@ def test_language_switch_and_unknown_language_fallback(browser: Any, server: dic
     page.context.close()
 
 
-@pytest.mark.xfail(reason="load-dependent (issue 32): to be a sample-count test or a bench/ figure", strict=False)
-# --- dragging: every frame redrawn in the page, measured ------------------------------------------------
+# --- dragging: every step redrawn in the page, for the value it shows ----------------------------------
+#: Mouse moves of one drag of the ε slider, from its left end to its right end.
+DRAG_MOVES = 80
+
+
 @pytest.mark.parametrize("width", WIDTHS)
-def test_drag_redraws_every_animation_frame_within_8_ms(browser: Any, server: dict[str, Any], width: int) -> None:
-    page, problems = _open(browser, server["url"], width)
+def test_drag_redraws_the_plot_for_every_value_it_shows(browser: Any, server: dict[str, Any], width: int) -> None:
+    """A drag of the ε slider, with every server answer held back until it ends: each value the slider
+    takes is drawn by the page itself, one picture per input event, for that value; after the drag,
+    the server's numbers arrive for the final value. How long a frame takes is a benchmark's figure
+    (bench/bench_explorer_frames.py), not this test's."""
+    # The exact Gaussian never answers here: its answer would draw a frame of its own, at any time.
+    page, problems = _open(browser, server["url"], width, withheld=re.compile(r"/api/gaussian\?"))
+    held: list[Any] = []
+    page.route(re.compile(r"/api/"), lambda route: held.append(route))  # no answer reaches the page during the drag
     page.locator("#plot-density").scroll_into_view_if_needed()
+    page.evaluate(
+        "window.inputsSeen = 0; document.getElementById('epsilon').addEventListener('input', () => { window.inputsSeen += 1; })"
+    )
     box = page.locator("#epsilon").bounding_box()
     assert box is not None
     y = box["y"] + box["height"] / 2
-    page.evaluate("performance.clearMeasures('dpw-frame')")
+    page.evaluate("new Promise((done) => requestAnimationFrame(() => done(0)))")  # the load's last frame is drawn
+    frames, version = page.evaluate("window.dpwExplorer.frames"), _version(page)
+    curves: list[str | None] = []
+    shown: list[str] = []
+
+    def drawn_for_the_value_shown() -> None:
+        value = page.input_value("#epsilon-n")
+        page.wait_for_function(
+            "([eps]) => document.getElementById('plot-density').dataset.epsilon === eps", arg=[value], timeout=15_000
+        )
+        shown.append(value)
+        curves.append(page.get_attribute("#plot-density path[data-series='p(z | D)']", "d"))
+
     page.mouse.move(box["x"] + 4, y)
-    page.mouse.down()
-    frames_before = page.evaluate("window.dpwExplorer.frames")
-    curves = set()
-    for i in range(1, 81):
-        page.mouse.move(box["x"] + 4 + (box["width"] - 8) * i / 80, y)
-        if i % 10 == 0:
-            curves.add(page.get_attribute("#plot-density path[data-series='p(z | D)']", "d"))
-    # while the button is still down, the page has drawn many frames and the curve has moved
-    frames_during = page.evaluate("window.dpwExplorer.frames") - frames_before
+    page.mouse.down()  # on the track's left end: ε jumps to 0.01
+    drawn_for_the_value_shown()
+    for i in range(1, DRAG_MOVES + 1):
+        page.mouse.move(box["x"] + 4 + (box["width"] - 8) * i / DRAG_MOVES, y)
+        drawn_for_the_value_shown()
+    inputs = page.evaluate("window.inputsSeen")
+    painted = page.evaluate("window.dpwExplorer.frames") - frames
+    assert shown[0] == "0.01" and shown[-1] == "100", shown
+    assert painted == inputs, (painted, inputs)  # one picture per value, none skipped, none for nothing
+    assert inputs == len(set(shown)) and inputs > DRAG_MOVES // 2, (inputs, shown)
+    for i in range(1, len(shown)):  # each new value, a new curve; the same value, the same curve
+        assert (curves[i] != curves[i - 1]) == (shown[i] != shown[i - 1]), (i, shown[i - 1], shown[i])
+    assert _version(page) == version  # nothing came from the server: every picture was the page's own
     page.mouse.up()
-    durations: list[float] = page.evaluate("performance.getEntriesByName('dpw-frame').map(e => e.duration)")
-    TIMINGS.setdefault("drag_frames", {})[str(width)] = {
-        "frames_drawn_while_dragging": frames_during,
-        "mouse_moves": 80,
-        "count": len(durations),
-        "median_ms": round(statistics.median(durations), 2),
-        "p95_ms": round(_p95(durations), 2),
-        "max_ms": round(max(durations), 2),
-        "load_average": os.getloadavg(),
-    }
-    assert frames_during >= 40, TIMINGS["drag_frames"]
-    assert len(curves) >= 6, "the density curve did not follow the drag"
-    TIMINGS["frame_target_ms"] = FRAME_TARGET_MS * _oversubscription()
-    assert _p95(durations) <= TIMINGS["frame_target_ms"], TIMINGS["drag_frames"]
-    # after the drag, the server's exact numbers arrive for the final setting: the slider's end is
-    # the server's largest ε (the slider is logarithmic over the server's whole range)
-    page.wait_for_function("document.getElementById('epsilon-n').value === '100'")
+    page.unroute(re.compile(r"/api/"))
+    for route in held:
+        with suppress(playwright_api.Error):
+            route.continue_()
+    # after the drag, the server's exact numbers for the final setting: b = Δ/ε = 1/100
     page.wait_for_function("document.getElementById('out-scale').textContent === '0.01'", timeout=15_000)
+    assert page.get_attribute("#plot-density", "data-epsilon") == "100"
+    assert "scale 0.01," in (page.get_attribute("#plot-density", "aria-label") or "")
     assert problems == []
     page.context.close()
 
@@ -696,7 +717,7 @@ def test_every_refused_input_leaves_no_stale_number(browser: Any, server: dict[s
         refusals = page.evaluate("window.dpwExplorer.refusals")
         page.fill(selector, typed)
         page.wait_for_function(f"window.dpwExplorer.refusals > {refusals}")
-        page.wait_for_timeout(300)  # an answer in flight for the previous setting must not be drawn now
+        # (an answer in flight for the previous setting arriving now: test_late_* below, held on purpose)
         assert page.get_attribute(selector, "aria-invalid") == "true"
         assert message in _text(page, "#live-error"), (typed, _text(page, "#live-error"))
         _assert_nothing_stale(page, (selector, typed))
@@ -706,6 +727,154 @@ def test_every_refused_input_leaves_no_stale_number(browser: Any, server: dict[s
         assert page.get_attribute("#badge", "data-ok") == "true" and _text(page, "#out-scale") == "2"
     assert page.get_attribute("#badge", "data-ok") == "true" and _text(page, "#out-scale") == "2"
     assert page.is_hidden("#live-error") and page.get_attribute("#live", "data-stale") is None
+    assert problems == []
+    page.context.close()
+
+
+# --- late answers: held back on purpose, released after the setting moved or was refused --------------
+class _Held:
+    """The server's answers to requests matching ``pattern``, held back by a Playwright route.
+
+    The first ``count`` matching requests are held (later ones go through) until ``release``; the test
+    then waits on the page's own record of what became of each released answer, never on time."""
+
+    def __init__(self, page: Any, pattern: re.Pattern[str], count: int = 1) -> None:
+        self.page, self.count = page, count
+        self.routes: list[Any] = []
+        page.route(pattern, self._route)
+
+    def _route(self, route: Any) -> None:
+        if len(self.routes) < self.count:
+            self.routes.append(route)
+        else:
+            route.continue_()
+
+    def wait(self, expected: int = 1) -> str:
+        """Until ``expected`` requests are held (each page call lets Playwright deliver its route events);
+        returns the last one's address as the page asked it (/api/…)."""
+        deadline = time.monotonic() + 30
+        while len(self.routes) < expected:
+            assert time.monotonic() < deadline, f"no request held for {self.routes}"
+            self.page.evaluate("0")  # a round trip to the browser: pending route events are delivered
+        url: str = self.routes[expected - 1].request.url
+        return url[url.index("/api/") :]
+
+    def release(self, index: int = 0) -> None:
+        """Let the held request through to the server, whose answer then reaches the page late. A request
+        the page aborted meanwhile (a refusal aborts what was asked for the refused setting) has no answer."""
+        with suppress(playwright_api.Error):
+            self.routes[index].continue_()
+
+
+def _wait_handled(page: Any, url: str, shown_js: str) -> None:
+    """Until the page has dealt with the late answer to ``url``: it dropped it (``dpwExplorer.dropped``)
+    or it drew it (``shown_js`` turns true: what the late answer would put on screen)."""
+    page.wait_for_function(
+        f"([url]) => (window.dpwExplorer.dropped || []).includes(url) || ({shown_js})", arg=[url], timeout=60_000
+    )
+
+
+def _refuse(page: Any, selector: str, typed: str) -> None:
+    refusals = page.evaluate("window.dpwExplorer.refusals")
+    page.fill(selector, typed)
+    page.wait_for_function(f"window.dpwExplorer.refusals > {refusals}")
+
+
+TEXT_OF = "document.getElementById('{}').textContent"
+
+
+def test_late_gaussian_witness_is_dropped_after_the_value_is_refused(browser: Any, server: dict[str, Any]) -> None:
+    """Issue 32's failure, made certain: the exact Gaussian asked for ε = 0.6 answers after f(D) = 2·10⁹
+    was refused; the witness must not say "✔ the claim holds" for a refused setting."""
+    page, problems = _open(browser, server["url"], 1366)
+    page.locator("#plot-gauss").scroll_into_view_if_needed()
+    held = _Held(page, re.compile(r"/api/gaussian\?epsilon=0\.6&"))
+    _set_number(page, "#epsilon-n", "0.6")
+    url = held.wait()  # asked once the setting has rested, while the panel is on screen
+    assert "epsilon=0.6" in url and page.get_attribute("#gauss-witness", "data-state") == "loading"
+    _refuse(page, "#value", "2e9")
+    assert _text(page, "#gauss-witness") == NOT_COMPUTED
+    held.release()
+    _wait_handled(page, url, "['ok', 'bad'].includes(document.getElementById('gauss-witness').dataset.state)")
+    assert _text(page, "#gauss-witness") == NOT_COMPUTED and page.get_attribute("#gauss-witness", "data-state") == "none"
+    assert "σ really sampled" not in _text(page, "#live")
+    _assert_nothing_stale(page, "late Gaussian witness")
+    assert problems == []
+    page.context.close()
+
+
+def test_late_membership_answer_is_dropped_after_epsilon_is_refused(browser: Any, server: dict[str, Any]) -> None:
+    page, problems = _open(browser, server["url"], 1366)
+    held = _Held(page, re.compile(r"/api/redteam/membership\?epsilon=0\.7&"))
+    _set_number(page, "#epsilon-n", "0.7")
+    url = held.wait()
+    _refuse(page, "#epsilon-n", "150")
+    page.wait_for_function(f"{TEXT_OF.format('membership-result')} === '{NOT_COMPUTED}'")
+    held.release()
+    _wait_handled(page, url, f"{TEXT_OF.format('membership-result')} !== '{NOT_COMPUTED}'")
+    _assert_nothing_stale(page, "late membership answer")
+    assert problems == []
+    page.context.close()
+
+
+def test_late_composition_answer_never_overwrites_a_newer_one(browser: Any, server: dict[str, Any]) -> None:
+    """kε against zCDP asked for ε = 0.7, then for ε = 0.8; the answer for 0.7 arrives last."""
+    page, problems = _open(browser, server["url"], 1366)
+    held = _Held(page, re.compile(r"/api/beyond/composition\?epsilon=0\.7&"))
+    _set_number(page, "#epsilon-n", "0.7")
+    url = held.wait()
+    assert "epsilon=0.7" in url
+    _set_number(page, "#epsilon-n", "0.8")
+    page.wait_for_function(f"{TEXT_OF.format('kzcdp-text')}.includes('basic composition says ε = 0.8 ')")
+    newer = _text(page, "#kzcdp-text")
+    held.release()
+    _wait_handled(page, url, f"{TEXT_OF.format('kzcdp-text')} !== {json.dumps(newer)}")
+    assert _text(page, "#kzcdp-text") == newer
+    assert "ε = 0.7 " not in _text(page, "#kzcdp-text")
+    assert problems == []
+    page.context.close()
+
+
+@pytest.mark.parametrize("change", ["moved", "refused"])
+def test_late_red_team_answers_after_the_setting_moved_or_was_refused(browser: Any, server: dict[str, Any], change: str) -> None:
+    """The simulation and the floating-point leak are asked by a button; their answers arrive after ε
+    moved to another valid value (the request is not aborted: the answer really arrives late) or was
+    refused (the request is aborted). Either way the window says "not computed", never the old numbers."""
+    page, problems = _open(browser, server["url"], 1366)
+    simulation = _Held(page, re.compile(r"/api/redteam/membership\?.*simulate=true"))
+    floating = _Held(page, re.compile(r"/api/redteam/floating-point\?"))
+    page.click("#membership-run")
+    page.click("#fp-run")
+    urls = {"membership-sim": simulation.wait(), "fp-result": floating.wait()}
+    if change == "moved":
+        _set_number(page, "#epsilon-n", "0.7")
+    else:
+        _refuse(page, "#epsilon-n", "0.001")
+    simulation.release()
+    floating.release()
+    for element, url in urls.items():
+        _wait_handled(page, url, f"/\\d/.test({TEXT_OF.format(element)})")
+        assert _text(page, f"#{element}") == NOT_COMPUTED, (change, element, _text(page, f"#{element}"))
+    assert page.is_hidden("#fp-figure") and page.is_hidden("#fp-doubles-figure")
+    if change == "moved":  # pressed again, each answers for the setting now shown
+        page.click("#fp-run")
+        page.wait_for_function(f"{TEXT_OF.format('fp-result')}.includes('at ε = 0.7 ')")
+    assert problems == []
+    page.context.close()
+
+
+def test_late_live_answer_is_dropped_and_the_newest_setting_drawn(browser: Any, server: dict[str, Any]) -> None:
+    page, problems = _open(browser, server["url"], 1366)
+    held = _Held(page, re.compile(r"/api/live\?epsilon=0\.25&"))
+    page.fill("#epsilon-n", "0.25")
+    url = held.wait()
+    assert "epsilon=0.25" in url
+    version = _version(page)
+    page.fill("#epsilon-n", "4")  # asked once the answer in flight is in: one question at a time
+    held.release()
+    page.wait_for_function(f"window.dpwExplorer.liveVersion > {version}", timeout=15_000)
+    assert url in page.evaluate("window.dpwExplorer.dropped")
+    assert _version(page) == version + 1 and _text(page, "#out-scale") == "0.25"  # Δ/ε = 1/4, not 1/0.25
     assert problems == []
     page.context.close()
 
@@ -773,6 +942,12 @@ def test_exact_gaussian_witness_never_speaks_for_another_setting(browser: Any, s
     old = _text(page, "#gauss-witness")
     sigma = re.search(r"σ really sampled ([\d.]+)", old)
     assert sigma, old
+    assert page.is_visible("#gauss-call") and "Gaussian(" in _text(page, "#gauss-call")
+    _refuse(page, "#value", "2e9")  # f(D) is not part of the Gaussian's question, but the setting is refused
+    assert _text(page, "#gauss-witness") == NOT_COMPUTED and page.is_hidden("#gauss-call")
+    _set_number(page, "#value", "42")
+    page.locator("#plot-gauss").scroll_into_view_if_needed()  # asked for again while on screen
+    page.wait_for_function("document.getElementById('gauss-witness').dataset.state === 'ok'", timeout=90_000)
     _set_number(page, "#epsilon-n", "8")
     now = _text(page, "#gauss-witness")
     assert sigma.group(1) not in now and "δ(ε = 0.5)" not in now, now

@@ -1,12 +1,17 @@
 // GET a JSON endpoint; a 4xx answer becomes an Error carrying the server's parameter and code
 // (the page words it from its own strings table: see i18n.errorText).
 export async function getJSON(path, params = {}, signal = undefined) {
-  const query = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) query.set(k, String(v));
-  const response = await fetch(`/api/${path}?${query}`, { signal });
+  const response = await fetch(apiUrl(path, params), { signal });
   const body = await response.json();
   if (!response.ok) throw refusal(response, body);
   return body;
+}
+
+// The address of a JSON endpoint with its parameters (those left undefined or null are left out).
+export function apiUrl(path, params = {}) {
+  const query = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) query.set(k, String(v));
+  return `/api/${path}?${query}`;
 }
 
 export function refusal(response, body) {

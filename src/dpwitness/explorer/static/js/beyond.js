@@ -1,6 +1,7 @@
 // Beyond the source documents (after ViP, PETS 2022): choose a target and get ε; 100 possible
 // releases as dots; the privacy-loss random variable of the exact releases; kε against zCDP.
-import { debounce, getJSON } from "./api.js";
+import { debounce } from "./api.js";
+import { Panel } from "./answers.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
 import { emptyPlot, linePlot } from "./plot.js";
 import { onChange, state } from "./state.js";
@@ -8,16 +9,31 @@ import { onChange, state } from "./state.js";
 const $ = (id) => document.getElementById(id);
 let inverse = null;
 
-let solving = 0;
+// "Choose a target, get ε": only the error target depends on the live setting (through Δ).
+const errorTarget = () => $("inv-target").value === "error";
+const inversePanel = new Panel({
+  key: () => `${$("inv-target").value}|${$("inv-value").value}|${errorTarget() ? state.sensitivity : ""}`,
+  follows: errorTarget,
+  refused: () => { inverse = null; $("inv-result").textContent = t("common.not_computed"); $("inv-use").disabled = true; },
+});
+// kε against zCDP (asked for the setting's ε, δ and k); the dots and the loss histogram are drawn
+// from the live panel's answer and cleared with it.
+const compositionPanel = new Panel({
+  key: () => `${state.epsilon}|${state.gaussDelta}|${state.releases}`,
+  refused: () => {
+    for (const id of ["plot-dots", "plot-loss", "plot-kzcdp"]) emptyPlot($(id), t("common.not_computed"));
+    for (const id of ["dots-text", "loss-text", "kzcdp-text"]) $(id).textContent = t("common.not_computed");
+  },
+});
+
 async function solve() {
   const target = $("inv-target").value, value = Number($("inv-value").value);
-  const mine = ++solving;
+  const turn = inversePanel.begin();
   if (target === "error" && !state.valid) return;
   if (target === "error" && state.sensitivity === 0) { inverse = null; setText($("inv-result"), t("live.no_noise")); $("inv-use").disabled = true; return; }
   try {
-    const answer = await getJSON("beyond/inverse", { target, value, sensitivity: state.sensitivity > 0 ? state.sensitivity : 1 });
-    // an answer for a setting that has changed (or been refused) since it was asked is dropped
-    if (mine !== solving || (target === "error" && (!state.valid || answer.sensitivity !== Number(state.sensitivity.toPrecision(6))))) return;
+    const answer = await turn.get("beyond/inverse", { target, value, sensitivity: state.sensitivity > 0 ? state.sensitivity : 1 });
+    if (!answer) return; // asked for a target, a value or a Δ that has changed, or a refused setting
     if (!answer.within) {
       inverse = null;
       setText($("inv-result"), t("beyond.inverse_outside", { eps: answer.epsilon, low: answer.range[0], high: answer.range[1] }));
@@ -28,7 +44,6 @@ async function solve() {
     setText($("inv-result"), t(`beyond.inverse_${target}`, { value: inverse.value, eps: inverse.epsilon, achieved: inverse.achieved, delta: inverse.sensitivity }));
     $("inv-use").disabled = false;
   } catch (error) {
-    if (mine !== solving) return;
     inverse = null;
     $("inv-result").textContent = errorText(error);
     $("inv-use").disabled = true;
@@ -82,24 +97,19 @@ export function drawBeyond(data) {
   setText($("loss-text"), t("beyond.loss_text", { n: losses.length, max, eps: state.epsilon, mean }));
 }
 
-export function beyondRefused() {
-  for (const id of ["plot-dots", "plot-loss", "plot-kzcdp"]) emptyPlot($(id), t("common.not_computed"));
-  for (const id of ["dots-text", "loss-text", "kzcdp-text"]) $(id).textContent = t("common.not_computed");
-  if ($("inv-target").value === "error") { solving += 1; $("inv-result").textContent = t("common.not_computed"); inverse = null; }
-}
-
 async function composition() {
   if (!state.valid) return;
   const k = Math.max(1, state.releases);
+  const turn = compositionPanel.begin();
   let data;
   try {
-    data = await getJSON("beyond/composition", { epsilon: state.epsilon, delta: state.gaussDelta, releases: Math.max(50, Math.min(100, k)) });
+    data = await turn.get("beyond/composition", { epsilon: state.epsilon, delta: state.gaussDelta, releases: Math.max(50, Math.min(100, k)) });
   } catch (error) {
     emptyPlot($("plot-kzcdp"), errorText(error));
     $("kzcdp-text").textContent = errorText(error);
     return;
   }
-  if (!state.valid) return;
+  if (!data) return; // for an ε, δ or k that has changed, or a refused setting
   const i = Math.min(k, data.k.length) - 1;
   linePlot($("plot-kzcdp"), {
     title: t("beyond.kzcdp_title"), xLabel: t("step8.axis_k"), yLabel: t("step8.axis_total"), yMin: 0, legend: true,

@@ -6,9 +6,9 @@
 // mechanism) when the gesture ends or "Fit axes" is pressed. A value outside the server's range
 // is refused in the page: every number and picture it would change says "not computed".
 import { announce } from "./announce.js";
-import { beyondRefused, drawBeyond } from "./beyond.js";
+import { Panel, refuseAll } from "./answers.js";
+import { drawBeyond } from "./beyond.js";
 import { showCall } from "./code.js";
-import { getJSON } from "./api.js";
 import { analyticSigma, gaussianDelta, grid, histogram, laplaceDensity, normalCdf, normalDensity, unitDraw } from "./gauss.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
 import { LIMITS, within } from "./limits.js";
@@ -44,6 +44,10 @@ function params() {
 const sameSetting = (p) => p && p.epsilon === Number(state.epsilon.toPrecision(6)) && p.sensitivity === Number(state.sensitivity.toPrecision(6))
   && p.value === Number(state.value.toPrecision(6)) && p.tamper === state.tamper;
 
+// The live panel's numbers and the exact Gaussian: each answer only for the setting it was asked for.
+const livePanel = new Panel({ key: () => JSON.stringify(params()) });
+const gaussPanel = new Panel({ key: () => gaussKey() });
+
 // --- the server: one request at a time, always for the latest setting ------------------------
 export async function update() {
   wanted = true;
@@ -52,18 +56,19 @@ export async function update() {
     wanted = false;
     if (!state.valid) return; // refused in the page: nothing to ask
     inFlight = true;
+    const turn = livePanel.begin();
     const started = performance.now();
     const slow = setTimeout(() => { $("redraw").textContent = t("common.loading"); }, 150);
     let data = null;
     try {
-      data = await getJSON("live", params());
+      data = await turn.get("live", params()); // null if the setting moved on or was refused meanwhile
     } catch (error) {
-      if (!wanted && state.valid) refuse(errorText(error));
+      refuse(errorText(error));
     } finally {
       clearTimeout(slow);
       inFlight = false;
     }
-    if (data && !wanted && state.valid) {
+    if (data) {
       showError(null);
       const fetched = performance.now();
       server = data;
@@ -103,6 +108,7 @@ export function refuse(message) {
     node.classList.add("stale");
   }
   $("gauss-witness").dataset.state = "none";
+  showCall("gauss-call", ""); // the exact Gaussian's call was for the previous setting
   $("tamper-detail").hidden = true;
   setText($("release-label"), t("live.release_none"));
   const badge = $("badge");
@@ -114,7 +120,7 @@ export function refuse(message) {
   for (const id of PLOTS) emptyPlot($(id), none);
   $("numbers").classList.remove("tampered");
   $("live").dataset.stale = "true";
-  beyondRefused();
+  refuseAll(); // every question asked for this setting is dropped; every panel clears what it drew
   probe.refusals += 1;
   changed();
 }
@@ -247,6 +253,7 @@ function drawFrame() {
   const massInView = noNoise ? (f1 >= xMin && f1 <= xMax ? 1 : 0) : Math.min(laplaceMass(xMin, xMax, f1, b), laplaceMass(xMin, xMax, f2, b));
   const peakCut = !noNoise && 1 / (2 * b) > yMax;
   $("fit-axes").dataset.needed = String(massInView < 0.999 || peakCut);
+  $("plot-density").dataset.epsilon = String(eps); // the ε this picture is drawn for (tests: every drag step)
   $("plot-density").dataset.massInView = String(massInView);
   $("plot-density").dataset.peakInView = String(!peakCut);
   const p1 = noNoise ? null : z.map((v) => laplaceDensity(v, f1, b));
@@ -379,9 +386,10 @@ async function fetchGaussian() {
   }
   box.dataset.state = "loading";
   setText(box, t("live.gauss_exact_loading"));
+  const turn = gaussPanel.begin();
   try {
-    const data = await getJSON("gaussian", { epsilon: state.epsilon, sensitivity: state.sensitivity, delta: state.gaussDelta });
-    if (key !== gaussKey()) return;
+    const data = await turn.get("gaussian", { epsilon: state.epsilon, sensitivity: state.sensitivity, delta: state.gaussDelta });
+    if (!data) return; // the setting moved on (its own pending text is shown) or was refused
     gaussExact = { key, data };
     const w = data.witness;
     box.dataset.state = w.ok ? "ok" : "bad";
@@ -389,7 +397,6 @@ async function fetchGaussian() {
     showCall("gauss-call", data.call);
     requestFrame();
   } catch (error) {
-    if (key !== gaussKey()) return;
     box.dataset.state = "error";
     setText(box, t("live.gauss_exact_unavailable", { message: errorText(error) }));
   }

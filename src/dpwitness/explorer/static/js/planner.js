@@ -1,7 +1,7 @@
 // The budget planner: split a total ε across three queries on the Adult table, see each one's
 // expected error against ε and the plan's disclosure risk, then release it through a real
 // dpwitness.Session whose ledger refuses a second release once the plan's budget is spent.
-import { getJSON } from "./api.js";
+import { Panel } from "./answers.js";
 import { announce } from "./announce.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
 import { linePlot } from "./plot.js";
@@ -12,7 +12,6 @@ const CLASSES = { count: "s0", mean: "s1", histogram: "s4" };
 const plan = { total: 1, count: 0.2, mean: 0.5, histogram: 0.3, delta: 0, mechanism: { count: "laplace", histogram: "laplace" } };
 const GAUSSIAN_QUERIES = ["count", "histogram"];
 let planId = newId();
-let sequence = 0;
 let last = null;
 
 function newId() {
@@ -42,17 +41,20 @@ function drawTotal() {
   $("plan-release").disabled = over;
 }
 
+// The plan's errors and risk, only for the plan on screen (its own sliders, not the live setting).
+const planPanel = new Panel({ key: () => JSON.stringify(params()), follows: () => false });
+
 async function refresh() {
-  const mine = ++sequence;
+  const turn = planPanel.begin();
   drawTotal();
   let data;
   try {
-    data = await getJSON("planner", params());
+    data = await turn.get("planner", params());
   } catch (error) {
-    if (mine === sequence) $("plan-status").textContent = errorText(error);
+    $("plan-status").textContent = errorText(error);
     return;
   }
-  if (mine !== sequence) return;
+  if (!data) return; // for a plan that has changed since
   last = data;
   setText($("plan-data"), t(data.data === "adult" ? "plan.data_adult" : "plan.data_generated", { rows: String(data.rows) }));
   for (const q of data.queries) {

@@ -1,5 +1,6 @@
 // The red team's windows: membership inference, differencing, the floating-point leak.
-import { debounce, getJSON } from "./api.js";
+import { debounce } from "./api.js";
+import { Panel } from "./answers.js";
 import { announce } from "./announce.js";
 import { showCall } from "./code.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
@@ -8,31 +9,63 @@ import { onChange, state } from "./state.js";
 
 const $ = (id) => document.getElementById(id);
 const pct = (v) => `${fmt(100 * v, 3)}%`;
-let lastKey = "";
+let shownKey = ""; // the setting whose membership answer is on screen
 
 function fail(id, error) {
   $(id).textContent = errorText(error);
 }
 
-async function membership() {
-  if (!state.valid) {
-    lastKey = "";
+function notComputed(...ids) {
+  for (const id of ids) { setText($(id), t("common.not_computed")); $(id).classList.add("stale"); }
+}
+
+// Each window's answer only for the setting it was asked for (see answers.js).
+const membershipKey = () => `${state.epsilon}|${state.sensitivity}|${state.tamper}`;
+const membershipPanel = new Panel({
+  key: membershipKey,
+  refused: () => {
+    shownKey = "";
     for (const id of ["plot-lr", "plot-roc"]) emptyPlot($(id), t("common.not_computed"));
-    for (const id of ["membership-result", "membership-sim"]) { setText($(id), t("common.not_computed")); $(id).classList.add("stale"); }
-    return;
-  }
-  const key = `${state.epsilon}|${state.sensitivity}|${state.tamper}`;
-  if (key === lastKey) return;
-  lastKey = key;
+    notComputed("membership-result");
+  },
+});
+// The simulation, the differencing and the floating-point leak are run by a button: an answer
+// dropped because the setting moved leaves "not computed" (press again), never the old numbers.
+const simulationCleared = () => { notComputed("membership-sim"); showCall("membership-call", ""); };
+const simulationPanel = new Panel({ key: () => `${membershipKey()}|${state.seed}`, refused: simulationCleared, moved: simulationCleared });
+let differencingMode = "exact"; // the question asked last: exact answers (ε not used) or noisy ones
+const differencingCleared = () => { notComputed("diff-result", "diff-result-d2", "diff-attack"); showCall("diff-call", ""); };
+const differencingPanel = new Panel({
+  key: () => `${differencingMode}|${differencingMode === "noisy" ? state.epsilon : ""}|${state.seed}`,
+  follows: () => differencingMode === "noisy", // the exact answers do not depend on the live setting's ε
+  refused: differencingCleared,
+  moved: differencingCleared,
+});
+const floatingCleared = () => {
+  notComputed("fp-result");
+  $("fp-figure").hidden = true;
+  $("fp-doubles-figure").hidden = true;
+  showCall("fp-call", "");
+};
+const floatingPanel = new Panel({ key: () => `${state.epsilon}|${state.seed}`, refused: floatingCleared, moved: floatingCleared });
+
+async function membership() {
+  if (!state.valid) return; // cleared by the refusal (membershipPanel.refused)
+  const key = membershipKey();
+  if (key === shownKey) return;
+  const turn = membershipPanel.begin();
   $("membership-result").classList.remove("stale");
   if ($("membership-sim").classList.contains("stale")) { $("membership-sim").textContent = ""; $("membership-sim").classList.remove("stale"); }
   let data;
   try {
-    data = (await getJSON("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, tamper: state.tamper })).analytic;
+    const answer = await turn.get("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, tamper: state.tamper });
+    if (!answer) return; // for a setting that has changed or been refused
+    data = answer.analytic;
   } catch (error) {
     fail("membership-result", error);
     return;
   }
+  shownKey = key;
   // A log axis: the cap e^ε and its mirror e^−ε stay visible whatever ε is.
   const high = Math.max(data.cap, data.max_likelihood_ratio) * 3, low = Math.min(1 / data.cap, ...data.likelihood_ratio) / 3;
   const lrSeries = data.no_noise
@@ -59,9 +92,14 @@ async function membership() {
 }
 
 async function simulate() {
+  if (!state.valid) { simulationCleared(); return; }
+  const turn = simulationPanel.begin();
+  $("membership-sim").classList.remove("stale");
   setText($("membership-sim"), t("common.loading"));
   try {
-    const sim = (await getJSON("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, simulate: true, seed: state.seed })).simulation;
+    const answer = await turn.get("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, simulate: true, seed: state.seed });
+    if (!answer) return;
+    const sim = answer.simulation;
     const [low, high] = sim.tpr_at_1pct_interval;
     setText($("membership-sim"), t("red.membership_sim_result", {
       trials: sim.trials, delta: sim.sensitivity, age: sim.target_value, auc: sim.auc, tpr: pct(sim.tpr_at_1pct), low: pct(low), high: pct(high), adv: sim.advantage, bound: sim.bound,
@@ -74,16 +112,21 @@ async function simulate() {
 }
 
 async function differencing(noisy) {
+  if (noisy && !state.valid) { differencingCleared(); return; }
+  differencingMode = noisy ? "noisy" : "exact";
+  const turn = differencingPanel.begin();
   $("diff-exact").setAttribute("aria-pressed", String(!noisy));
   $("diff-noisy").setAttribute("aria-pressed", String(noisy));
+  for (const id of ["diff-result", "diff-result-d2", "diff-attack"]) $(id).classList.remove("stale");
   setText($("diff-result"), t("common.loading"));
   let data;
   try {
-    data = await getJSON("redteam/differencing", noisy ? { epsilon: state.epsilon, seed: state.seed } : { seed: state.seed });
+    data = await turn.get("redteam/differencing", noisy ? { epsilon: state.epsilon, seed: state.seed } : { seed: state.seed });
   } catch (error) {
     fail("diff-result", error);
     return;
   }
+  if (!data) return;
   const rows = data.patients.map((p, i) => {
     const tr = document.createElement("tr");
     if (i === data.patients.length - 1) tr.className = "changed";
@@ -111,10 +154,13 @@ async function differencing(noisy) {
 }
 
 async function floatingPoint() {
+  $("fp-result").classList.remove("stale");
   setText($("fp-result"), t("common.loading"));
   if (!state.valid) { $("fp-result").textContent = t("common.not_computed"); return; }
+  const turn = floatingPanel.begin();
   try {
-    const data = await getJSON("redteam/floating-point", { epsilon: state.epsilon, seed: state.seed });
+    const data = await turn.get("redteam/floating-point", { epsilon: state.epsilon, seed: state.seed });
+    if (!data) return;
     setText($("fp-result"), t("red.floating_result", { naive: pct(data.naive_rate), ours: pct(data.dpwitness_rate), samples: data.samples, x: 0, y: 1, eps: state.epsilon }));
     announce(t("red.floating_short", { naive: pct(data.naive_rate) }));
     $("fp-figure").hidden = false;

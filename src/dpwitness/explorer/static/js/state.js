@@ -18,5 +18,6 @@ export function changed() {
 }
 
 // What tests and curious users can read: server round trips (ms), frames drawn in the page,
-// a version counter per server answer drawn, and the load time.
-export const probe = (window.dpwExplorer = { ready: false, redraws: [], fetchMs: [], frames: 0, liveVersion: 0, refusals: 0, loadMs: null });
+// a version counter per server answer drawn, the load time, and the answers dropped because they
+// arrived for a setting that had moved on or been refused (their /api/… addresses).
+export const probe = (window.dpwExplorer = { ready: false, redraws: [], fetchMs: [], frames: 0, liveVersion: 0, refusals: 0, loadMs: null, dropped: [] });

@@ -2,7 +2,8 @@
 // why and a picture. Numbers of the project's mechanism come from the server; smooth curves
 // that follow a formula (densities, the Gaussian comparison, the edge-case sketches) are drawn
 // in the page.
-import { debounce, getJSON } from "./api.js";
+import { debounce } from "./api.js";
+import { Panel, settingKey } from "./answers.js";
 import { grid, histogram, laplaceDensity } from "./gauss.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
 import { arrowFan, bars, flow, linePlot, numberLine } from "./plot.js";
@@ -140,9 +141,10 @@ const person = (name) => (PEOPLE.includes(name) ? t(`people.${PEOPLE.indexOf(nam
 
 const unit = () => t(local.query === "count" ? "unit.count" : "unit.sum");
 
-async function stepNeighbour(body) {
+async function stepNeighbour(body, turn) {
   neighbourControls(true);
-  const data = await getJSON("walkthrough/neighbour", neighbourParams());
+  const data = await turn.get("walkthrough/neighbour", neighbourParams());
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   const table = h("table", { class: "sheet" });
   table.append(h("caption", {}, t("step1.table_caption")));
   const head = h("tr");
@@ -163,9 +165,10 @@ async function stepNeighbour(body) {
   });
 }
 
-async function stepSensitivity(body) {
+async function stepSensitivity(body, turn) {
   neighbourControls(false);
-  const data = await getJSON("walkthrough/neighbour", neighbourParams());
+  const data = await turn.get("walkthrough/neighbour", neighbourParams());
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   const longest = Math.max(...data.fan.map((a) => Math.abs(a.delta)));
   const caption = t("step2.plot", { longest, delta: data.sensitivity });
   body.append(h("p", { id: "step-result" }, t(longest === data.sensitivity ? "step2.result_equal" : "step2.result_less", { longest, delta: data.sensitivity })));
@@ -233,10 +236,11 @@ async function stepDefinition(body) {
   codeBlock(body, `from dpwitness import Laplace\nmechanism = Laplace(sensitivity=${fmt(L.delta)}, epsilon=${fmt(eps)})\nmechanism.privacy_loss(${fmt(Math.abs(f1 - f2))})  # ≤ ε`);
 }
 
-async function stepLaplace(body) {
+async function stepLaplace(body, turn) {
   liveSlider(t("step4.slide_d"), "shift", { min: -1, max: 1, step: 0.05, value: state.dRatio, text: (r) => t("live.d_value", { d: fmt(r * state.sensitivity), r: fmt(r) }) });
   const L = live();
-  const data = await getJSON("walkthrough/tails", { epsilon: state.epsilon, sensitivity: state.sensitivity || 1 });
+  const data = await turn.get("walkthrough/tails", { epsilon: state.epsilon, sensitivity: state.sensitivity || 1 });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   const last = data.z.length - 1;
   body.append(h("p", { id: "step-result" }, t("step4.result", { b: data.scale, sigma: data.sigma, lap: data.laplace_log_ratio[last], gauss: data.gauss_log_ratio[last] })));
   twoDensities(body, t("step4.plot_densities"), L, () => ({}));
@@ -260,8 +264,9 @@ async function stepLaplace(body) {
   });
 }
 
-async function stepFormula(body) {
-  const data = await getJSON("live", { ...state, sensitivity: state.sensitivity || 1, tamper: false, releases: 1 });
+async function stepFormula(body, turn) {
+  const data = await turn.get("live", { ...state, sensitivity: state.sensitivity || 1, tamper: false, releases: 1 });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   const b = data.claimed.scale, f = data.params.value, many = data.many_releases;
   const mean = many.reduce((s, v) => s + v, 0) / many.length;
   const variance = many.reduce((s, v) => s + (v - mean) ** 2, 0) / (many.length - 1);
@@ -281,7 +286,7 @@ async function stepFormula(body) {
   });
 }
 
-async function stepDerivation(body) {
+async function stepDerivation(body, turn) {
   if (!(state.sensitivity > 0)) { body.append(h("p", {}, t("live.no_noise"))); return; }
   const b = state.sensitivity / state.epsilon; // only to place the z slider; every shown number comes from the server
   if (local.z === null || Math.abs(local.z - state.value) > 8 * b) local.z = state.value + 1.5 * b;
@@ -293,7 +298,8 @@ async function stepDerivation(body) {
   input.addEventListener("input", debounce(() => { local.z = Number(input.value); render(); }, 30));
   wrap.append(input, shown);
   controls.append(wrap);
-  const data = await getJSON("walkthrough/derivation", { epsilon: state.epsilon, sensitivity: state.sensitivity, value: state.value, d: state.d, z: local.z });
+  const data = await turn.get("walkthrough/derivation", { epsilon: state.epsilon, sensitivity: state.sensitivity, value: state.value, d: state.d, z: local.z });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   const box = h("div", { class: "derivation", id: "step-result" });
   box.append(
     h("p", {}, t("step6.line1", { d2: data.distance_2, d1: data.distance_1, gap: data.distance_gap })),
@@ -337,8 +343,9 @@ function mini(container, title, { b, f1, f2, eps, spike = false }, axes) {
   return eps;
 }
 
-async function stepEdges(body) {
-  const data = await getJSON("walkthrough/edge-cases", { epsilon: state.epsilon, sensitivity: state.sensitivity || 1 });
+async function stepEdges(body, turn) {
+  const data = await turn.get("walkthrough/edge-cases", { epsilon: state.epsilon, sensitivity: state.sensitivity || 1 });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   setText($("step-what"), t("step7.what", { delta: data.sensitivity, eps: data.epsilon }));
   const list = h("ul", { class: "edge-list", id: "step-result" });
   const n = data.negative, f = data.far_tail;
@@ -394,8 +401,9 @@ function stepComposition(body) {
   });
 }
 
-async function stepWorked(body) {
-  const data = await getJSON("walkthrough/worked-example", { epsilon: 1 });
+async function stepWorked(body, turn) {
+  const data = await turn.get("walkthrough/worked-example", { epsilon: 1 });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   setText($("step-what"), t("step9.what", { n: data.n, low: data.bounds[0], high: data.bounds[1], delta: data.sensitivity, b: data.scale, std: data.std, w: data.half_width }));
   const trap = data.trap_no_division, p = data.trap_private_n;
   const box = h("div", { id: "step-result" });
@@ -440,9 +448,10 @@ function stepDifferencing(body) {
   body.append(h("p", {}, "").appendChild(link).parentNode);
 }
 
-async function stepVector(body) {
+async function stepVector(body, turn) {
   select(t("step1.relation"), "relation", [["add-remove", t("step1.relation.add-remove")], ["replace-one", t("step1.relation.replace-one")]], (v) => (local.relation = v));
-  const data = await getJSON("walkthrough/vector", { relation: local.relation, epsilon: state.epsilon, seed: state.seed });
+  const data = await turn.get("walkthrough/vector", { relation: local.relation, epsilon: state.epsilon, seed: state.seed });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   body.append(
     h("p", { class: "formula" }, t("step11.formula")),
     h("p", { id: "step-result" }, t("step11.result", { delta: data.sensitivity, eps: data.epsilon, b: data.scale, k: data.draws, young: data.younger_than_20 })),
@@ -474,13 +483,14 @@ async function stepVector(body) {
       : t("step11.trap_bad", { delta: trap.calibrated_sensitivity, truth: trap.true_sensitivity, b: trap.scale, loss: trap.worst_loss, eps: data.epsilon }));
   box.append(verdict);
   body.append(box);
-  await younger(body);
+  await younger(body, turn);
 }
 
 // "How many people are younger than 20?": the Chinese source's example through Session.sql,
 // several possible releases, then clamped at 0 and rounded: post-processing is free.
-async function younger(body) {
-  const data = await getJSON("walkthrough/younger-than-20", { epsilon: state.epsilon, seed: state.seed });
+async function younger(body, turn) {
+  const data = await turn.get("walkthrough/younger-than-20", { epsilon: state.epsilon, seed: state.seed });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   const box = h("div", { id: "younger" });
   box.append(h("h4", {}, t("step11.young_heading")), h("p", {}, t("step11.young_intro", { eps: data.epsilon, b: data.scale, k: data.cases[0].noisy.length })));
   const sql = h("pre", { class: "sql", tabindex: "0" });
@@ -553,9 +563,15 @@ const STEPS = [
 
 export const STEP_COUNT = STEPS.length;
 
-let renderSeq = 0;
+// One question at a time for the step on screen; the live steps' questions follow the live setting.
+const walkPanel = new Panel({
+  key: () => `${current}|${STEPS[current].live ? settingKey() : ""}`,
+  follows: () => STEPS[current].live,
+  refused: () => render(), // a live step says at once that it is not computed for this setting
+});
+
 export async function render() {
-  const mine = ++renderSeq;
+  const turn = walkPanel.begin();
   const step = STEPS[current];
   setText($("step-count"), t("common.step_of", { n: current + 1, total: STEPS.length }));
   setText($("step-title"), t(`${step.key}.title`));
@@ -576,11 +592,11 @@ export async function render() {
   const myBody = body, myControls = controls;
   try {
     if (step.live && !state.valid) myBody.append(h("p", { class: "stale", id: "step-result" }, t("common.not_computed_step")));
-    else await step.draw(myBody);
+    else await step.draw(myBody, turn);
   } catch (error) {
     myBody.replaceChildren(h("p", { class: "error stale", role: "alert" }, errorText(error)));
   }
-  if (mine !== renderSeq) return;
+  if (!turn.current) return; // a newer render, or the setting moved or was refused while drawing
   $("step-controls").replaceWith(myControls);
   $("step-body").replaceWith(myBody);
   $("step").dataset.step = String(current + 1);
