@@ -133,6 +133,8 @@ def test_explorer_frames_benchmark_drags_in_a_real_browser() -> None:
         browser = playwright.chromium.launch(executable_path=executable, args=module.CHROMIUM_ARGS)
         try:
             drag = module.drag_frames(browser, url, 375, moves=8)
+            paints = module.first_paints(browser, url, 2)
         finally:
             browser.close()
     assert drag["frames"] >= 1 and all(d >= 0 for d in drag["durations_ms"])
+    assert len(paints) == 2 and all(p > 0 for p in paints)
