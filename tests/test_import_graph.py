@@ -32,7 +32,11 @@ def test_the_package_keeps_its_layer_contract() -> None:
     ("module", "line", "contract"),
     [
         # a function-level import closes a cycle inside the witness
-        ("witness/events.py", "def _probe() -> None:\n    from dpwitness.witness import audit  # noqa: F401\n", "No import cycle"),
+        (
+            "witness/events.py",
+            "def _probe() -> None:\n    from dpwitness.witness import audit  # noqa: F401\n",
+            "No import cycle",
+        ),
         # the randomness layer reaching up to the orchestration
         ("noise.py", "def _probe() -> None:\n    from dpwitness import session  # noqa: F401\n", "Layers"),
         # the witness importing the attacks (the attacks use the witness, never the reverse)
