@@ -307,11 +307,11 @@ def test_to_dict_is_json_ready() -> None:
 
 
 def test_progress_bar_runs(capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FORCE_COLOR", "1")  # rich draws on a captured stream as on a terminal
+    monkeypatch.setenv("DPWITNESS_PROGRESS", "1")  # the one display, drawn on a captured stream as on a terminal
     result = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=20_000, seed=1, progress=True)
     assert result.samples == 20_000
     drawn = capfd.readouterr().err
-    assert "auditing" in drawn and "40,000/40,000 runs" in drawn
+    assert "auditing" in drawn and "40000/40000" in drawn
     audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, samples=20_000, seed=1, progress=False)
     assert capfd.readouterr().err == ""
 
