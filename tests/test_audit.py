@@ -421,20 +421,24 @@ def test_vector_events_find_the_sum() -> None:
     assert 0.4 < result.epsilon_lower_bound <= 1.5
 
 
+@pytest.mark.slow
 def test_tight_mode_reports_a_sharper_bound_beside_the_fast_verdict() -> None:
     def noisy_max_value(answers: list[float], rng: np.random.Generator, size: int) -> Any:
         return np.max(np.asarray(answers) + rng.laplace(0.0, 4.0, (size, 5)), axis=1)  # ε = 0.5 claimed; loss 1.25
 
+    # The tight bounds are checked against the true loss at 99.9% confidence: a 95% bound on a
+    # mechanism whose loss the events attain lands above it in up to 5% of runs, by design, and the
+    # tight mode's sample count follows the CPU it gets.
     fast = audit(noisy_max_value, [1.0] * 5, [0.0] * 5, epsilon=0.5, seed=10)
-    tight = audit(noisy_max_value, [1.0] * 5, [0.0] * 5, epsilon=0.5, seed=10, tight=True, max_seconds=12)
+    tight = audit(noisy_max_value, [1.0] * 5, [0.0] * 5, epsilon=0.5, seed=10, tight=True, max_seconds=12, confidence=0.999)
     assert fast.violated and tight.violated and fast.tight_epsilon_lower_bound is None
     assert tight.tight_epsilon_lower_bound is not None and tight.tight_samples > fast.samples
     assert fast.epsilon_lower_bound < tight.tight_epsilon_lower_bound <= 1.25
     assert tight.best_epsilon_lower_bound == tight.tight_epsilon_lower_bound
-    assert "tight ε_lb" in str(tight) and tight.seconds < 30  # 12 s asked; a shared machine may lag a little
-    correct = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, seed=11, tight=True, max_seconds=8)
+    assert "tight ε_lb" in str(tight) and tight.cpu_seconds < 12 * 1.25  # the budget is CPU time, whatever the load
+    correct = audit(laplace_float(1.0), 0.0, 1.0, epsilon=1.0, seed=11, tight=True, max_seconds=8, confidence=0.999)
     assert not correct.violated and correct.tight_epsilon_lower_bound is not None
-    assert 0.95 <= correct.tight_epsilon_lower_bound <= 1.0
+    assert 0.93 <= correct.tight_epsilon_lower_bound <= 1.0
     json.dumps(correct.to_dict(), allow_nan=False)
 
 
