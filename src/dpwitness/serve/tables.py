@@ -22,11 +22,10 @@ from typing import Any
 
 import polars as pl
 
+from dpwitness.cells import polars_boolean, polars_integer, polars_number
 from dpwitness.errors import ParameterError
 from dpwitness.reader import scan_polars
 from dpwitness.serve.config import TableConfig
-
-_CASTS: dict[str, Any] = {"integer": pl.Int64, "float": pl.Float64, "string": pl.String}
 
 
 @dataclass(frozen=True)
@@ -101,9 +100,5 @@ def _kind(config: TableConfig, name: str) -> str:
 def _declared(name: str, kind: str) -> pl.Expr:
     """A text column cast to its declared type, non-strictly (a cell that does not fit is null)."""
     text = pl.col(name)
-    if kind == "boolean":
-        lowered = text.str.strip_chars().str.to_lowercase()
-        return pl.when(lowered == "true").then(True).when(lowered == "false").then(False).otherwise(None).alias(name)
-    if kind in ("integer", "float"):
-        return text.str.strip_chars().cast(_CASTS[kind], strict=False).alias(name)
-    return text.alias(name)
+    readers = {"boolean": polars_boolean, "integer": polars_integer, "float": polars_number}  # the cell grammar
+    return (readers[kind](text) if kind in readers else text).alias(name)
