@@ -274,10 +274,13 @@ def _scan_native(path: Path, dialect: Dialect, names: tuple[str, ...]) -> pl.Laz
     )
 
 
-def _first_record_has_bom(path: Path) -> bool:
+def _first_record_has_bom(path: Path) -> tuple[bool, bool]:
+    """Whether the first record starts with U+FEFF, and whether it is only that (a lone byte-order
+    mark ending the file with no final newline: Polars then sees nothing to parse at all)."""
     with path.open("rb") as handle:
         handle.readline(_HEADER_LIMIT + 1)
-        return handle.read(3) == _BOM.encode()
+        bom = handle.read(3) == _BOM.encode()
+        return bom, bom and handle.read(1) == b""
 
 
 def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False) -> pl.LazyFrame:
@@ -306,7 +309,10 @@ def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False
         encoding="utf8-lossy",
     )
     line = pl.col(_LINE).fill_null("")  # an empty line: one empty field, so a record of nulls
-    if _first_record_has_bom(path):  # Polars drops a byte-order mark at the start of what it parses
+    bom, lone = _first_record_has_bom(path)
+    if lone:  # the record is U+FEFF alone, the file's last bytes: one record, its line rebuilt below
+        lines = pl.LazyFrame({_LINE: [""]}, schema={_LINE: pl.String})
+    if bom:  # Polars drops a byte-order mark at the start of what it parses
         lines = lines.with_row_index("_dpw_index")
         line = pl.when(pl.col("_dpw_index") == 0).then(pl.lit(_BOM) + line).otherwise(line)
     quoted = line.str.contains('"', literal=True)
