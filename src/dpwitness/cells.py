@@ -85,7 +85,10 @@ def _body(cell: str | None, pattern: str) -> str | None:
 
 
 def read_integer(cell: str | None) -> int | None:
-    """A cell read as an integer under the grammar (None: not one)."""
+    """A cell read as an integer under the grammar (None: not one).
+
+    :param cell: the cell's text as the reader gave it (None: a null cell).
+    """
     body = _body(cell, INTEGER)
     if body is None:
         return None
@@ -94,7 +97,10 @@ def read_integer(cell: str | None) -> int | None:
 
 
 def read_number(cell: str | None) -> float | None:
-    """A cell read as a float64 number under the grammar (None: not one, or beyond float64)."""
+    """A cell read as a float64 number under the grammar (None: not one, or beyond float64).
+
+    :param cell: the cell's text as the reader gave it (None: a null cell).
+    """
     body = _body(cell, NUMBER)
     if body is None:
         return None
@@ -103,13 +109,19 @@ def read_number(cell: str | None) -> float | None:
 
 
 def read_boolean(cell: str | None) -> bool | None:
-    """A cell read as a boolean under the grammar (None: not one)."""
+    """A cell read as a boolean under the grammar (None: not one).
+
+    :param cell: the cell's text as the reader gave it (None: a null cell).
+    """
     body = _body(cell, BOOLEAN)
     return None if body is None else body.lower() == "true"
 
 
 def write(value: Any) -> str | None:
-    """A typed value written as text under the grammar (None stays None)."""
+    """A typed value written as text under the grammar (None stays None).
+
+    :param value: an int, float, bool, date or datetime (anything else is written with ``str``).
+    """
     if value is None:
         return None
     if isinstance(value, bool):
@@ -131,14 +143,20 @@ def write(value: Any) -> str | None:
 
 
 def polars_integer(text: pl.Expr) -> pl.Expr:
-    """Polars: a text expression read as Int64 under the grammar (non-strict: not valid → null)."""
+    """Polars: a text expression read as Int64 under the grammar (non-strict: not valid → null).
+
+    :param text: a String expression.
+    """
     import polars as pl
 
     return text.str.extract(_anchored(INTEGER), 1).cast(pl.Int64, strict=False)
 
 
 def polars_number(text: pl.Expr) -> pl.Expr:
-    """Polars: a text expression read as Float64 under the grammar (non-strict: not valid → null)."""
+    """Polars: a text expression read as Float64 under the grammar (non-strict: not valid → null).
+
+    :param text: a String expression.
+    """
     import polars as pl
 
     value = text.str.extract(_anchored(NUMBER), 1).cast(pl.Float64, strict=False)
@@ -146,12 +164,19 @@ def polars_number(text: pl.Expr) -> pl.Expr:
 
 
 def polars_boolean(text: pl.Expr) -> pl.Expr:
-    """Polars: a text expression read as Boolean under the grammar (non-strict: not valid → null)."""
+    """Polars: a text expression read as Boolean under the grammar (non-strict: not valid → null).
+
+    :param text: a String expression.
+    """
     return text.str.extract(_anchored(BOOLEAN), 1).str.to_lowercase() == "true"
 
 
 def polars_text(value: pl.Expr, dtype: Any) -> pl.Expr:
-    """Polars: a column of type ``dtype`` written as text under the grammar."""
+    """Polars: a column of type ``dtype`` written as text under the grammar.
+
+    :param value: the column's expression.
+    :param dtype: its Polars type (text is returned unchanged).
+    """
     import polars as pl
 
     if dtype == pl.String:
@@ -221,7 +246,10 @@ _FLOAT_PARTS = "\\A-?([0-9]+)(?:\\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?\\z"
 
 
 def spark_integer(text: Column) -> Column:
-    """Spark: a text column read as a long under the grammar (non-strict: not valid → null)."""
+    """Spark: a text column read as a long under the grammar (non-strict: not valid → null).
+
+    :param text: a string Column.
+    """
     from pyspark.sql import functions as F
 
     body = F.regexp_extract(text, _anchored(INTEGER), 1)
@@ -229,7 +257,10 @@ def spark_integer(text: Column) -> Column:
 
 
 def spark_number(text: Column) -> Column:
-    """Spark: a text column read as a double under the grammar (non-strict: not valid → null)."""
+    """Spark: a text column read as a double under the grammar (non-strict: not valid → null).
+
+    :param text: a string Column.
+    """
     from pyspark.sql import functions as F
 
     body = F.regexp_extract(text, _anchored(NUMBER), 1)
@@ -238,7 +269,10 @@ def spark_number(text: Column) -> Column:
 
 
 def spark_boolean(text: Column) -> Column:
-    """Spark: a text column read as a boolean under the grammar (non-strict: not valid → null)."""
+    """Spark: a text column read as a boolean under the grammar (non-strict: not valid → null).
+
+    :param text: a string Column.
+    """
     from pyspark.sql import functions as F
 
     body = F.regexp_extract(text, _anchored(BOOLEAN), 1)
@@ -246,7 +280,11 @@ def spark_boolean(text: Column) -> Column:
 
 
 def spark_text(value: Column, dtype: Any) -> Column:
-    """Spark: a column of Spark type ``dtype`` written as text under the grammar."""
+    """Spark: a column of Spark type ``dtype`` written as text under the grammar.
+
+    :param value: the Column.
+    :param dtype: its Spark type (text is returned unchanged).
+    """
     from pyspark.sql import functions as F
 
     name = type(dtype).__name__

@@ -4,7 +4,8 @@ through these rules, so one file gives one table everywhere (docs/engines.md, "R
 The record boundary no record can move: **one physical line is one record.**
 
 * Bytes are UTF-8; a byte sequence that is not is replaced by U+FFFD (never an error); a
-  leading UTF-8 byte-order mark is dropped.
+  leading UTF-8 byte-order mark is dropped (the file's only: a record that starts with U+FEFF
+  keeps it as text, even a record that is U+FEFF alone as the file's last bytes).
 * The file is cut at every ``\\n``; one ``\\r`` at the end of a line is dropped (so ``\\r\\n``
   and ``\\n`` both end a record). A bare ``\\r`` elsewhere is an ordinary character. A final
   ``\\n`` does not start another record.
@@ -24,7 +25,8 @@ The record boundary no record can move: **one physical line is one record.**
   dropped. Whatever one line holds changes that one record only.
 
 Every cell is text: types come from a declaration (a schema, ``dtypes=``, the service's
-config) or from the query, never from the values.
+config) or from the query, never from the values, and a cell is read as a number or a boolean
+under the one cell grammar of :mod:`dpwitness.cells`, the same on every engine.
 
 Why the fields are cut here and not by a CSV library: Polars', pyarrow's and Spark's CSV
 readers let a quoted field run across line ends (one unclosed quote swallows the rest of the
