@@ -21,10 +21,10 @@ integer, else null. Nothing else: no fraction (``5.0`` is null), no exponent, no
 statistic, a comparison with a number or an order): an optional sign, digits with an optional
 fraction (``5``, ``5.``, ``.5``, ``5.25``; at least one digit), then an optional exponent
 (``e`` or ``E``, an optional sign, digits): ``[+-]?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][+-]?[0-9]+)?``.
-The value is the nearest float64 (round half to even); a value whose magnitude rounds beyond
-the largest float64 is null. Not numbers (null): ``inf``, ``Infinity``, ``NaN`` in any
-spelling, hexadecimal (``0x1p4``), type suffixes (``7d``, ``2.5f``, ``5L``), digit separators
-(``1_000``, ``1,000``), non-ASCII digits.
+The value is the nearest float64 (IEEE round to nearest, ties to even: a magnitude beyond the
+largest float64 is ±infinity, as ``1e999``, which a bounded statistic clamps to a bound). Not
+numbers (null): ``inf``, ``Infinity``, ``NaN`` in any spelling, hexadecimal (``0x1p4``), type
+suffixes (``7d``, ``2.5f``, ``5L``), digit separators (``1_000``, ``1,000``), non-ASCII digits.
 
 **Booleans** (a declared ``boolean`` column): ``true`` or ``false``, in any mix of ASCII upper
 and lower case (``TRUE``, ``True``). Nothing else: not ``1``/``0``, ``yes``/``no``, ``t``/``f``.
@@ -66,12 +66,13 @@ INTEGER = "[+-]?[0-9]+"
 NUMBER = "[+-]?(?:[0-9]+(?:\\.[0-9]*)?|\\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 BOOLEAN = "[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]"  # explicit classes: no engine's Unicode case folding
 _INT64 = (-(1 << 63), (1 << 63) - 1)
-_MAX_FLOAT = 1.7976931348623157e308
 
 
-def _anchored(pattern: str) -> str:
-    """``pattern`` as the whole cell between spaces, its value in group 1 (Rust and Java both read ``\\A``/``\\z``)."""
-    return f"\\A{_SPACE}({pattern}){_SPACE}\\z"
+def _anchored(pattern: str, *, java: bool) -> str:
+    """``pattern`` as the whole cell between spaces. Rust's ``^``/``$`` (no multi-line flag) are the
+    text's ends, and Polars matches them faster than ``\\A``/``\\z``; Java's ``$`` also matches
+    before a final ``\\r``, so Spark's pattern ends with ``\\z``."""
+    return f"\\A{_SPACE}(?:{pattern}){_SPACE}\\z" if java else f"^{_SPACE}(?:{pattern}){_SPACE}$"
 
 
 # --- the reference (pure Python: the specification the engines are tested against) ----------
@@ -97,15 +98,14 @@ def read_integer(cell: str | None) -> int | None:
 
 
 def read_number(cell: str | None) -> float | None:
-    """A cell read as a float64 number under the grammar (None: not one, or beyond float64).
+    """A cell read as a float64 number under the grammar (None: not one).
 
     :param cell: the cell's text as the reader gave it (None: a null cell).
     """
     body = _body(cell, NUMBER)
     if body is None:
         return None
-    value = float(body)
-    return value if abs(value) <= _MAX_FLOAT else None
+    return float(body)
 
 
 def read_boolean(cell: str | None) -> bool | None:
@@ -149,7 +149,8 @@ def polars_integer(text: pl.Expr) -> pl.Expr:
     """
     import polars as pl
 
-    return text.str.extract(_anchored(INTEGER), 1).cast(pl.Int64, strict=False)
+    valid = pl.when(text.str.contains(_anchored(INTEGER, java=False))).then(text.str.strip_chars(SPACES))
+    return valid.cast(pl.Int64, strict=False)
 
 
 def polars_number(text: pl.Expr) -> pl.Expr:
@@ -159,8 +160,8 @@ def polars_number(text: pl.Expr) -> pl.Expr:
     """
     import polars as pl
 
-    value = text.str.extract(_anchored(NUMBER), 1).cast(pl.Float64, strict=False)
-    return pl.when(value.is_finite()).then(value)
+    valid = pl.when(text.str.contains(_anchored(NUMBER, java=False))).then(text.str.strip_chars(SPACES))
+    return valid.cast(pl.Float64, strict=False)
 
 
 def polars_boolean(text: pl.Expr) -> pl.Expr:
@@ -168,7 +169,10 @@ def polars_boolean(text: pl.Expr) -> pl.Expr:
 
     :param text: a String expression.
     """
-    return text.str.extract(_anchored(BOOLEAN), 1).str.to_lowercase() == "true"
+    import polars as pl
+
+    valid = pl.when(text.str.contains(_anchored(BOOLEAN, java=False))).then(text.str.strip_chars(SPACES))
+    return valid.str.to_lowercase() == "true"
 
 
 def polars_text(value: pl.Expr, dtype: Any) -> pl.Expr:
@@ -252,8 +256,7 @@ def spark_integer(text: Column) -> Column:
     """
     from pyspark.sql import functions as F
 
-    body = F.regexp_extract(text, _anchored(INTEGER), 1)
-    return F.when(body != "", body.try_cast("long"))
+    return F.when(text.rlike(_anchored(INTEGER, java=True)), F.btrim(text, F.lit(SPACES)).try_cast("long"))
 
 
 def spark_number(text: Column) -> Column:
@@ -263,9 +266,7 @@ def spark_number(text: Column) -> Column:
     """
     from pyspark.sql import functions as F
 
-    body = F.regexp_extract(text, _anchored(NUMBER), 1)
-    value = F.when(body != "", body.try_cast("double"))
-    return F.when(F.abs(value) <= F.lit(_MAX_FLOAT), value)
+    return F.when(text.rlike(_anchored(NUMBER, java=True)), F.btrim(text, F.lit(SPACES)).try_cast("double"))
 
 
 def spark_boolean(text: Column) -> Column:
@@ -275,8 +276,8 @@ def spark_boolean(text: Column) -> Column:
     """
     from pyspark.sql import functions as F
 
-    body = F.regexp_extract(text, _anchored(BOOLEAN), 1)
-    return F.when(body != "", F.lower(body) == F.lit("true"))
+    valid = text.rlike(_anchored(BOOLEAN, java=True))
+    return F.when(valid, F.lower(F.btrim(text, F.lit(SPACES))) == F.lit("true"))
 
 
 def spark_text(value: Column, dtype: Any) -> Column:
