@@ -21,8 +21,9 @@ The contract (every engine implements it the same way; the session does all the 
     several; absent keys are zero; declared keys are reported as declared, see
     :func:`declared_keys`). Steps, in this order:
 
-    0. read: a bounded statistic reads an untyped ``query.column`` as float64 numbers
-       (surrounding spaces ignored, text that does not parse is null);
+    0. read: a bounded statistic reads an untyped ``query.column`` as float64 numbers under
+       the cell grammar of :mod:`dpwitness.cells` (as every text cell is read and every typed
+       value declared ``string`` is written; text that is not a number there is null);
     1. filter (``query.predicate``): keep the rows at positions ``window`` (1-based) in the
        declared order (``query.order_by``, nulls last, ties broken by the other columns read),
        counted over *every* row; then keep the rows where the value conditions are true

@@ -8,7 +8,8 @@ memory works. A CSV is read by the one reader of every face, one physical line p
 Column types come from declared metadata (a Parquet or frame schema, ``dtypes=``) or from the
 query, never from the values: a CSV is scanned with every column as text (``untyped``), and a
 bounded statistic or a comparison with a number reads it with a non-strict cast (text that does
-not parse is null). Declared ``dtypes`` are non-strict casts too. So no cell can make a plan
+not parse is null). Declared ``dtypes`` are non-strict casts too. Both follow the one cell grammar
+(:mod:`dpwitness.cells`), which the Spark engine implements alike. So no cell can make a plan
 fail after the spend, and no error can quote one.
 """
 
