@@ -136,6 +136,28 @@ def test_a_lone_byte_order_mark_record_is_one_record(tmp_path: Path) -> None:
     assert _count("polars", neighbour) == 1.0
 
 
+KEYED = ["1e+20", "2.5", "true", "7", "1.0E20", "True", "7.0", "+7"]
+KEYS = (1e20, 2.5, True, 7)
+
+
+def _keyed_counts(engine: str, path: Path) -> Any:
+    chosen = engine_for(engine)
+    query = Query(statistic="count", by=("x",), keys=KEYS, epsilon=1.0)
+    return chosen.aggregate(chosen.open(path), query, selection_key=KEY)["count"]
+
+
+def _keyed(path: Path) -> Path:
+    path.write_text("x\n" + "\n".join(KEYED) + "\n")
+    return path
+
+
+def test_declared_keys_of_a_text_column_are_written_as_the_grammar_writes_them(tmp_path: Path) -> None:
+    """A declared key matches a text cell written as :func:`cells.write` writes it (``True`` is
+    ``true``, ``1e20`` is ``1e+20``): the declared keys are public, the cells are compared as text."""
+    assert [cells.write(k) for k in KEYS] == KEYED[:4]
+    assert _keyed_counts("polars", _keyed(tmp_path / "keyed.csv")) == {1e20: 1.0, 2.5: 1.0, True: 1.0, 7: 1.0}
+
+
 # --- values written as text ----------------------------------------------------------------------
 
 FLOATS = [1e20, 0.1, 100.0, 1e16, 1e15, 1.5e-5, 1e-4, 2.5, -0.0, 0.0, 123456789.0, 1e7, 1e22, 1e23, 5e-324, 2.82879384806159e17,
@@ -237,3 +259,10 @@ def test_a_lone_byte_order_mark_record_is_one_record_on_spark(spark: Any, spark_
         assert [tuple(r) for r in engine_for("spark").open(path).frame.collect()] == [("\ufeff", None)]
         spark_count = _count("spark", path)
     assert spark_count == _count("polars", path) == 1.0
+
+
+@pytest.mark.spark
+def test_declared_keys_of_a_text_column_match_alike_on_spark(spark: Any, spark_small_tables: Any, tmp_path: Path) -> None:
+    path = _keyed(tmp_path / "keyed.csv")
+    with spark_small_tables(spark):
+        assert _keyed_counts("spark", path) == _keyed_counts("polars", path) == {1e20: 1.0, 2.5: 1.0, True: 1.0, 7: 1.0}

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from dpwitness.cells import polars_boolean, polars_integer, polars_number, polars_text
+from dpwitness.cells import polars_boolean, polars_integer, polars_number, polars_text, write
 from dpwitness.engines import SelectionKey, declared_keys
 from dpwitness.errors import ParameterError
 from dpwitness.predicates import to_polars
@@ -240,11 +240,19 @@ def _order(query: Query, kinds: Mapping[str, ColumnKind], read: list[str]) -> li
     return keys
 
 
+def _key_values(name: str, values: list[Any], dtype: pl.DataType) -> pl.Series:
+    """Declared key values in a column's type: for a text column each is written as the cell grammar
+    writes it (``True`` is ``true``, ``1e20`` is ``1e+20``, as on Spark), else a non-strict cast."""
+    if dtype == pl.String:
+        return pl.Series(name, [write(v) for v in values], dtype=pl.String)
+    return pl.Series(name, values, strict=False).cast(dtype, strict=False)
+
+
 def _keep_keys(frame: pl.LazyFrame, groups: list[str], keys: tuple[Any, ...], schema: pl.Schema) -> pl.LazyFrame:
     if len(groups) == 1:
-        values = pl.Series(list(keys), strict=False).cast(schema[groups[0]], strict=False)
+        values = _key_values("", list(keys), schema[groups[0]])
         return frame.filter(pl.col(groups[0]).is_in(values.implode()))
-    columns = [pl.Series(g, [k[i] for k in keys], strict=False).cast(schema[g], strict=False) for i, g in enumerate(groups)]
+    columns = [_key_values(g, [k[i] for k in keys], schema[g]) for i, g in enumerate(groups)]
     declared = pl.DataFrame(columns)
     return frame.join(declared.lazy(), on=groups, how="semi")
 

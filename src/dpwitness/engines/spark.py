@@ -35,7 +35,7 @@ from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.cells import spark_boolean, spark_integer, spark_number, spark_text
+from dpwitness.cells import spark_boolean, spark_integer, spark_number, spark_text, write
 from dpwitness.engines import SelectionKey, declared_keys
 from dpwitness.errors import ParameterError
 from dpwitness.predicates import to_spark
@@ -376,14 +376,18 @@ def _filtered(frame: DataFrame, query: Query, kinds: Mapping[str, ColumnKind], r
 def _declared(frame: DataFrame, groups: list[str], keys: Sequence[Any]) -> Column:
     """Rows whose key is one of the declared keys.
 
-    Each declared value is cast to its column's type first, as the Polars engine does; a value
-    that does not cast (``try_cast`` gives null) matches nothing.
+    Each declared value is cast to its column's type first, as the Polars engine does (for a text
+    column, written as the cell grammar writes it); a value that does not cast (``try_cast`` gives
+    null) matches nothing.
     """
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     types = {field.name: field.dataType for field in frame.schema.fields}
 
     def literal(group: str, value: Any) -> Column:
+        if isinstance(types[group], T.StringType):
+            return F.lit(write(value)).cast("string")
         return F.lit(value).try_cast(types[group])
 
     if len(groups) == 1:
