@@ -29,6 +29,11 @@ suffixes (``7d``, ``2.5f``, ``5L``), digit separators (``1_000``, ``1,000``), no
 **Booleans** (a declared ``boolean`` column): ``true`` or ``false``, in any mix of ASCII upper
 and lower case (``TRUE``, ``True``). Nothing else: not ``1``/``0``, ``yes``/``no``, ``t``/``f``.
 
+**Dates and timestamps** are never read from text: no declarable type is one (``dtypes=``
+declares integer, float, string or boolean), so a cell that looks like a date stays text and
+compares as text. A date or timestamp *value* (a Parquet or frame column declared ``string``, a
+public join key) is written as below, and matches a text cell holding exactly that form.
+
 **Values written as text** (a typed column declared ``string``, and a public join key compared
 with a text key): an integer in decimal digits with a ``-`` when negative; a boolean ``true`` or
 ``false``; a date ``YYYY-MM-DD``; a timestamp ``YYYY-MM-DD HH:MM:SS.ffffff`` (always six digits
