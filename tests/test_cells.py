@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import random
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +164,9 @@ def test_declared_keys_of_a_text_column_are_written_as_the_grammar_writes_them(t
 
 FLOATS = [1e20, 0.1, 100.0, 1e16, 1e15, 1.5e-5, 1e-4, 2.5, -0.0, 0.0, 123456789.0, 1e7, 1e22, 1e23, 5e-324, 2.82879384806159e17,
           1.7976931348623157e308, -3.25, math.inf, -math.inf, math.nan, None]  # fmt: skip
+_BITS = random.Random(26)  # and floats of every magnitude: random bit patterns (a NaN among them is written nan)
+FLOATS += [struct.unpack("<d", _BITS.getrandbits(64).to_bytes(8, "little"))[0] for _ in range(2000)]
+FLOATS += [round(_BITS.uniform(-1000, 1000), _BITS.randint(0, 6)) for _ in range(500)]
 MOMENTS = [dt.datetime(2024, 1, 31, 12, 30), dt.datetime(1999, 12, 31, 23, 59, 59, 999999), dt.datetime(1970, 1, 1, 0, 0, 0, 5)]
 
 
@@ -181,7 +186,7 @@ def _typed(path: Path) -> Path:
     frame = pl.DataFrame(
         {
             "f": FLOATS,
-            "i": [(-1) ** k * 7**k for k in range(n)],
+            "i": [(-1) ** k * 7 ** (k % 22) for k in range(n)],
             "b": [k % 3 == 0 if k % 5 else None for k in range(n)],
             "d": [m.date() for m in moments],
             "t": moments,
