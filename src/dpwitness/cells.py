@@ -47,6 +47,10 @@ digits with Java's ``%e`` and keeps the first that reads back as the value, sinc
 ``Double.toString`` before Java 19 is not always the shortest, e.g. ``9.999999999999999E22``
 for 1e23.)
 
+Outside the grammar: a decimal, time, duration, binary, list or struct declared ``string`` is
+written by each engine's own cast to text, and a date or timestamp outside the years 1–9999
+as each engine's formatter writes it; these may differ between the engines.
+
 **The lone byte-order mark.** Only the file's leading byte-order mark is dropped (see
 :mod:`dpwitness.reader`); a U+FEFF at the start of a record is an ordinary character of its first
 cell. A record that is only U+FEFF, even as the file's last line with no final newline, is one
