@@ -33,6 +33,7 @@ import numpy as np
 import polars as pl
 
 from dpwitness import Session, reader
+from dpwitness.cells import polars_number
 from dpwitness.reader import scan_polars
 
 Run = Callable[[Path], object]
@@ -56,7 +57,7 @@ def generate(rows: int, path: Path) -> Path:
 
 
 def _number(column: str) -> pl.Expr:
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+    return polars_number(pl.col(column))  # the engines' read: the cell grammar
 
 
 def _mean_on(frame: pl.LazyFrame, hours: pl.Expr) -> object:

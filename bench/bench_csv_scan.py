@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from dpwitness.cells import polars_number
 from dpwitness.engines.polars import ENGINE
 
 Scan = Callable[[Path], pl.LazyFrame]
@@ -57,7 +58,7 @@ SCANS: dict[str, Scan] = {"quoted": quoted, "lines": lines, "arrow": arrow}
 
 
 def _number(column: str) -> pl.Expr:
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+    return polars_number(pl.col(column))  # the engines' read: the cell grammar
 
 
 QUERIES: dict[str, Callable[[pl.LazyFrame], pl.LazyFrame]] = {

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from dpwitness import Session
+from dpwitness.cells import read_number
 from dpwitness.cli import app
 from dpwitness.engines import engine_for
 from dpwitness.errors import ParameterError
@@ -238,11 +239,8 @@ def test_the_service_loader_reads_the_reference_table_with_the_configs_types(cor
 
 
 def _number(cell: str | None) -> float | None:
-    """A cell read as a number (the rule of every face: spaces stripped, else null)."""
-    try:
-        return float(cell.strip()) if cell is not None else None
-    except ValueError:
-        return None
+    """A cell read as a number (the rule of every face: the cell grammar, else null)."""
+    return read_number(cell)
 
 
 def _exact_answers(rows: list[Row]) -> dict[str, Any]:

@@ -588,11 +588,13 @@ def to_polars(predicate: Predicate, kinds: Mapping[str, Any], dtypes: Mapping[st
     """
     import polars as pl
 
+    from dpwitness.cells import polars_number
+
     def read(name: str, number: bool, ordered: bool) -> pl.Expr:
         kind = str(getattr(kinds[name], "value", kinds[name]))
         column = pl.col(name)
         if kind == "untyped":
-            return column.str.strip_chars().cast(pl.Float64, strict=False).fill_nan(None) if number else column
+            return polars_number(column) if number else column  # the cell grammar: not a number → null
         if kind == "float":
             return column.fill_nan(None)
         if kind == "string" and ordered and (dtypes is None or dtypes.get(name) != pl.String):
@@ -611,11 +613,13 @@ def to_spark(predicate: Predicate, kinds: Mapping[str, Any]) -> Column:
     """
     from pyspark.sql import functions as F
 
+    from dpwitness.cells import spark_number
+
     def read(name: str, number: bool, ordered: bool) -> Column:
         kind = str(getattr(kinds[name], "value", kinds[name]))
         column = F.col(f"`{name}`")
         if kind == "untyped":
-            return F.nanvl(F.trim(column).try_cast("double"), F.lit(None).cast("double")) if number else column
+            return spark_number(column) if number else column  # the cell grammar: not a number → null
         if kind == "float":
             return F.nanvl(column.cast("double"), F.lit(None).cast("double"))
         return column

@@ -4,7 +4,8 @@ through these rules, so one file gives one table everywhere (docs/engines.md, "R
 The record boundary no record can move: **one physical line is one record.**
 
 * Bytes are UTF-8; a byte sequence that is not is replaced by U+FFFD (never an error); a
-  leading UTF-8 byte-order mark is dropped.
+  leading UTF-8 byte-order mark is dropped (the file's only: a record that starts with U+FEFF
+  keeps it as text, even a record that is U+FEFF alone as the file's last bytes).
 * The file is cut at every ``\\n``; one ``\\r`` at the end of a line is dropped (so ``\\r\\n``
   and ``\\n`` both end a record). A bare ``\\r`` elsewhere is an ordinary character. A final
   ``\\n`` does not start another record.
@@ -24,7 +25,8 @@ The record boundary no record can move: **one physical line is one record.**
   dropped. Whatever one line holds changes that one record only.
 
 Every cell is text: types come from a declaration (a schema, ``dtypes=``, the service's
-config) or from the query, never from the values.
+config) or from the query, never from the values, and a cell is read as a number or a boolean
+under the one cell grammar of :mod:`dpwitness.cells`, the same on every engine.
 
 Why the fields are cut here and not by a CSV library: Polars', pyarrow's and Spark's CSV
 readers let a quoted field run across line ends (one unclosed quote swallows the rest of the
@@ -274,10 +276,13 @@ def _scan_native(path: Path, dialect: Dialect, names: tuple[str, ...]) -> pl.Laz
     )
 
 
-def _first_record_has_bom(path: Path) -> bool:
+def _first_record_has_bom(path: Path) -> tuple[bool, bool]:
+    """Whether the first record starts with U+FEFF, and whether it is only that (a lone byte-order
+    mark ending the file with no final newline: Polars then sees nothing to parse at all)."""
     with path.open("rb") as handle:
         handle.readline(_HEADER_LIMIT + 1)
-        return handle.read(3) == _BOM.encode()
+        bom = handle.read(3) == _BOM.encode()
+        return bom, bom and handle.read(1) == b""
 
 
 def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False) -> pl.LazyFrame:
@@ -306,7 +311,10 @@ def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False
         encoding="utf8-lossy",
     )
     line = pl.col(_LINE).fill_null("")  # an empty line: one empty field, so a record of nulls
-    if _first_record_has_bom(path):  # Polars drops a byte-order mark at the start of what it parses
+    bom, lone = _first_record_has_bom(path)
+    if lone:  # the record is U+FEFF alone, the file's last bytes: one record, its line rebuilt below
+        lines = pl.LazyFrame({_LINE: [""]}, schema={_LINE: pl.String})
+    if bom:  # Polars drops a byte-order mark at the start of what it parses
         lines = lines.with_row_index("_dpw_index")
         line = pl.when(pl.col("_dpw_index") == 0).then(pl.lit(_BOM) + line).otherwise(line)
     quoted = line.str.contains('"', literal=True)

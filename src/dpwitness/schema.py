@@ -426,15 +426,17 @@ _TYPES = "one of integer, float, string, boolean"
 
 def _text_kinds(pl: Any, frame: Any, names: list[str]) -> dict[str, ColumnKind]:
     """The narrowest declarable type that every non-empty cell of each text column fits (one pass)."""
+    from dpwitness.cells import SPACES, polars_boolean, polars_integer, polars_number
+
     exprs = []
-    for name in names:
-        cell = pl.col(name).str.strip_chars()
-        present = cell.is_not_null() & (cell != "")
+    for name in names:  # each type as the engines will read the cells once it is declared (the cell grammar)
+        cell = pl.col(name)
+        present = cell.is_not_null() & (cell.str.strip_chars(SPACES) != "")
         exprs += [
             present.sum().alias(f"present:{name}"),
-            (present & cell.cast(pl.Int64, strict=False).is_not_null()).sum().alias(f"integer:{name}"),
-            (present & cell.cast(pl.Float64, strict=False).is_not_null()).sum().alias(f"float:{name}"),
-            (present & cell.str.to_lowercase().is_in(["true", "false"])).sum().alias(f"boolean:{name}"),
+            (present & polars_integer(cell).is_not_null()).sum().alias(f"integer:{name}"),
+            (present & polars_number(cell).is_not_null()).sum().alias(f"float:{name}"),
+            (present & polars_boolean(cell).is_not_null()).sum().alias(f"boolean:{name}"),
         ]
     counts = frame.select(exprs).collect().row(0, named=True)
     kinds: dict[str, ColumnKind] = {}

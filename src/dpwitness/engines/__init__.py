@@ -21,8 +21,9 @@ The contract (every engine implements it the same way; the session does all the 
     several; absent keys are zero; declared keys are reported as declared, see
     :func:`declared_keys`). Steps, in this order:
 
-    0. read: a bounded statistic reads an untyped ``query.column`` as float64 numbers
-       (surrounding spaces ignored, text that does not parse is null);
+    0. read: a bounded statistic reads an untyped ``query.column`` as float64 numbers under
+       the cell grammar of :mod:`dpwitness.cells` (as every text cell is read and every typed
+       value declared ``string`` is written; text that is not a number there is null);
     1. filter (``query.predicate``): keep the rows at positions ``window`` (1-based) in the
        declared order (``query.order_by``, nulls last, ties broken by the other columns read),
        counted over *every* row; then keep the rows where the value conditions are true
@@ -96,9 +97,10 @@ class Engine(Protocol):
 def declared_keys(query: Query, untyped: Collection[str], out: Aggregates) -> Aggregates:
     """Key the aggregates of a declared-key query by the declared keys themselves.
 
-    An untyped (text) key column matches a declared key by its text (``9`` matches the cell
-    ``"9"``), so the engine's keys are text there; this maps each such component back to the
-    declared value, so the session finds every declared key whatever the column's type. (The
+    An untyped (text) key column matches a declared key by its text as the cell grammar writes it
+    (``9`` matches the cell ``"9"``, ``True`` the cell ``"true"``; :func:`dpwitness.cells.write`),
+    so the engine's keys are text there; this maps each such component back to the declared
+    value, so the session finds every declared key whatever the column's type. (The
     declared columns are the leading components of an engine's key: a quantile's bin follows.)
     ``untyped`` names the table's text columns; ``out`` is the engine's aggregates, returned
     unchanged when no declared key column is untyped.
@@ -108,7 +110,9 @@ def declared_keys(query: Query, untyped: Collection[str], out: Aggregates) -> Ag
     if query.keys is None or not positions:
         return out
     several = len(columns) > 1
-    lookups = {i: {str(k[i] if several else k): (k[i] if several else k) for k in query.keys} for i in positions}
+    from dpwitness.cells import write
+
+    lookups = {i: {write(k[i] if several else k): (k[i] if several else k) for k in query.keys} for i in positions}
 
     def back(key: Any) -> Any:
         parts = list(key) if isinstance(key, tuple) else [key]

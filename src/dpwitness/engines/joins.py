@@ -54,12 +54,26 @@ def read_public(source: Any, name: str) -> Any:
 def prepare_public(frame: Any, *, key: str, private_kind: ColumnKind, columns: Mapping[str, str]) -> PublicTable:
     """The public table keyed for the join: its ``key`` cast to the private key's type (text for an
     untyped CSV column, compared as text as a filter does), rows with a null key dropped, only the
-    payload ``columns`` kept (renamed), and M = the most rows one key matches (1 if none)."""
+    payload ``columns`` kept (renamed), and M = the most rows one key matches (1 if none).
+
+    The cast follows the cell grammar (:mod:`dpwitness.cells`): a typed key (a date, a timestamp,
+    a float…) is written as text as every engine writes it, and a text key is read as a number or
+    a boolean as every engine reads a cell; what is not valid is null (dropped), never an error."""
     pl = require("polars", "polars", "public tables")
+    from dpwitness.cells import polars_boolean, polars_integer, polars_number, polars_text
+
     target = getattr(pl, POLARS_TYPES.get(private_kind, "String"))
-    keyed = frame.select(
-        pl.col(key).cast(target, strict=False).alias(JOIN_KEY), *(pl.col(c).alias(n) for c, n in columns.items())
-    ).filter(pl.col(JOIN_KEY).is_not_null())
+    source = frame.schema[key]
+    value = pl.col(key)
+    if target == pl.String:
+        value = polars_text(value, source)
+    elif source == pl.String:
+        value = {pl.Int64: polars_integer, pl.Float64: polars_number, pl.Boolean: polars_boolean}[target](value)
+    else:
+        value = value.cast(target, strict=False)
+    keyed = frame.select(value.alias(JOIN_KEY), *(pl.col(c).alias(n) for c, n in columns.items())).filter(
+        pl.col(JOIN_KEY).is_not_null()
+    )
     counts = keyed.group_by(JOIN_KEY).len()
     multiplicity = int(counts["len"].max() or 1) if counts.height else 1
     return PublicTable(keyed, dict(columns), multiplicity)

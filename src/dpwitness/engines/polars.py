@@ -8,7 +8,8 @@ memory works. A CSV is read by the one reader of every face, one physical line p
 Column types come from declared metadata (a Parquet or frame schema, ``dtypes=``) or from the
 query, never from the values: a CSV is scanned with every column as text (``untyped``), and a
 bounded statistic or a comparison with a number reads it with a non-strict cast (text that does
-not parse is null). Declared ``dtypes`` are non-strict casts too. So no cell can make a plan
+not parse is null). Declared ``dtypes`` are non-strict casts too. Both follow the one cell grammar
+(:mod:`dpwitness.cells`), which the Spark engine implements alike. So no cell can make a plan
 fail after the spend, and no error can quote one.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from dpwitness.cells import polars_boolean, polars_integer, polars_number, polars_text, write
 from dpwitness.engines import SelectionKey, declared_keys
 from dpwitness.errors import ParameterError
 from dpwitness.predicates import to_polars
@@ -96,7 +98,8 @@ class PolarsEngine:
             missing = [c for c in declared if c not in names]
             if missing:
                 raise ParameterError("dtypes", f"columns of the table ({', '.join(names)})", missing)
-            frame = frame.with_columns([_declare(c, k, c in untyped or _text(frame, c)) for c, k in declared.items()])
+            dtypes_of = frame.collect_schema()
+            frame = frame.with_columns([_declare(c, k, dtypes_of[c]) for c, k in declared.items()])
             untyped = untyped - set(declared)
         return PolarsTable(frame, untyped)
 
@@ -186,25 +189,22 @@ def _names(frame: pl.LazyFrame) -> list[str]:
         raise ParameterError("source", "a readable table", type(error).__name__) from None
 
 
-def _text(frame: pl.LazyFrame, column: str) -> bool:
-    return frame.collect_schema()[column] == pl.String
-
-
 def _as_number(column: str) -> pl.Expr:
-    """Text read as a float64 number: surrounding spaces ignored, anything unparsable → null."""
-    return pl.col(column).str.strip_chars().cast(pl.Float64, strict=False).alias(column)
+    """Text read as a float64 number under the cell grammar (:mod:`dpwitness.cells`); not a number → null."""
+    return polars_number(pl.col(column)).alias(column)
 
 
-def _declare(column: str, kind: ColumnKind, text: bool) -> pl.Expr:
-    """A declared type as a non-strict cast (a cell that does not fit becomes null, never an error)."""
+_READERS = {ColumnKind.INTEGER: polars_integer, ColumnKind.FLOAT: polars_number, ColumnKind.BOOLEAN: polars_boolean}
+
+
+def _declare(column: str, kind: ColumnKind, dtype: pl.DataType) -> pl.Expr:
+    """A declared type, never strict (a cell that does not fit becomes null, never an error): text is
+    read and a typed value written as text under the cell grammar (:mod:`dpwitness.cells`)."""
     expr = pl.col(column)
-    if kind is ColumnKind.BOOLEAN:
-        if not text:
-            return expr.cast(pl.Boolean, strict=False)
-        lowered = expr.str.strip_chars().str.to_lowercase()
-        return pl.when(lowered == "true").then(True).when(lowered == "false").then(False).otherwise(None).alias(column)
-    if text and kind is not ColumnKind.STRING:
-        expr = expr.str.strip_chars()
+    if kind is ColumnKind.STRING:
+        return polars_text(expr, dtype).alias(column)
+    if dtype == pl.String:
+        return _READERS[kind](expr).alias(column)
     return expr.cast(getattr(pl, POLARS_TYPES[kind]), strict=False).alias(column)
 
 
@@ -234,17 +234,25 @@ def _order(query: Query, kinds: Mapping[str, ColumnKind], read: list[str]) -> li
     keys: list[pl.Expr] = []
     for name in query.order_by:
         if kinds[name] is ColumnKind.UNTYPED:
-            keys.append(pl.col(name).str.strip_chars().cast(pl.Float64, strict=False))
+            keys.append(polars_number(pl.col(name)))
         keys.append(pl.col(name))
     keys.extend(pl.col(c) for c in read if c not in query.order_by)
     return keys
 
 
+def _key_values(name: str, values: list[Any], dtype: pl.DataType) -> pl.Series:
+    """Declared key values in a column's type: for a text column each is written as the cell grammar
+    writes it (``True`` is ``true``, ``1e20`` is ``1e+20``, as on Spark), else a non-strict cast."""
+    if dtype == pl.String:
+        return pl.Series(name, [write(v) for v in values], dtype=pl.String)
+    return pl.Series(name, values, strict=False).cast(dtype, strict=False)
+
+
 def _keep_keys(frame: pl.LazyFrame, groups: list[str], keys: tuple[Any, ...], schema: pl.Schema) -> pl.LazyFrame:
     if len(groups) == 1:
-        values = pl.Series(list(keys), strict=False).cast(schema[groups[0]], strict=False)
+        values = _key_values("", list(keys), schema[groups[0]])
         return frame.filter(pl.col(groups[0]).is_in(values.implode()))
-    columns = [pl.Series(g, [k[i] for k in keys], strict=False).cast(schema[g], strict=False) for i, g in enumerate(groups)]
+    columns = [_key_values(g, [k[i] for k in keys], schema[g]) for i, g in enumerate(groups)]
     declared = pl.DataFrame(columns)
     return frame.join(declared.lazy(), on=groups, how="semi")
 

@@ -35,6 +35,7 @@ from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dpwitness.cells import spark_boolean, spark_integer, spark_number, spark_text, write
 from dpwitness.engines import SelectionKey, declared_keys
 from dpwitness.errors import ParameterError
 from dpwitness.predicates import to_spark
@@ -327,28 +328,23 @@ def _col(name: str) -> Column:
 
 
 def _as_number(column: str) -> Column:
-    """Text read as a double: surrounding spaces ignored, anything unparsable → null (never an error)."""
-    from pyspark.sql import functions as F
-
-    return F.trim(_col(column)).try_cast("double")
+    """Text read as a double under the cell grammar (:mod:`dpwitness.cells`); not a number → null."""
+    return spark_number(_col(column))
 
 
 def _declare(frame: DataFrame, column: str, kind: ColumnKind) -> Column:
-    """A declared type as ``try_cast`` (a cell that does not fit becomes null, never an error)."""
-    from pyspark.sql import functions as F
+    """A declared type, never strict (``try_cast``: a cell that does not fit becomes null, never an
+    error): text is read and a typed value written as text under the cell grammar (:mod:`dpwitness.cells`)."""
     from pyspark.sql import types as T
 
     value = _col(column)
-    text = isinstance(frame.schema[column].dataType, T.StringType)
-    if kind is ColumnKind.BOOLEAN:
-        if not text:
-            return value.try_cast("boolean")
-        lowered = F.lower(F.trim(value))
-        missing = F.lit(None).cast("boolean")
-        return F.when(lowered == "true", F.lit(True)).when(lowered == "false", F.lit(False)).otherwise(missing)
-    if text and kind is not ColumnKind.STRING:
-        value = F.trim(value)
-    return value.try_cast(_SPARK_TYPES[kind])
+    dtype = frame.schema[column].dataType
+    if kind is ColumnKind.STRING:
+        return spark_text(value, dtype)
+    if isinstance(dtype, T.StringType):
+        readers = {ColumnKind.INTEGER: spark_integer, ColumnKind.FLOAT: spark_number, ColumnKind.BOOLEAN: spark_boolean}
+        return readers[kind](value)
+    return value.try_cast("boolean" if kind is ColumnKind.BOOLEAN else _SPARK_TYPES[kind])
 
 
 def _filtered(frame: DataFrame, query: Query, kinds: Mapping[str, ColumnKind], read: list[str]) -> DataFrame:
@@ -380,14 +376,18 @@ def _filtered(frame: DataFrame, query: Query, kinds: Mapping[str, ColumnKind], r
 def _declared(frame: DataFrame, groups: list[str], keys: Sequence[Any]) -> Column:
     """Rows whose key is one of the declared keys.
 
-    Each declared value is cast to its column's type first, as the Polars engine does; a value
-    that does not cast (``try_cast`` gives null) matches nothing.
+    Each declared value is cast to its column's type first, as the Polars engine does (for a text
+    column, written as the cell grammar writes it); a value that does not cast (``try_cast`` gives
+    null) matches nothing.
     """
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     types = {field.name: field.dataType for field in frame.schema.fields}
 
     def literal(group: str, value: Any) -> Column:
+        if isinstance(types[group], T.StringType):
+            return F.lit(write(value)).cast("string")
         return F.lit(value).try_cast(types[group])
 
     if len(groups) == 1:
