@@ -90,10 +90,16 @@ def test_polars_reads_every_cell_as_the_reference(corpus: Path) -> None:
 
 
 def test_the_service_loader_reads_every_cell_as_the_reference(corpus: Path) -> None:
-    from dpwitness.serve.tables import _declared
+    """The service loads a table through the engine with the config's declared kinds (a column with
+    bounds and no kind is read as a number), so through the grammar."""
+    from dpwitness.schema import ColumnKind
+    from dpwitness.serve.config import ColumnConfig, TableConfig
+    from dpwitness.serve.tables import load_table
 
-    frame = scan_polars(corpus).with_columns([_declared(c, k) for c, k in DTYPES.items()] + [_declared("u", "float")])
-    assert frame.collect().rows() == _reference(RAW_CELLS)
+    columns = {c: ColumnConfig(c, kind=ColumnKind(k)) for c, k in DTYPES.items()}
+    columns["u"] = ColumnConfig("u", bounds=(0.0, 1.0))
+    loaded = load_table(TableConfig("cells", corpus, columns))
+    assert loaded.frame.select([*DTYPES, "u"]).rows() == _reference(RAW_CELLS)
 
 
 # --- the findings of issue 26 -------------------------------------------------------------------
