@@ -7,7 +7,8 @@ The record boundary no record can move: **one physical line is one record.**
   leading UTF-8 byte-order mark is dropped (the file's only: a record that starts with U+FEFF
   keeps it as text, even a record that is U+FEFF alone as the file's last bytes).
 * The file is cut at every ``\\n``; one ``\\r`` at the end of a line is dropped (so ``\\r\\n``
-  and ``\\n`` both end a record). A bare ``\\r`` elsewhere is an ordinary character. A final
+  and ``\\n`` both end a record). A bare ``\\r`` elsewhere is an ordinary character (in the
+  header line it is refused: :func:`refuse_bare_returns`). A final
   ``\\n`` does not start another record.
 * The first line is the header: the column names, parsed like a record; it must be present,
   well formed, with unique non-empty names (else :class:`~dpwitness.ParameterError`, before
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from dpwitness.errors import ParameterError
+from dpwitness.errors import ParameterError, Verbatim
 
 if TYPE_CHECKING:
     import numpy as np
@@ -153,6 +154,7 @@ def header(path: Path, dialect: Dialect) -> tuple[str, ...]:
         raise ParameterError("source", "a CSV file whose first line is a header", "a first line longer than 16 MiB")
     text = first.decode("utf-8", errors="replace").removeprefix(_BOM).removesuffix("\n")
     cells, well_formed = dialect.cells(text)
+    refuse_bare_returns(text, len(cells))
     if not well_formed or cells == [None]:
         raise ParameterError("source", "a CSV file whose first line is a header (the column names)", "an empty or malformed line")
     names = tuple(c or "" for c in cells)
@@ -161,6 +163,27 @@ def header(path: Path, dialect: Dialect) -> tuple[str, ...]:
     if len(set(names)) < len(names):
         raise ParameterError("source", "a header with unique column names", list(names))
     return names
+
+
+def refuse_bare_returns(first_line: str, fields: int) -> None:
+    """Raise ``ParameterError("source", …)`` when the header line holds a bare ``\\r``, quoting none of it.
+
+    Such a first line is the whole file of a writer that ends lines in ``\\r`` alone (old Mac OS,
+    some spreadsheet exports): its "column names" are records, so no message may list them.
+
+    :param first_line: the first line, without its ``\\n``.
+    :param fields: how many fields the line was cut into (said in the message).
+    """
+    returns = first_line.removesuffix("\r").count("\r")
+    if returns:
+        raise ParameterError(
+            "source",
+            "a CSV file whose lines end in \\n or \\r\\n",
+            Verbatim(
+                f"a first line of {fields} fields holding {returns} bare carriage returns (\\r: old-Mac line ends?), "
+                "so its names would be records (not shown); convert the line ends, e.g. tr '\\r' '\\n'"
+            ),
+        )
 
 
 def _polars_cell(raw: pl.Expr) -> pl.Expr:

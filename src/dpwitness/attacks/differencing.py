@@ -11,7 +11,9 @@ and the bound becomes e^(rε)/(1 + e^(rε)).
 "Recovered" is a two-point test: the attacker decides between the target's true value and
 the farthest value allowed by the bounds (the hardest pair for the attacker to confuse is
 the one the bound covers), choosing the nearer to its estimate. ``success_probability`` is
-that test's accuracy, measured over ``trials`` repetitions with the project's own releases.
+that test's accuracy, measured over ``trials`` repetitions with the project's own releases; it
+comes with its Clopper–Pearson interval (``success_interval``, 95%) and ``verdict``: "exceeds the
+cap" only when the interval's lower end is above ``bound``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpwitness.attacks.rates import CONFIDENCE, CONSISTENT, rate_check
 from dpwitness.errors import ParameterError, check_finite_vector, check_positive_finite
 from dpwitness.mechanisms import Laplace
 from dpwitness.neighbours import check_bounds
@@ -45,9 +48,16 @@ class DifferencingResult:
     trials: int
     rows: int
     target: int
+    #: The Clopper–Pearson interval of ``success_probability`` at ``confidence`` (exact answers: [1, 1]).
+    success_interval: tuple[float, float] = (1.0, 1.0)
+    confidence: float = CONFIDENCE
+    #: "consistent with the cap" or "exceeds the cap" (the interval's lower end above ``bound``).
+    verdict: str = CONSISTENT
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["success_interval"] = list(self.success_interval)
+        return out
 
 
 def success_bound(loss: float) -> float:
@@ -115,13 +125,15 @@ def differencing_attack(
     estimates /= repeats
     correct = np.abs(estimates - true_value) < np.abs(estimates - alternative)
     loss = repeats * mechanism.privacy_loss(high - low)
+    bound = success_bound(repeats * eps)  # the claim's cap: the target loses at most rε
+    check = rate_check(int(correct[1:].sum()), int(trials), bound)
     return DifferencingResult(
         estimate=float(estimates[0]),
         true_value=true_value,
         alternative=alternative,
         recovered=bool(correct[0]),
         success_probability=float(correct[1:].mean()),
-        bound=success_bound(loss),
+        bound=bound,
         epsilon=eps,
         epsilon_spent=2 * repeats * eps,
         target_loss=loss,
@@ -129,4 +141,7 @@ def differencing_attack(
         trials=int(trials),
         rows=len(data),
         target=int(target),
+        success_interval=(check.lower, check.upper),
+        confidence=check.confidence,
+        verdict=check.verdict,
     )

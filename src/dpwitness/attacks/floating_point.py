@@ -10,6 +10,10 @@ only one input can produce y, the output identifies the input.
 dpwitness releases (round(x/γ) + X)·γ with X an exact integer of full support: every output
 lies on γ·ℤ and every point of γ·ℤ can be produced from every input, so the same exact test
 never identifies anything.
+
+An identifying output has probability 0 under the other input, so the ε-DP cap on the rate of
+identifying outputs is 0: each side's rate carries its Clopper–Pearson interval (95%) and
+"exceeds the cap" as soon as that interval's lower end is above 0 (one identifying output).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpwitness.attacks.rates import CONFIDENCE, rate_check
 from dpwitness.errors import check_finite, check_positive_finite
 from dpwitness.mechanisms import Laplace
 
@@ -75,6 +80,12 @@ class SideResult:
     identified_value: int
     identified_neighbour: int
     samples: int
+    #: The Clopper–Pearson interval of ``identification_rate`` (over 2·samples outputs) at ``confidence``.
+    interval: tuple[float, float] = (0.0, 1.0)
+    confidence: float = CONFIDENCE
+    #: The ε-DP cap on the rate of identifying outputs: 0.
+    cap: float = 0.0
+    verdict: str = "consistent with the cap"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +93,10 @@ class SideResult:
             "identified_value": self.identified_value,
             "identified_neighbour": self.identified_neighbour,
             "samples": self.samples,
+            "interval": list(self.interval),
+            "confidence": self.confidence,
+            "cap": self.cap,
+            "verdict": self.verdict,
         }
 
 
@@ -167,4 +182,5 @@ def floating_point_attack(
 
 def _side(hits: tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]], samples: int) -> SideResult:
     first, second = int(hits[0].sum()), int(hits[1].sum())
-    return SideResult((first + second) / (2 * samples), first, second, samples)
+    check = rate_check(first + second, 2 * samples, 0.0)
+    return SideResult(check.rate, first, second, samples, (check.lower, check.upper), check.confidence, check.cap, check.verdict)

@@ -203,6 +203,13 @@ def _column(name: str) -> tuple[np.ndarray[Any, np.dtype[np.float64]], str]:
     return generated_ages(), f"generated ages ({adult_missing()})"
 
 
+def _verdict(exceeds: bool) -> str:
+    """The comparison of a rate's interval with its DP cap, coloured."""
+    from dpwitness.attacks.rates import CONSISTENT, EXCEEDS
+
+    return f"[red]{EXCEEDS}[/]" if exceeds else f"[green]{CONSISTENT}[/]"
+
+
 def _ladder(top: int) -> list[int]:
     steps, r = [], 1
     while r < top:
@@ -262,8 +269,18 @@ def differencing_command(
             f"values clamped to [{lower:g}, {upper:g}]"
         )
         console.print(f"row {target} holds {exact.true_value:g}; the attacker decides between it and {exact.alternative:g}")
-        grid = Table("answers", "repeats", "ε spent", "target's loss", "estimate", "recovered", "success", "bound e^ε/(1+e^ε)")
-        grid.add_row("exact", "1", "∞ (no noise)", "∞", f"{exact.estimate:g}", "yes", "1.000", "1.000")
+        grid = Table(
+            "answers",
+            "repeats",
+            "ε spent",
+            "target's loss",
+            "estimate",
+            "recovered",
+            "success [95% interval]",
+            "bound e^ε/(1+e^ε)",
+            "verdict",
+        )
+        grid.add_row("exact", "1", "∞ (no noise)", "∞", f"{exact.estimate:g}", "yes", "1.000", "1.000", "no DP")
         for n in noisy:
             grid.add_row(
                 f"DP, ε = {epsilon:g} each",
@@ -272,10 +289,15 @@ def differencing_command(
                 f"{n.target_loss:.3g}",
                 f"{n.estimate:.2f}",
                 "yes" if n.recovered else "no",
-                f"{n.success_probability:.3f}",
+                f"{n.success_probability:.3f} [{n.success_interval[0]:.3f}, {n.success_interval[1]:.3f}]",
                 f"{n.bound:.3f}",
+                _verdict(n.success_interval[0] > n.bound),
             )
         console.print(grid)
+        console.print(
+            f"[dim]Success over {trials:,} simulated attacks each, Clopper–Pearson 95% two-sided; "
+            "a rate is flagged only when its whole interval lies above the bound.[/]"
+        )
     if plot is not None:
         from dpwitness.attacks.plots import plot_bars
 
@@ -332,7 +354,7 @@ def membership_command(
     plot: PlotOption = None,
 ) -> None:
     """Was this person in the data? The likelihood-ratio attack against a DP mean, next to the ε-DP cap."""
-    from dpwitness.attacks.membership import membership_attack, tpr_bound
+    from dpwitness.attacks.membership import LEVELS, REPORT_CONFIDENCE, membership_attack, tpr_bound
 
     with _user_errors():
         values, source = _column(column)
@@ -351,19 +373,42 @@ def membership_command(
             f"({column} = {result.target_value:g}), ε = {epsilon:g}, {trials:,} releases each way"
         )
         own = result.target_loss
-        grid = Table("measure", "attack", f"cap for this target (loss {own:.3g})", "ε-DP cap (any target)")
-        grid.add_row("AUC", f"{result.auc:.4f}", "", "")
-        for level in (1e-3, 1e-2, 0.1):
+        grid = Table(
+            "measure",
+            "attack [interval]",
+            "threshold's FPR (upper end)",
+            "ε-DP cap (at that FPR)",
+            "verdict",
+            f"cap for this target (loss {own:.3g})",
+        )
+        grid.add_row("AUC", f"{result.auc:.4f}", "", "", "", "")
+        for level in LEVELS:
+            check = result.tpr_check(level, confidence=REPORT_CONFIDENCE)
             grid.add_row(
                 f"TPR at FPR = {level:g}",
-                f"{result.tpr_at_fpr(level):.4f}",
+                check.tpr.interval_text(),
+                f"{check.fpr:.4f} ({check.fpr_upper:.4f})",
+                f"{check.cap_at_level:.4f} ({check.tpr.cap:.4f})",
+                _verdict(check.tpr.exceeds),
                 f"{float(tpr_bound(level, own)):.4f}",
-                f"{float(tpr_bound(level, epsilon)):.4f}",
             )
-        advantage = (f"{result.advantage:.4f}", f"{math.tanh(own / 2):.4f}", f"{result.bound:.4f} = tanh(ε/2)")
-        grid.add_row("advantage TPR − FPR", *advantage)
-        grid.add_row("likelihood ratio", "", f"{math.exp(own):.4f}", f"{result.likelihood_ratio_bound:.4f} = e^ε")
+        low, high = result.advantage_interval(REPORT_CONFIDENCE)
+        grid.add_row(
+            "advantage TPR − FPR",
+            f"{result.advantage:.4f} [{low:.4f}, {high:.4f}]",
+            "",
+            f"{result.bound:.4f} = tanh(ε/2)",
+            _verdict(low > result.bound),
+            f"{math.tanh(own / 2):.4f}",
+        )
+        grid.add_row("likelihood ratio", "", "", f"{result.likelihood_ratio_bound:.4f} = e^ε", "", f"{math.exp(own):.4f}")
         console.print(grid)
+        console.print(
+            f"[dim]Intervals: Clopper–Pearson, two-sided, each at {REPORT_CONFIDENCE:.2%} so the four verdicts hold jointly "
+            "with 95% confidence (advantage: DKW band). The FPR of a threshold is itself estimated from the releases "
+            "without the target, so each TPR is held to the cap at the upper end of its FPR's interval; a rate is "
+            "flagged only when its whole interval lies above the cap.[/]"
+        )
     if plot is not None:
         from dpwitness.attacks.plots import plot_membership
 
@@ -396,22 +441,24 @@ def floating_point_command(
             f"[bold]floating-point attack[/] (Mironov 2012): x = {value:g} vs x′ = {neighbour:g}, "
             f"Δ = {sensitivity:g}, ε = {epsilon:g}"
         )
-        grid = Table("release", "outputs that identify the input exactly", "from x", "from x′")
-        naive, ours = result.naive, result.dpwitness
-        grid.add_row(
-            "x + numpy.random.laplace",
-            f"[red]{naive.identification_rate:.2%}[/]",
-            str(naive.identified_value),
-            str(naive.identified_neighbour),
+        grid = Table(
+            "release", "outputs that identify the input exactly [95% interval]", "from x", "from x′", "ε-DP cap", "verdict"
         )
-        grid.add_row(
-            "dpwitness (grid γ·ℤ)",
-            f"[green]{ours.identification_rate:.2%}[/]",
-            str(ours.identified_value),
-            str(ours.identified_neighbour),
-        )
+        for label, side in (("x + numpy.random.laplace", result.naive), ("dpwitness (grid γ·ℤ)", result.dpwitness)):
+            low, high = side.interval
+            grid.add_row(
+                label,
+                f"{side.identification_rate:.2%} [{low:.2%}, {high:.2%}]",
+                str(side.identified_value),
+                str(side.identified_neighbour),
+                f"{side.cap:.0%}",
+                _verdict(low > side.cap),
+            )
         console.print(grid)
-        console.print("An identifying output has probability 0 under the other input: the real ε of the naive release is ∞.")
+        console.print(
+            "An identifying output has probability 0 under the other input (the cap is 0): the real ε of the naive "
+            f"release is ∞. Clopper–Pearson intervals over {2 * samples:,} outputs per release."
+        )
     if plot is not None:
         from dpwitness.attacks.plots import plot_panels
 

@@ -3,6 +3,12 @@
 It READS THE VALUES of FILE to propose each column's type (and, when asked, bounds and
 categories), and prints the schema as TOML: review it, keep it beside the data, and pass it to
 ``dpwitness query --schema``, ``Session(..., schema=)`` or a service table's ``schema``.
+
+For a CSV it also says, on stderr, what the reader will do with the file
+(:func:`dpwitness.filecheck.check_file`: bare ``\\r`` line ends, bytes that are not UTF-8,
+malformed, ragged and empty lines, cells that do not fit their type — counts and line numbers,
+never a value). ``--against SCHEMA`` checks the file against a declared schema's types instead of
+inferring one. Query time never reports these counts.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Annotated
 import typer
 
 from dpwitness.cli.core import user_errors
+from dpwitness.errors import ParameterError
 from dpwitness.schema import DEFAULT_MAX_CATEGORIES
 
 WARNING = (
@@ -36,16 +43,31 @@ def schema(
     ] = 0,
     privacy_unit: Annotated[str | None, typer.Option(help="The column that identifies a person.")] = None,
     output: Annotated[Path | None, typer.Option(help="Write the TOML here instead of to stdout.")] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(help="Check FILE against this declared schema's types (prints the file check only, no TOML)."),
+    ] = None,
 ) -> None:
     """READS THE VALUES of FILE and prints its declared schema (TOML): types, optionally bounds, categories, unit.
 
     Run it as the data owner, review what it wrote, keep it: `dpwitness schema FILE > FILE.schema.toml`.
     """
+    from dpwitness.filecheck import check_file
     from dpwitness.schema import Schema
 
+    csv = file.suffix.lower() in (".csv", ".tsv")
     with user_errors():
+        if against is not None:
+            if not csv:
+                raise ParameterError("--against", "used with a CSV or TSV FILE", file.suffix or "no suffix")
+            typer.echo(check_file(file, kinds=Schema.load(against).columns).text(), err=True)
+            typer.echo(WARNING.format(file=file.name), err=True)
+            return
         declared = Schema.infer(str(file), bounds=bounds, categories=categories, privacy_unit=privacy_unit)
         text = declared.to_toml(source=file.name)
+        report = check_file(file, kinds=declared.columns) if csv else None
+    if report is not None:
+        typer.echo(report.text(), err=True)
     if output is not None:
         output.write_text(text, encoding="utf-8")
     else:
