@@ -146,19 +146,21 @@ def _is_utf8(data: bytes) -> bool:
 def _cell_findings(path: Path, dialect: Dialect, kinds: Mapping[str, ColumnKind]) -> list[Finding]:
     """Per column: the cells the engines will read as missing under its type (one pass, in Polars)."""
     pl = require("polars", "polars", "the file check's type counts")
-    from dpwitness.engines.polars import _as_number, _declare
+    from dpwitness.cells import polars_boolean, polars_integer, polars_number
     from dpwitness.reader import scan_polars
+
+    readers = {ColumnKind.INTEGER: polars_integer, ColumnKind.FLOAT: polars_number, ColumnKind.BOOLEAN: polars_boolean}
 
     frame = scan_polars(path, separator=dialect.separator).with_row_index("_dpw_line", offset=2)
     checks: dict[str, tuple[str, Any]] = {}
     for name, kind in kinds.items():
         present = pl.col(name).str.strip_chars().fill_null("") != ""
         if kind is ColumnKind.STRING:
-            fails = present & _as_number(name).is_null()
-            numbers = (present & _as_number(name).is_not_null()).sum()
+            fails = present & polars_number(pl.col(name)).is_null()  # the cell grammar's number
+            numbers = (present & polars_number(pl.col(name)).is_not_null()).sum()
             checks[name] = ("string", (fails, numbers, present.sum()))
         elif kind in (ColumnKind.INTEGER, ColumnKind.FLOAT, ColumnKind.BOOLEAN):
-            checks[name] = (kind.value, (present & _declare(name, kind, True).is_null(), None, None))
+            checks[name] = (kind.value, (present & readers[kind](pl.col(name)).is_null(), None, None))
     if not checks:
         return []
     exprs = []
