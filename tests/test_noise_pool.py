@@ -188,3 +188,14 @@ def test_seeded_draws_are_those_of_the_previous_implementation() -> None:
         assert (int(accepted.sum()), int(values[accepted].sum()), int(np.abs(values[accepted]).max())) == tail
     gaussian = gaussian_for_delta(sensitivity=1.0, epsilon=1.0, delta=1e-6)
     assert hashlib.sha256(gaussian.sample(100_000, SeededBits(31)).tobytes()).hexdigest()[:16] == "fd800910db606b5d"
+
+
+def test_both_readings_of_the_acceptance_word_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """t's halves read as uint32 views (little-endian, contiguous) or by mask and shift: the same draws."""
+    grid = GridLaplace.calibrate(sensitivity=1.0, epsilon=0.3)
+    words = SeededBits(5).words(2 * 50_000)
+    viewed = grid._attempt_words(words[:50_000], words[50_000:], SeededBits(6))
+    monkeypatch.setattr(noise, "_LITTLE_ENDIAN", False)
+    shifted = grid._attempt_words(words[:50_000], words[50_000:], SeededBits(6))
+    assert np.array_equal(viewed[1], shifted[1])
+    assert np.array_equal(viewed[0][viewed[1]], shifted[0][shifted[1]])

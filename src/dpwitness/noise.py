@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -45,6 +46,7 @@ GRID_STEPS_LOG2 = 27
 #: L ranges over 2^LOW_BITS values (the fine, nearly-uniform level).
 LOW_BITS = 20
 _LOW_SIZE = 1 << LOW_BITS
+_LITTLE_ENDIAN = sys.byteorder == "little"
 _THRESHOLD_ONE = 1 << 32
 #: Relative safety margin so that table quantisation never pushes the loss above ε.
 _MARGIN = 2.0**-26
@@ -572,17 +574,22 @@ class GridLaplace:
         rest = a >> np.uint64(64 - geometric_bits)
         through_lowest = rest - np.uint64(1)
         through_lowest ^= rest  # the bits up to and including rest's lowest set bit: H + 1 of them (64 if rest = 0)
-        h_plus_one = np.bitwise_count(through_lowest)
-        empty = np.flatnonzero(rest == 0)
-        keep = (t & np.uint64(0xFFFFFFFF)) < table.threshold.take(column)
+        h_plus_one = np.bitwise_count(through_lowest)  # uint8: 64 only where rest = 0
+        if _LITTLE_ENDIAN and t.flags.c_contiguous:  # t's two 32-bit halves as strided views, no pass over t
+            halves = t.view(np.uint32)
+            t_low, t_high = halves[0::2], halves[1::2]
+        else:
+            t_low, t_high = t & np.uint64(0xFFFFFFFF), t >> np.uint64(32)
+        keep = t_low < table.threshold.take(column)
         r = np.where(keep, column, table.alias.take(column))
         r <<= LOW_BITS
         r |= ell  # R = J·2^20 + L
-        accepted = (t >> np.uint64(32)) < low.take(ell)
+        accepted = t_high < low.take(ell)
         accepted &= r < self.m
         g = h_plus_one * np.int64(self.m)
         g += r - self.m  # G = H·m + R
-        if len(empty):
+        if h_plus_one.max() == 64:  # probability ≈ 2^-35 per attempt: H continues in fresh words
+            empty = np.flatnonzero(rest == 0)
             g[empty] = (geometric_bits + _geometric_half(len(empty), bits)) * self.m + r[empty]
         sign = signed & 1
         np.negative(sign, out=sign)  # 0 or −1 (all bits set)
@@ -667,7 +674,9 @@ def add_noise_on_grid(
     if not small:
         return exact_add_noise_on_grid(values, noise_steps, granularity_log2)
     noise_steps += round_to_grid(values, granularity_log2)  # in place: the caller's fresh draws become N + X
-    result: npt.NDArray[np.float64] = np.multiply(noise_steps, math.ldexp(1.0, granularity_log2), dtype=np.float64)
+    # converted in place too (element by element over the same 8 bytes; NumPy copies first if it ever must)
+    result: npt.NDArray[np.float64] = noise_steps.view(np.float64)
+    np.multiply(noise_steps, math.ldexp(1.0, granularity_log2), out=result, dtype=np.float64)
     return result
 
 
