@@ -545,7 +545,7 @@ class GridLaplace:
         out = np.empty(n, dtype=np.int64)
         for start in range(0, n, _CHUNK):
             stop = min(n, start + _CHUNK)
-            out[start:stop] = _fill(stop - start, lambda k: self._attempt(k, bits), spare=_LAPLACE_SPARE)
+            _fill(stop - start, lambda k: self._attempt(k, bits), spare=_LAPLACE_SPARE, out=out[start:stop])
         return out
 
     def _attempt(self, n: int, bits: BitSource) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -958,7 +958,7 @@ class GridGaussian:
         out = np.empty(n, dtype=np.int64)
         for start in range(0, n, _CHUNK):
             stop = min(n, start + _CHUNK)
-            out[start:stop] = _fill(stop - start, lambda k: self._attempt(k, bits), spare=_GAUSS_SPARE)
+            _fill(stop - start, lambda k: self._attempt(k, bits), spare=_GAUSS_SPARE, out=out[start:stop])
         return out
 
     def _attempt(self, n: int, bits: BitSource) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -1044,13 +1044,19 @@ def _scalar_fill(n: int, bits: BitSource, attempt_one: Callable[[int, int, BitSo
 
 
 def _fill(
-    n: int, attempt: Callable[[int], tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]], *, spare: int
+    n: int,
+    attempt: Callable[[int], tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]],
+    *,
+    spare: int,
+    out: npt.NDArray[np.int64] | None = None,
 ) -> npt.NDArray[np.int64]:
     """Repeat vectorised rejection attempts until n draws are accepted (order kept: rejections are data-independent).
 
     Each round attempts 2^-spare more than it needs (and 8), so one round nearly always suffices.
+    The draws are written into ``out`` (n int64) when given, else into a new array; returned.
     """
-    out = np.empty(n, dtype=np.int64)
+    if out is None:
+        out = np.empty(n, dtype=np.int64)
     filled = 0
     while filled < n:
         need = n - filled
