@@ -582,7 +582,7 @@ class GridLaplace:
             t_low, t_high = t & np.uint64(0xFFFFFFFF), t >> np.uint64(32)
         keep = t_low < table.threshold.take(column)
         alias = table.alias.take(column)
-        r = column - alias  # J: the column where kept, else its alias, by arithmetic (np.where mispredicts: 3× slower)
+        r = column - alias  # J: the column where kept, else its alias, by arithmetic (np.where measured ≈ 3× slower here)
         r *= keep
         r += alias
         r <<= LOW_BITS
