@@ -3,6 +3,7 @@
     python3 bench/bench_noise.py                          # size 10^6, best of 5, anchors if set up
     python3 bench/bench_noise.py --size 1000000 --repeats 5 --json bench/results/noise.json
     python3 bench/bench_noise.py --no-anchors --no-memory # dpwitness and NumPy only
+    python3 bench/bench_noise.py --interleaved-only --rounds 7   # issue 31's figures alone (medians, spread)
 
 What is timed (all in one run, the process pinned to one CPU core):
 
@@ -20,7 +21,17 @@ What is timed (all in one run, the process pinned to one CPU core):
   with the anchors venv's Python (``bash bench/anchors/setup.sh`` builds it; it is skipped with a
   message when absent). Their scalar APIs make 10^6 draws slow, so they use ``--anchor-size``.
 
-Throughput is samples per second: N / wall time of the best of ``--repeats`` calls (and of the
+Issue 31 ("noise at the limit") first, by :func:`measure_interleaved`: ``--rounds`` rounds (≥ 5),
+each timing once, in turn, the secure batch release (N samples), NumPy's insecure
+``Generator.laplace`` (N), the scalar secure draw ``GridLaplace._draw_one`` (``--calls`` draws,
+one Python call each) and the one-number ``release(3.0)`` (``--calls``), then, when the anchors
+venv exists, diffprivlib's and python-dp's one-sample calls (a subprocess of the anchors venv per
+round, ``--calls`` calls). Each figure is the median over the rounds with its min–max spread, on
+CPU time (``process_time``) and wall time, the batch ratio taken per round; the load average is
+read before and after, and the targets (batch ≥ 0.5× NumPy, a scalar draw ≤ 5 µs CPU) judged on
+the CPU medians.
+
+The older throughput table: samples per second, N / wall time of the best of ``--repeats`` calls (and of the
 median), and N / the best CPU time, after one warm-up call. Memory: for N in 10^5, 10^6, 10^7,
 each in a fresh child process, the peak RSS growth and the tracemalloc peak of one call; linear
 in N means a constant number of bytes per sample. docs/benchmarks.md explains the method and
@@ -61,6 +72,9 @@ TARGET_NUMPY_SHARE = 0.5
 TARGET_GAUSSIAN_RATE = 4e7
 TARGET_CALL_SECONDS = 10e-6
 TARGET_TABLE_SECONDS = 10e-3
+#: Issue 31, item 4: the secure batch release at ≥ 0.5× NumPy's insecure Laplace (CPU), one secure draw ≤ 5 µs CPU.
+TARGET_BATCH_SHARE = 0.5
+TARGET_DRAW_SECONDS = 5e-6
 SEED = 20240229
 
 
@@ -156,6 +170,125 @@ def measure_throughput(size: int = 10**6, repeats: int = 5, scalar_calls: int = 
         ),
     )
     return rows
+
+
+# --- issue 31: interleaved rounds, medians and spread -------------------------------------------
+def _once(run: Callable[[], object]) -> tuple[float, float]:
+    """(CPU, wall) seconds of one call."""
+    start_cpu, start = time.process_time(), time.perf_counter()
+    run()
+    return time.process_time() - start_cpu, time.perf_counter() - start
+
+
+def _anchor_calls(calls: int) -> tuple[dict[str, tuple[float, float]], str | None]:
+    """One round of the anchors' one-sample calls: {library: (CPU, wall) seconds per call}, or why not."""
+    python = anchors_python()
+    if not python.exists():
+        return {}, f"anchors skipped: {python} not found; run `bash bench/anchors/setup.sh` to build the venv"
+    command = [str(python), str(ANCHORS_SCRIPT), "--size", str(calls), "--repeats", "1"]
+    command += ["--only", "diffprivlib", "--only", "python-dp"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", POLARS_MAX_THREADS="1", RAYON_NUM_THREADS="1")
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, check=True, env=env, timeout=600)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        return {}, f"anchors skipped: noise_anchors.py failed: {exc} {getattr(exc, 'stderr', '')}"
+    figures: dict[str, tuple[float, float]] = {}
+    notes = []
+    for row in json.loads(out.stdout)["rows"]:
+        if "skipped" in row:
+            notes.append(f"{row['name']}: {row['skipped']}")
+        else:
+            figures[f"{row['library']} {row['version']}"] = (row["cpu_times"][0] / calls, row["times"][0] / calls)
+    return figures, ("; ".join(notes) or None)
+
+
+def measure_interleaved(size: int = 10**6, calls: int = 20_000, rounds: int = 7, anchors: bool = True) -> dict[str, Any]:
+    """Issue 31's figures: every sampler timed once per round, in turn, for ``rounds`` rounds.
+
+    Returns {"rounds": [{name: (CPU s, wall s) per sample or per call}], "load": (before, after),
+    "anchors_skipped": reason or None}; :func:`interleaved_summary` takes medians and spread.
+    """
+    laplace = mechanism()
+    grid = laplace.noise
+    assert grid is not None
+    rng = np.random.default_rng(SEED)
+    draw = grid._draw_one
+
+    def draws() -> None:
+        for _ in range(calls):
+            draw(SECURE_BITS)
+
+    def releases() -> None:
+        release = laplace.release
+        for _ in range(calls):
+            release(3.0)
+
+    ours: dict[str, tuple[Callable[[], object], int]] = {
+        "secure batch release": (lambda: laplace.release(0.0, size=size), size),
+        "NumPy Generator.laplace (insecure)": (lambda: rng.laplace(0.0, 1.0, size=size), size),
+        "secure scalar draw": (draws, calls),
+        "secure release(3.0)": (releases, calls),
+    }
+    for run, _ in ours.values():
+        run()  # warm-up: tables built, pools filled
+    load_before = os.getloadavg()
+    out: list[dict[str, tuple[float, float]]] = []
+    skipped = None if anchors else "anchors not requested (--no-anchors)"
+    for _ in range(rounds):
+        row = {}
+        for name, (run, count) in ours.items():
+            cpu, wall = _once(run)
+            row[name] = (cpu / count, wall / count)
+        if anchors:
+            figures, skipped = _anchor_calls(calls)
+            row.update(figures)
+        out.append(row)
+    return {"rounds": out, "load": (load_before, os.getloadavg()), "anchors_skipped": skipped, "size": size, "calls": calls}
+
+
+def _spread(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def interleaved_summary(result: dict[str, Any]) -> list[str]:
+    """A Markdown table of medians [min–max] over the rounds, the batch ratio, and the verdicts."""
+    rounds = result["rounds"]
+    names = list(dict.fromkeys(name for row in rounds for name in row))
+    lines = [
+        f"Interleaved: {len(rounds)} rounds; N = {_size(result['size'])} per batch call, {result['calls']} calls per "
+        f"per-call row; load average {result['load'][0][0]:.2f} before, {result['load'][1][0]:.2f} after.",
+        "",
+        "| what | CPU, median [min–max] | wall, median [min–max] |",
+        "| --- | ---: | ---: |",
+    ]
+    for name in names:
+        cpu = _spread([row[name][0] for row in rounds if name in row])
+        wall = _spread([row[name][1] for row in rounds if name in row])
+        if name in ("secure batch release", "NumPy Generator.laplace (insecure)"):  # per sample: as a rate
+            lines.append(
+                f"| {name} | {1e-6 / cpu[0]:.1f} M/s [{1e-6 / cpu[2]:.1f}–{1e-6 / cpu[1]:.1f}] "
+                f"| {1e-6 / wall[0]:.1f} M/s [{1e-6 / wall[2]:.1f}–{1e-6 / wall[1]:.1f}] |"
+            )
+        else:
+            lines.append(
+                f"| {name}, one per call | {cpu[0] * 1e6:.2f} µs [{cpu[1] * 1e6:.2f}–{cpu[2] * 1e6:.2f}] "
+                f"| {wall[0] * 1e6:.2f} µs [{wall[1] * 1e6:.2f}–{wall[2] * 1e6:.2f}] |"
+            )
+    batch, numpy_name = "secure batch release", "NumPy Generator.laplace (insecure)"
+    ratio_cpu = _spread([row[numpy_name][0] / row[batch][0] for row in rounds])
+    ratio_wall = _spread([row[numpy_name][1] / row[batch][1] for row in rounds])
+    draw = _spread([row["secure scalar draw"][0] for row in rounds])
+    lines += [
+        "",
+        f"- secure batch ÷ NumPy's insecure Laplace, per round: CPU {ratio_cpu[0]:.2f}× [{ratio_cpu[1]:.2f}–{ratio_cpu[2]:.2f}], "
+        f"wall {ratio_wall[0]:.2f}× [{ratio_wall[1]:.2f}–{ratio_wall[2]:.2f}] "
+        f"(target ≥ {TARGET_BATCH_SHARE}×, CPU median: {'MET' if ratio_cpu[0] >= TARGET_BATCH_SHARE else 'NOT MET'})",
+        f"- one secure draw: {draw[0] * 1e6:.2f} µs CPU [{draw[1] * 1e6:.2f}–{draw[2] * 1e6:.2f}] "
+        f"(target ≤ {TARGET_DRAW_SECONDS * 1e6:.0f} µs, CPU median: {'MET' if draw[0] <= TARGET_DRAW_SECONDS else 'NOT MET'})",
+    ]
+    if result["anchors_skipped"]:
+        lines.append(f"- {result['anchors_skipped']}")
+    return lines
 
 
 # --- memory ----------------------------------------------------------------------------------
@@ -409,6 +542,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-memory", action="store_true", help="skip the memory measurement")
     parser.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the last allowed one)")
     parser.add_argument("--json", type=Path, default=None, help="also write all figures to this JSON file")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds for issue 31's figures (≥ 5; default 7)")
+    parser.add_argument("--calls", type=int, default=20_000, help="one-sample calls per round and per-call row (default 20,000)")
+    parser.add_argument("--interleaved-only", action="store_true", help="only issue 31's interleaved figures")
     parser.add_argument("--memory-child", nargs=2, metavar=("N", "WHICH"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -423,6 +559,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{info['date']} · CPU: {info['cpu']} ({info['cpus']} cores, pinned to core {core}) · "
         f"load average {info['load_average'][0]:.2f} · Python {info['python']} · NumPy {info['numpy']}"
     )
+    print(f"dpwitness from {Path(dpwitness.__file__).parent}; secure source: {SECURE_BITS.name}")
+    print("\n## Issue 31: secure noise against NumPy and the anchors, interleaved rounds\n")
+    interleaved = measure_interleaved(args.size, args.calls, max(args.rounds, 1), anchors=not args.no_anchors)
+    print("\n".join(interleaved_summary(interleaved)))
+    if args.interleaved_only:
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"machine": info, "interleaved": interleaved}, indent=2))
+            print(f"\nfigures written to {args.json}")
+        return 0
     print(f"\nMechanism: Laplace(sensitivity=1, epsilon=1), value 0.0; best of {args.repeats} timed calls after one warm-up.\n")
 
     rows = measure_throughput(args.size, args.repeats)
@@ -450,7 +596,14 @@ def main(argv: list[str] | None = None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
             json.dumps(
-                {"machine": info, "throughput": rows, "tables_cpu_s": tables, "memory": memory, "anchors_skipped": skipped},
+                {
+                    "machine": info,
+                    "interleaved": interleaved,
+                    "throughput": rows,
+                    "tables_cpu_s": tables,
+                    "memory": memory,
+                    "anchors_skipped": skipped,
+                },
                 indent=2,
             )
         )

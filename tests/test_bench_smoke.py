@@ -138,3 +138,22 @@ def test_explorer_frames_benchmark_drags_in_a_real_browser() -> None:
             browser.close()
     assert drag["frames"] >= 1 and all(d >= 0 for d in drag["durations_ms"])
     assert len(paints) == 2 and all(p > 0 for p in paints)
+
+
+def test_interleaved_rounds_report_medians_and_verdicts(
+    bench_noise: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 31's interleaved figures at a tiny size: every round times every row; the summary has the verdicts."""
+    monkeypatch.setenv("DPW_ANCHORS_VENV", str(tmp_path / "absent"))
+    result = bench_noise.measure_interleaved(size=2000, calls=50, rounds=2)
+    assert len(result["rounds"]) == 2 and "setup.sh" in result["anchors_skipped"]
+    for row in result["rounds"]:
+        assert set(row) == {
+            "secure batch release",
+            "NumPy Generator.laplace (insecure)",
+            "secure scalar draw",
+            "secure release(3.0)",
+        }
+        assert all(cpu >= 0 and wall > 0 for cpu, wall in row.values())
+    text = "\n".join(bench_noise.interleaved_summary(result))
+    assert "÷ NumPy" in text and "one secure draw" in text and text.count("MET") >= 2

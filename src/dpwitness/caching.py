@@ -59,7 +59,7 @@ def scoped_cache(maxsize: int, *, scoped_maxsize: int | None = None) -> Callable
         @functools.wraps(function)
         def cached(*args: Any, **kwargs: Any) -> Any:
             scope = _SCOPE.get()
-            key = (args, tuple(sorted(kwargs.items())))
+            key = (args, tuple(sorted(kwargs.items())) if kwargs else ())  # the same keys, without sorting nothing
             with lock:
                 store = stores.setdefault(scope, OrderedDict())
                 if key in store:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -45,6 +46,7 @@ GRID_STEPS_LOG2 = 27
 #: L ranges over 2^LOW_BITS values (the fine, nearly-uniform level).
 LOW_BITS = 20
 _LOW_SIZE = 1 << LOW_BITS
+_LITTLE_ENDIAN = sys.byteorder == "little"
 _THRESHOLD_ONE = 1 << 32
 #: Relative safety margin so that table quantisation never pushes the loss above ε.
 _MARGIN = 2.0**-26
@@ -86,12 +88,19 @@ class SecureBits:
     def words(self, n: int) -> npt.NDArray[np.uint64]:
         return np.frombuffer(os.urandom(8 * n), dtype=np.uint64)
 
+    def pair(self) -> tuple[int, int]:
+        """One rejection attempt's two words (a, t) as Python integers: 16 bytes of os.urandom, no state kept."""
+        both = os.urandom(16)
+        return int.from_bytes(both[:8], "little"), int.from_bytes(both[8:], "little")
+
 
 #: Cipher keystream generators offered by :class:`CipherBits` (OpenSSL through ``cryptography``).
 CIPHERS = ("aes-256-ctr", "chacha20")
 #: Bytes of keystream after which :class:`CipherBits` draws a fresh key and counter from os.urandom.
 REKEY_BYTES = 1 << 32
 _RESERVE_WORDS = 1 << 12  # small requests are served from a 32 KiB block of keystream
+#: Words of keystream converted to Python integers at once for :meth:`CipherBits.pair` (the scalar samplers).
+_POOL_WORDS = 1 << 12
 _ZEROS = bytes(1 << 20)
 
 
@@ -106,6 +115,8 @@ class CipherBits:
     (``os.register_at_fork``, and a process-id check for forks that skip the hooks), so parent and
     child never share a stream. Thread-safe (one lock around the cipher state). Requests of up
     to 4,096 words are cut from a 32 KiB block of keystream; larger ones are produced directly.
+    The scalar samplers take their words two at a time through :meth:`pair`, from a pool of
+    keystream already converted to Python integers (see there).
     Known-answer tests (NIST SP 800-38A F.5.5, RFC 8439 §2.4.2) check the keystream.
     ``cipher`` is one of :data:`CIPHERS` (default "aes-256-ctr"); ``words(n)`` returns the next
     ``n`` uint64 words of the keystream.
@@ -135,6 +146,7 @@ class CipherBits:
         self._encryptor = engine.encryptor()
         self._produced = 0
         self._reserve = np.empty(0, dtype=np.uint64)
+        self._pool: list[int] = []
         self._pid = os.getpid()
 
     def _rekey(self) -> None:
@@ -164,6 +176,28 @@ class CipherBits:
                 self._reserve = self._keystream(_RESERVE_WORDS)
             out, self._reserve = self._reserve[:n], self._reserve[n:]
             return out
+
+    def pair(self) -> tuple[int, int]:
+        """The next two words of keystream as Python integers: one rejection attempt's (a, t).
+
+        For the scalar samplers. The words come from a pool of :data:`_POOL_WORDS` words of
+        keystream converted to Python integers at once (refilled under the lock, and emptied with
+        the key after a fork); ``list.pop`` is atomic, so no word is handed out twice, whichever
+        threads ask, and a word left alone when the pool runs dry is discarded, never reused. The
+        process-id check runs on every call, as in :meth:`words` (a child forked without the
+        hooks re-keys before it takes a word, so it never hands out the parent's pool).
+        """
+        if os.getpid() != self._pid:
+            self._rekey()
+        pool = self._pool
+        try:
+            return pool.pop(), pool.pop()
+        except IndexError:
+            with self._lock:
+                fresh: list[int] = self._keystream(_POOL_WORDS).tolist()
+            a, t = fresh.pop(), fresh.pop()  # before the pool is shared: these two are this caller's
+            self._pool = fresh
+            return a, t
 
 
 def secure_source(name: str | None = None) -> BitSource:
@@ -329,6 +363,46 @@ def _low_thresholds(m: int) -> npt.NDArray[np.uint32]:
     return _low_table(m).thresholds
 
 
+#: The Laplace tables as the scalar path reads them: (m, columns − 1, column bits, geometric bits,
+#: alias thresholds, aliases, low thresholds); memoryviews index to Python integers.
+_ScalarLaplace = tuple[int, int, int, int, memoryview, memoryview, memoryview]
+
+
+@scoped_cache(8)  # views of _high_table's and _low_table's arrays (no copies); few, so as not to pin many 4 MB tables
+def _laplace_scalar(m: int) -> _ScalarLaplace:
+    table, _ = _high_table(m)
+    column_bits = table.columns.bit_length() - 1
+    geometric_bits = 64 - 1 - column_bits - LOW_BITS
+    views = (memoryview(table.threshold), memoryview(table.alias), memoryview(_low_thresholds(m)))  # type: ignore[arg-type]
+    return (m, table.columns - 1, column_bits, geometric_bits, *views)
+
+
+def _laplace_one(tables: _ScalarLaplace, a: int, t: int, bits: BitSource) -> int | None:
+    """:meth:`GridLaplace._attempt_words` for one word pair, in Python integers: the draw, or None if rejected."""
+    m, column_mask, column_bits, geometric_bits, threshold, alias, low = tables
+    column = (a >> 1) & column_mask
+    ell = (a >> (1 + column_bits)) & (_LOW_SIZE - 1)
+    rest = a >> (64 - geometric_bits)
+    h = (rest & -rest).bit_length() - 1 if rest else geometric_bits + int(_geometric_half(1, bits)[0])
+    r = ((column if (t & 0xFFFFFFFF) < threshold[column] else alias[column]) << LOW_BITS) | ell
+    if (t >> 32) >= low[ell] or r >= m:
+        return None
+    g = h * m + r
+    if a & 1:
+        return None if g == 0 else -g
+    return g
+
+
+def _secure_pairs(bits: BitSource) -> Callable[[], tuple[int, int]] | None:
+    """The secure sources' :meth:`CipherBits.pair` (two fresh words per attempt), else None.
+
+    Seeded sources keep :func:`_scalar_fill`, whose words are the vector path's, so that a seeded
+    run is reproducible whichever path runs; a secure run is not reproducible anyway, and each
+    attempt of either path uses two fresh, uniform words once, so the draws have the same law.
+    """
+    return bits.pair if isinstance(bits, (CipherBits, SecureBits)) else None
+
+
 def _trailing_zeros(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
     lowest = x & (~x + np.uint64(1))
     return np.bitwise_count(lowest - np.uint64(1)).astype(np.int64)
@@ -455,16 +529,23 @@ class GridLaplace:
 
         Up to :data:`SCALAR_DRAWS` draws take the scalar path (Python integers on the same two
         words per attempt, the same tests: :meth:`_attempt_one`), which costs a few µs instead
-        of tens of µs of NumPy calls on tiny arrays; tests check both paths give identical draws.
+        of tens of µs of NumPy calls on tiny arrays; tests check both paths give identical draws
+        from the same words. From a secure source the scalar path takes two fresh words per
+        attempt (:meth:`CipherBits.pair`); from a seeded one, the vector path's words.
 
         :param bits: the source of random words (:func:`bit_source`).
         """
         if n <= SCALAR_DRAWS:
-            return np.array(_scalar_fill(n, bits, self._attempt_one, spare=_LAPLACE_SPARE), dtype=np.int64)
+            return np.array(
+                [self._draw_one(bits) for _ in range(n)]
+                if _secure_pairs(bits)
+                else _scalar_fill(n, bits, self._attempt_one, spare=_LAPLACE_SPARE),
+                dtype=np.int64,
+            )
         out = np.empty(n, dtype=np.int64)
         for start in range(0, n, _CHUNK):
             stop = min(n, start + _CHUNK)
-            out[start:stop] = _fill(stop - start, lambda k: self._attempt(k, bits), spare=_LAPLACE_SPARE)
+            _fill(stop - start, lambda k: self._attempt(k, bits), spare=_LAPLACE_SPARE, out=out[start:stop])
         return out
 
     def _attempt(self, n: int, bits: BitSource) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -474,51 +555,67 @@ class GridLaplace:
     def _attempt_words(
         self, a: npt.NDArray[np.uint64], t: npt.NDArray[np.uint64], bits: BitSource
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        """One attempt per word pair: a = sign | column | L | geometric bits, t = alias draw | L's acceptance draw."""
+        """One attempt per word pair: a = sign | column | L | geometric bits, t = alias draw | L's acceptance draw.
+
+        Bit 0 of a is the sign, then the alias column, then L (20 bits), then the geometric bits
+        (H = their trailing zeros, more words if all are zero); t's low 32 bits choose between the
+        column and its alias, its high 32 bits accept L. Written for few passes over the arrays
+        (signed views, ``take``, in-place updates); :meth:`_attempt_one` is the same function.
+        """
         table, _ = _high_table(self.m)
         low = _low_thresholds(self.m)
         column_bits = table.columns.bit_length() - 1
-        negative = (a & np.uint64(1)).astype(np.int64)
-        column = ((a >> np.uint64(1)) & np.uint64(table.columns - 1)).astype(np.intp)
-        ell = ((a >> np.uint64(1 + column_bits)) & np.uint64(_LOW_SIZE - 1)).astype(np.intp)
         geometric_bits = 64 - 1 - column_bits - LOW_BITS
+        signed = a.view(np.int64)  # the masks below make the arithmetic shift's sign bits irrelevant
+        column = signed >> 1
+        column &= table.columns - 1
+        ell = signed >> (1 + column_bits)
+        ell &= _LOW_SIZE - 1
         rest = a >> np.uint64(64 - geometric_bits)
-        h = _trailing_zeros(rest)
-        empty = np.flatnonzero(rest == 0)
-        if len(empty):
-            h[empty] = geometric_bits + _geometric_half(len(empty), bits)
-        u_high = t & np.uint64(0xFFFFFFFF)
-        u_low = t >> np.uint64(32)
-        alias = table.alias[column]
-        j = alias + (column - alias) * (u_high < table.threshold[column])  # a select without branches
-        accepted = u_low < low[ell]
-        r = j * _LOW_SIZE + ell
+        through_lowest = rest - np.uint64(1)
+        through_lowest ^= rest  # the bits up to and including rest's lowest set bit: H + 1 of them (64 if rest = 0)
+        h_plus_one = np.bitwise_count(through_lowest)  # uint8: 64 only where rest = 0
+        if _LITTLE_ENDIAN and t.flags.c_contiguous:  # t's two 32-bit halves as strided views, no pass over t
+            halves = t.view(np.uint32)
+            t_low, t_high = halves[0::2], halves[1::2]
+        else:
+            t_low, t_high = t & np.uint64(0xFFFFFFFF), t >> np.uint64(32)
+        keep = t_low < table.threshold.take(column)
+        alias = table.alias.take(column)
+        r = column - alias  # J: the column where kept, else its alias, by arithmetic (np.where measured ≈ 3× slower here)
+        r *= keep
+        r += alias
+        r <<= LOW_BITS
+        r |= ell  # R = J·2^20 + L
+        accepted = t_high < low.take(ell)
         accepted &= r < self.m
-        g = h * self.m + r
-        accepted &= ~((negative == 1) & (g == 0))
-        return g - 2 * negative * g, accepted
+        g = h_plus_one * np.int64(self.m)
+        g += r - self.m  # G = H·m + R
+        if h_plus_one.max() == 64:  # probability ≈ 2^-35 per attempt: H continues in fresh words
+            empty = np.flatnonzero(rest == 0)
+            g[empty] = (geometric_bits + _geometric_half(len(empty), bits)) * self.m + r[empty]
+        sign = signed & 1
+        np.negative(sign, out=sign)  # 0 or −1 (all bits set)
+        g ^= sign  # G, or −G − 1 when negative
+        accepted &= g != -1  # the pair (−, 0)
+        g -= sign  # ±G
+        return g, accepted
 
     def _attempt_one(self, a: int, t: int, bits: BitSource) -> int | None:
         """:meth:`_attempt_words` for one word pair, in Python integers: the draw, or None if rejected."""
-        table, _ = _high_table(self.m)
-        columns = table.columns
-        column_bits = columns.bit_length() - 1
-        column = (a >> 1) & (columns - 1)
-        ell = (a >> (1 + column_bits)) & (_LOW_SIZE - 1)
-        geometric_bits = 64 - 1 - column_bits - LOW_BITS
-        rest = a >> (64 - geometric_bits)
-        h = (rest & -rest).bit_length() - 1 if rest else geometric_bits + int(_geometric_half(1, bits)[0])
-        j = column if (t & 0xFFFFFFFF) < int(table.threshold[column]) else int(table.alias[column])
-        r = j * _LOW_SIZE + ell
-        if (t >> 32) >= int(_low_thresholds(self.m)[ell]) or r >= self.m:
-            return None
-        g = h * self.m + r
-        if a & 1:
-            return None if g == 0 else -g
-        return g
+        return _laplace_one(_laplace_scalar(self.m), a, t, bits)
 
     def _draw_one(self, bits: BitSource) -> int:
-        return _scalar_fill(1, bits, self._attempt_one, spare=_LAPLACE_SPARE)[0]
+        """One draw of X: from a secure source, attempts on fresh word pairs until one is accepted."""
+        tables = _laplace_scalar(self.m)
+        pair = _secure_pairs(bits)
+        if pair is None:
+            return _scalar_fill(1, bits, lambda a, t, b: _laplace_one(tables, a, t, b), spare=_LAPLACE_SPARE)[0]
+        while True:
+            a, t = pair()
+            draw = _laplace_one(tables, a, t, bits)
+            if draw is not None:
+                return draw
 
 
 def _geometric_half(n: int, bits: BitSource) -> npt.NDArray[np.int64]:
@@ -580,7 +677,9 @@ def add_noise_on_grid(
     if not small:
         return exact_add_noise_on_grid(values, noise_steps, granularity_log2)
     noise_steps += round_to_grid(values, granularity_log2)  # in place: the caller's fresh draws become N + X
-    result: npt.NDArray[np.float64] = np.multiply(noise_steps, math.ldexp(1.0, granularity_log2), dtype=np.float64)
+    # converted in place too (element by element over the same 8 bytes; NumPy copies first if it ever must)
+    result: npt.NDArray[np.float64] = noise_steps.view(np.float64)
+    np.multiply(noise_steps, math.ldexp(1.0, granularity_log2), out=result, dtype=np.float64)
     return result
 
 
@@ -853,11 +952,16 @@ class GridGaussian:
         :param bits: the source of random words (:func:`bit_source`).
         """
         if n <= SCALAR_DRAWS:
-            return np.array(_scalar_fill(n, bits, self._attempt_one, spare=_GAUSS_SPARE), dtype=np.int64)
+            return np.array(
+                [self._draw_one(bits) for _ in range(n)]
+                if _secure_pairs(bits)
+                else _scalar_fill(n, bits, self._attempt_one, spare=_GAUSS_SPARE),
+                dtype=np.int64,
+            )
         out = np.empty(n, dtype=np.int64)
         for start in range(0, n, _CHUNK):
             stop = min(n, start + _CHUNK)
-            out[start:stop] = _fill(stop - start, lambda k: self._attempt(k, bits), spare=_GAUSS_SPARE)
+            _fill(stop - start, lambda k: self._attempt(k, bits), spare=_GAUSS_SPARE, out=out[start:stop])
         return out
 
     def _attempt(self, n: int, bits: BitSource) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -908,7 +1012,15 @@ class GridGaussian:
         return y
 
     def _draw_one(self, bits: BitSource) -> int:
-        return _scalar_fill(1, bits, self._attempt_one, spare=_GAUSS_SPARE)[0]
+        """One draw of X: from a secure source, attempts on fresh word pairs until one is accepted."""
+        pair = _secure_pairs(bits)
+        if pair is None:
+            return _scalar_fill(1, bits, self._attempt_one, spare=_GAUSS_SPARE)[0]
+        while True:
+            a, t = pair()
+            draw = self._attempt_one(a, t, bits)
+            if draw is not None:
+                return draw
 
 
 def _scalar_fill(n: int, bits: BitSource, attempt_one: Callable[[int, int, BitSource], int | None], *, spare: int) -> list[int]:
@@ -935,13 +1047,19 @@ def _scalar_fill(n: int, bits: BitSource, attempt_one: Callable[[int, int, BitSo
 
 
 def _fill(
-    n: int, attempt: Callable[[int], tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]], *, spare: int
+    n: int,
+    attempt: Callable[[int], tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]],
+    *,
+    spare: int,
+    out: npt.NDArray[np.int64] | None = None,
 ) -> npt.NDArray[np.int64]:
     """Repeat vectorised rejection attempts until n draws are accepted (order kept: rejections are data-independent).
 
     Each round attempts 2^-spare more than it needs (and 8), so one round nearly always suffices.
+    The draws are written into ``out`` (n int64) when given, else into a new array; returned.
     """
-    out = np.empty(n, dtype=np.int64)
+    if out is None:
+        out = np.empty(n, dtype=np.int64)
     filled = 0
     while filled < n:
         need = n - filled
