@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -19,6 +20,12 @@ FAST_DEFAULT = "not slow and not spark and not browser"
 def pytest_configure(config: pytest.Config) -> None:
     """``pytest`` with no file named and no ``-m`` runs the fast default; naming files (or giving
     ``-m``, as ``bash scripts/check`` does with ``-m ""``) runs what was asked for, every group."""
+    # pytest-xdist's workers start with COLUMNS=80 in their environment; rich fixes a console's width
+    # from COLUMNS when the console is built (the CLI's are built at import), so the tests that invoke
+    # the CLI with a wide COLUMNS would wrap at 80 under -n 2 and not without it.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.pop("COLUMNS", None)
+        os.environ.pop("LINES", None)
     asked = any(arg == "-m" or arg.startswith("-m") for arg in config.invocation_params.args)
     if not asked and not config.option.markexpr and config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.option.markexpr = FAST_DEFAULT
