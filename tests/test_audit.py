@@ -201,6 +201,7 @@ def test_outputs_whose_type_varies_are_audited_not_refused() -> None:
     assert width.violated and width.event is not None and ("shape" in width.event or "length" in width.event)
 
 
+@pytest.mark.slow
 def test_string_outputs_are_discrete_outcomes() -> None:
     def yes_no(bit: int, rng: np.random.Generator) -> str:
         truthful = rng.random() < math.e / (1 + math.e)  # ε = 1 randomised response
@@ -211,6 +212,7 @@ def test_string_outputs_are_discrete_outcomes() -> None:
     assert audit(yes_no, 0, 1, epsilon=0.8, samples=100_000, seed=9).violated
 
 
+@pytest.mark.slow
 def test_a_slow_mechanism_is_inconclusive_not_ok() -> None:
     def slow(x: float, rng: np.random.Generator) -> float:
         time.sleep(0.002)
@@ -401,6 +403,7 @@ def test_sparse_vector_in_its_natural_form_is_auditable() -> None:
     assert broken.violated, broken  # without query noise the stopping point reveals the answers
 
 
+@pytest.mark.slow
 def test_nested_and_keyed_outputs_are_encoded_consistently() -> None:
     def report(x: float, rng: np.random.Generator) -> Any:
         noisy = x + rng.laplace(0.0, 1.0)
@@ -442,6 +445,7 @@ def test_tight_mode_reports_a_sharper_bound_beside_the_fast_verdict() -> None:
     json.dumps(correct.to_dict(), allow_nan=False)
 
 
+@pytest.mark.slow
 def test_cli_tight_mode_and_power_statement(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

@@ -84,6 +84,7 @@ def test_part_scores_are_the_smoothed_log_ratios_of_binned_part_rows() -> None:
     assert binned(pa, edges).tolist() == pa.tolist()
 
 
+@pytest.mark.slow
 def test_the_second_sparse_vectors_pattern_is_found_beside_the_first() -> None:
     """SVT Alg. 3 and Alg. 4 side by side (c = 2): Alg. 4's answers start at a column that moves
     with Alg. 3's length. Aligned, Alg. 4's answer pattern alone is an event with a ratio near

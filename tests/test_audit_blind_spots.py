@@ -163,6 +163,7 @@ def test_replay_samples_the_noise_on_frozen_pre_noise_values() -> None:
 # --- the verdict agrees with the bounds beside it --------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_tight_bound_above_epsilon_is_a_violation() -> None:
     def laplace_02(x: float, rng: np.random.Generator, size: int) -> Any:
         return x + rng.laplace(0.0, 1 / 0.2, size)  # loss 0.2, claimed 0.1

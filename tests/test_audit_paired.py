@@ -13,6 +13,8 @@ from dpwitness.witness.audit import Sampler, audit
 from dpwitness.witness.catalogue import dp_sniper_table
 from dpwitness.witness.stats import epsilon_lower_bound, paired_epsilon_lower_bound, paired_projection
 
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
+
 pytest.importorskip("scipy")
 
 # (P(E under both), P(under the first only), P(under the second only)) of one pair of runs

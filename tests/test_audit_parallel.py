@@ -24,6 +24,8 @@ from dpwitness.witness import workers
 from dpwitness.witness.audit import MechanismError, Sampler, _OutOfTime, audit
 from dpwitness.witness.catalogue import numerical_svt_once, rappor_once, report_noisy_max_once
 
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
+
 pytest.importorskip("scipy")
 audit_module = importlib.import_module("dpwitness.witness.audit")  # the module (the package exports the function)
 

@@ -34,6 +34,8 @@ from dpwitness.witness.catalogue import (
     wide_gaussian_cases,
 )
 
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
+
 #: Runs per input: enough for every known bug at a fixed seed, in about a second each.
 SAMPLES = 200_000
 #: Natural-form sparse vector is one Python call per run: fewer runs (still enough for its bugs).

@@ -16,6 +16,8 @@ import targets_toyuser as user
 from dpwitness.targets.check import CheckReport, check
 from dpwitness.witness.structured import Runs, Shape, structured_search
 
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
+
 pl = pytest.importorskip("polars")
 pytest.importorskip("hypothesis")
 TESTS = Path(__file__).resolve().parent

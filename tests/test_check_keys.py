@@ -9,6 +9,8 @@ from dpwitness.errors import ParameterError
 from dpwitness.targets.check import check
 from dpwitness.witness.structured import KeyShape, key_shapes
 
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
+
 pl = pytest.importorskip("polars")
 pytest.importorskip("hypothesis")
 LISTED = {"k": ["a", "b", "c"], "x": pl.Float64}  # c: the key the structured shapes add

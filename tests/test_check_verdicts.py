@@ -19,6 +19,8 @@ from dpwitness.errors import ExitCode, ParameterError
 from dpwitness.targets import Adapter, hooks
 from dpwitness.targets.check import check
 
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
+
 pl = pytest.importorskip("polars")
 pytest.importorskip("hypothesis")
 TESTS = Path(__file__).resolve().parent

@@ -27,8 +27,10 @@ from dpwitness.errors import ExitCode
 runner = CliRunner()
 #: A type placeholder as typer prints it: <bool>, <float>, <list[str]>, <path>…
 PLACEHOLDER = re.compile(r"<(bool|int|float|str|path|text|list\[[a-z]+\])>", re.IGNORECASE)
-BLOCKER = '''
+BLOCKER = """
 import os, sys
+
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
 BLOCKED = tuple(filter(None, os.environ.get("DPWITNESS_TEST_BLOCK", "").split(",")))
 class Blocker:
     def find_spec(self, name, path=None, target=None):
@@ -36,7 +38,7 @@ class Blocker:
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 sys.meta_path.insert(0, Blocker())
-'''
+"""
 MECHANISM = (
     "import numpy as np\n"
     "def laplace(d, rng, size):\n"

@@ -195,6 +195,7 @@ def test_witness_cli_accepts_the_new_tamper() -> None:
 def test_attack_differencing_against_a_real_server(tmp_path: Path) -> None:
     """The CLI hands --server to the service helper, which runs into the analyst's budget."""
     from dpwitness.serve import process
+
     table = tmp_path / "people.csv"
     table.write_text("dept,salary\n" + "".join(f"{'ABC'[i % 3]},{1000 + 7 * i}\n" for i in range(300)))
     token = "attacker-token-" + "z" * 24

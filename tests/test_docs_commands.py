@@ -30,6 +30,8 @@ from typer.testing import CliRunner
 
 from dpwitness.cli import app
 
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "docs" / "guide.md"]
 NOT_RUN = {

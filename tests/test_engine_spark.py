@@ -478,8 +478,13 @@ DOTTED_QUERIES = [
     Query(statistic="count", epsilon=1.0, privacy_unit="user.id", max_contributions=2),
     Query(statistic="sum", column="person.age", bounds=(0, 100), epsilon=1.0, privacy_unit="user.id", max_contributions=100),
     Query(
-        statistic="count", epsilon=1.0, by=("home.city",), keys=("a", "b", "c"),
-        privacy_unit="user.id", max_contributions=3, max_groups=3,
+        statistic="count",
+        epsilon=1.0,
+        by=("home.city",),
+        keys=("a", "b", "c"),
+        privacy_unit="user.id",
+        max_contributions=3,
+        max_groups=3,
     ),
     Query(statistic="quantile", column="person.age", bounds=(0, 100), quantiles=(0.5,), bins=50, epsilon=1.0),
 ]

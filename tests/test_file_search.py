@@ -53,8 +53,18 @@ BASE_ROWS = 6
 
 def _cases() -> list[Query]:
     quantiles = [
-        Query(statistic="quantile", column="x", bounds=(2.0, 5.0), quantiles=(0.5,), bins=4, epsilon=1.0, neighbours=relation,
-              privacy_unit=unit, max_contributions=2 if unit else 1, **grouping)  # type: ignore[arg-type]
+        Query(
+            statistic="quantile",
+            column="x",
+            bounds=(2.0, 5.0),
+            quantiles=(0.5,),
+            bins=4,
+            epsilon=1.0,
+            neighbours=relation,
+            privacy_unit=unit,
+            max_contributions=2 if unit else 1,
+            **grouping,
+        )  # type: ignore[arg-type]
         for relation in ("add-remove", "replace-one")
         for unit in (None, "pid")
         for grouping in ({}, {"by": ("g",), "keys": ("a", "b")})

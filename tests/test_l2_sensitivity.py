@@ -56,9 +56,7 @@ def test_grouped_sums_use_the_larger_bound_and_the_range_when_keys_are_shared() 
     # replace-one, mixed signs: a shared key moves by k·(U − L) = 16 > √2·k·5: U − L wins
     assert _part(**base, bounds=(-3.0, 5.0), max_groups=4, neighbours="replace-one")[1] == pytest.approx(2 * 8 * 2)
     # replace-one, [2, 5] ∪ {0} = [0, 5]: disjoint keys are worse, √2·k·5·√g
-    assert _part(**base, bounds=(2.0, 5.0), max_groups=4, neighbours="replace-one")[1] == pytest.approx(
-        math.sqrt(2) * 2 * 5 * 2
-    )
+    assert _part(**base, bounds=(2.0, 5.0), max_groups=4, neighbours="replace-one")[1] == pytest.approx(math.sqrt(2) * 2 * 5 * 2)
 
 
 def test_few_declared_keys_force_shared_keys() -> None:

@@ -136,7 +136,7 @@ def test_the_roles_are_accepted_and_refused_as_documented() -> None:
     for type_name in COLUMN_TYPES:
         for role in ("count(by=c), keys from the data", "count, privacy unit c", "SQL GROUP BY c"):
             assert ((type_name, role) in accepted) == (type_name in keyable), (type_name, role)
-        assert ((type_name, "count(column=c)") in accepted), type_name  # counting non-missing cells reads any type
+        assert (type_name, "count(column=c)") in accepted, type_name  # counting non-missing cells reads any type
     for type_name in ("Int8", "Int64", "UInt32", "Float32", "Float64"):
         assert (type_name, "sum(c, bounds)") in accepted
     for type_name in ("UInt64", "Decimal", "List", "Binary", "Duration", "String"):

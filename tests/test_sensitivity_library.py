@@ -199,14 +199,22 @@ def test_polars_aggregates_move_by_at_most_the_derived_l2_delta(index: int) -> N
 def test_the_l2_sweep_finds_l2_delta_taken_without_the_replaced_rows() -> None:
     """The L2 sweep can fail: replace-one with a unit of 2 rows in one key, held to the add/remove
     L2 Δ (2, forgetting the new rows in another key), is broken by a pair that moves two keys by 2."""
-    query = Query(statistic="count", epsilon=1.0, by="g", keys=("a", "b"), neighbours="replace-one", privacy_unit=UNIT,
-                  max_contributions=2)
+    query = Query(
+        statistic="count", epsilon=1.0, by="g", keys=("a", "b"), neighbours="replace-one", privacy_unit=UNIT, max_contributions=2
+    )
     assert query.parts[0].l2_sensitivity == pytest.approx(2 * math.sqrt(2))
     found = _search(dataclasses.replace(query, neighbours="add-remove"), _polars_outputs(query), "l2", trials=TRIALS, seed=3)
     assert not found["count"].violated  # the add/remove search cannot see it ...
     found = search_claims(
-        _polars_outputs(query), columns=COLUMNS, claims={"count": 2.0}, neighbours="replace-one", privacy_unit=UNIT,
-        max_contributions=2, norm="l2", trials=TRIALS, seed=3,
+        _polars_outputs(query),
+        columns=COLUMNS,
+        claims={"count": 2.0},
+        neighbours="replace-one",
+        privacy_unit=UNIT,
+        max_contributions=2,
+        norm="l2",
+        trials=TRIALS,
+        seed=3,
     )["count"]
     assert found.violated and 2.0 < found.shift <= 2 * math.sqrt(2) * (1 + 1e-9)  # ... the replace-one search does
 

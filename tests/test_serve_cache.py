@@ -37,4 +37,3 @@ def test_a_shape_that_passed_is_not_checked_again_whatever_its_epsilon() -> None
     engine.check(handle, Query(statistic="mean", epsilon=0.1, column="age", bounds=(0, 90)))
     engine.check(handle, Query(statistic="mean", epsilon=0.1, column="age", bounds=(0, 100), where="town == 'a'"))
     assert counting.checks == 3
-

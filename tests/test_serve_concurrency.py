@@ -26,6 +26,8 @@ from dpwitness.data import adult_path
 from dpwitness.serve.ledger import GroupCommitLedger
 from dpwitness.serve.process import ServerProcess, write_config
 
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "service.toml"
 QUERY = {"table": "adult", "statistic": "mean", "column": "age", "epsilon": 0.1}
 

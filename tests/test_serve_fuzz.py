@@ -23,6 +23,8 @@ from dpwitness.serve.requests import CompiledQuery, QueryError, QueryRequest, co
 from dpwitness.serve.tables import LoadedTable, load_table
 from dpwitness.session import Session
 
+pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
+
 TOKEN = "fuzz-token-" + "f" * 24
 TABLES: dict[str, Any] = {
     "people": {
