@@ -169,9 +169,10 @@ def measure(path: Path, k: int, repeats: int, stats: tuple[str, ...] = STATS, *,
     return out
 
 
-def scaling(sizes: list[int], k: int, repeats: int) -> list[dict[str, Any]]:
+def scaling(sizes: list[int], k: int, repeats: int, directory: Path | None = None) -> list[dict[str, Any]]:
     """The bounded sum and Polars' first-k at each size, interleaved: CPU per row against the smallest size."""
-    paths = {n: generate(n, rows_per_user=ROWS_PER_USER, quiet=True) for n in sizes}
+    where = {} if directory is None else {"directory": directory}
+    paths = {n: generate(n, rows_per_user=ROWS_PER_USER, quiet=True, **where) for n in sizes}
     handles = {n: ENGINE.open(p) for n, p in paths.items()}
     sides: dict[str, Callable[[int], object]] = {
         "polars_first_k": lambda n: first_k(paths[n], "sum", k).collect(engine="streaming"),
