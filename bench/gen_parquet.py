@@ -29,8 +29,9 @@ CHUNK_ROWS = 5_000_000
 SEED = 2024
 
 
-def parquet_path(rows: int, directory: Path = DATA_DIR) -> Path:
-    return directory / f"statistics_{rows}.parquet"
+def parquet_path(rows: int, directory: Path = DATA_DIR, rows_per_user: int = ROWS_PER_USER) -> Path:
+    suffix = "" if rows_per_user == ROWS_PER_USER else f"_per_user_{rows_per_user}"
+    return directory / f"statistics_{rows}{suffix}.parquet"
 
 
 def _chunk(rng: np.random.Generator, n: int, users: int) -> pa.Table:
@@ -46,15 +47,27 @@ def _chunk(rng: np.random.Generator, n: int, users: int) -> pa.Table:
     )
 
 
-def generate(rows: int, *, directory: Path = DATA_DIR, seed: int = SEED, force: bool = False, quiet: bool = False) -> Path:
-    """The path of a ``rows``-row table, written now if it is not cached yet."""
-    path = parquet_path(rows, directory)
+def generate(
+    rows: int,
+    *,
+    directory: Path = DATA_DIR,
+    seed: int = SEED,
+    force: bool = False,
+    quiet: bool = False,
+    rows_per_user: int = ROWS_PER_USER,
+) -> Path:
+    """The path of a ``rows``-row table, written now if it is not cached yet.
+
+    ``rows_per_user`` sets the users' number (``rows // rows_per_user``), hence the Poisson mean of
+    each user's rows (``bench/bench_bounding.py`` uses 5: at k = 5 most rows belong to users above it).
+    """
+    path = parquet_path(rows, directory, rows_per_user)
     if path.exists() and not force:
         return path
     directory.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".partial-{os.getpid()}")
     rng = np.random.default_rng(seed)
-    users = max(1, rows // ROWS_PER_USER)
+    users = max(1, rows // rows_per_user)
     started = time.perf_counter()
     writer: pq.ParquetWriter | None = None
     try:
@@ -84,8 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--dir", type=Path, default=DATA_DIR)
     parser.add_argument("--force", action="store_true", help="rewrite even when cached")
+    parser.add_argument("--rows-per-user", type=int, default=ROWS_PER_USER, help="mean rows per user (Poisson)")
     args = parser.parse_args(argv)
-    print(generate(args.rows, directory=args.dir, seed=args.seed, force=args.force))
+    print(generate(args.rows, directory=args.dir, seed=args.seed, force=args.force, rows_per_user=args.rows_per_user))
 
 
 if __name__ == "__main__":

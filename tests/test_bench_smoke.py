@@ -98,6 +98,9 @@ def test_bounding_benchmark_runs_on_a_small_table(tmp_path: Path) -> None:
     assert [r["stat"] for r in rows] == list(module.STATS)
     assert all(r["dpwitness_cpu_s"] >= 0 and r["polars_first_k_wall_s"] > 0 for r in rows)
     assert module.table(rows, 5).count("\n") == len(rows) + 1
+    growth = module.scaling([4_000, 8_000], 5, 1, directory=tmp_path)
+    assert [r["rows"] for r in growth] == [4_000, 8_000] and growth[0]["dpwitness_cpu_per_row_vs_smallest"] == 1.0
+    assert module.scaling_table(growth).count("\n") == len(growth) + 1
 
 
 def _explorer_frames() -> ModuleType:

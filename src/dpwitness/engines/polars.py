@@ -265,20 +265,28 @@ def _keyed_random(identity: pl.Expr, key: SelectionKey) -> pl.Expr:
 def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key: SelectionKey) -> pl.LazyFrame:
     """Keep a uniformly random ≤ k rows per unit (or ≤ g keys per unit and ≤ k rows per (unit, key)).
 
-    A unit with ≤ k rows keeps them all. In a unit with more, each row gets a keyed hash of
-    (unit[, key], the row's values, its occurrence among the unit's identical rows) and the k
-    rows with the smallest keep: no sort, three window ranks over only the rows of such units.
+    A unit with ≤ k rows keeps them all. The rows of units with more get a keyed hash of their
+    values (unit[, key] included); sorted by it, identical rows are adjacent, and a row's
+    occurrence among its identical rows is its distance to the start of their run. A second
+    keyed hash of (content, occurrence) draws each row's place; sorted by the draw, a unit keeps
+    its first k rows (``int_range(len).over(unit)``, the same window as Polars' own first-k).
+    Two sorts, elementwise runs and one order-keeping window: linear in the rows on Polars 1.x
+    and 2.x alike (a ``rank().over(unit)`` per unit, the former plan, grew superlinearly on
+    Polars 1.36).
+
     Which rows a unit keeps depends only on the selection key and that unit's own rows, never on
-    other units or on the file order (identical rows are interchangeable: which one is the first
-    occurrence does not change what is kept), so for *every* key the bounded table moves by one
-    unit's ≤ k rows, as Δ assumes; with a secret key the kept subset is uniformly random.
+    other units or on the file order (identical rows are interchangeable: which copy is first in
+    a run does not change what is kept), so for *every* key the bounded table moves by one unit's
+    ≤ k rows, as Δ assumes; with a secret key the kept subset is uniformly random (2^-64 hash
+    collisions aside).
     """
     bound = query.contribution
     if groups and query.max_groups is not None:
-        # One row per (unit, key), ranked "ordinal": exactly ≤ g keys per unit even if two hashes tie.
-        pairs = frame.select([unit, *groups]).unique()
-        order = _keyed_random(pl.struct([unit, *groups]), key).rank("ordinal").over(unit)
-        frame = frame.join(pairs.filter(order <= bound.max_groups), on=[unit, *groups], how="semi", nulls_equal=True)
+        # One row per (unit, key): distinct, so the first g in keyed-hash order are a uniform pick of ≤ g keys.
+        pair_hash = _keyed_random(pl.struct([unit, *groups]), key).alias(_CONTENT)
+        pairs = frame.select([unit, *groups]).unique().with_columns(pair_hash)
+        chosen = pairs.sort(_CONTENT).filter(pl.int_range(pl.len()).over(unit) < bound.max_groups).drop(_CONTENT)
+        frame = frame.join(chosen, on=[unit, *groups], how="semi", nulls_equal=True)
         per, limit = [unit, *groups], bound.max_rows_per_group
     else:
         per, limit = [unit], bound.max_rows
@@ -286,13 +294,17 @@ def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key:
     # A Categorical's physical codes depend on which strings the whole table held first: hash it as text.
     values = [pl.col(c).cast(pl.String) if schema[c] == pl.Categorical else pl.col(c) for c in schema.names()]
     counted = frame.with_columns(pl.len().over(per).alias(_ROWS)).cache()  # one window for both branches
-    light = counted.filter(pl.col(_ROWS) <= limit)
+    light = counted.filter(pl.col(_ROWS) <= limit).drop(_ROWS)
     content = _keyed_random(pl.struct(values), key).alias(_CONTENT)  # equal for identical rows only (2^-64 aside)
-    heavy = counted.filter(pl.col(_ROWS) > limit).with_columns(content)
-    occurrence = pl.col(_CONTENT).rank("ordinal").over(per) - pl.col(_CONTENT).rank("min").over(per)
-    draw = _keyed_random(pl.struct([pl.col(_CONTENT), occurrence.cast(_U64).alias(_POSITION)]), key)
-    kept = heavy.filter(draw.rank("ordinal").over(per) <= limit).drop(_CONTENT)
-    return pl.concat([light, kept], how="vertical").drop(_ROWS)
+    heavy = counted.filter(pl.col(_ROWS) > limit).drop(_ROWS).with_columns(content).sort(_CONTENT)
+    row = pl.int_range(pl.len(), dtype=pl.Int64)
+    new_run = (row == 0) | pl.col(_CONTENT).ne_missing(pl.col(_CONTENT).shift(1))
+    run_start = pl.when(new_run).then(row).otherwise(None).forward_fill()
+    occurrence = (row - run_start).cast(_U64).alias(_POSITION)
+    draw = _keyed_random(pl.struct([pl.col(_CONTENT), pl.col(_POSITION)]), key).alias(_CONTENT)
+    drawn = heavy.with_columns(occurrence).with_columns(draw).drop(_POSITION).sort(_CONTENT)
+    kept = drawn.filter(pl.int_range(pl.len()).over(per) < limit).drop(_CONTENT)
+    return pl.concat([light, kept], how="vertical")
 
 
 def _bin(query: Query) -> pl.Expr:
