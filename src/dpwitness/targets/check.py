@@ -85,6 +85,7 @@ class Finding:
         what = {
             "sensitivity": f"declared Δ = {self.claimed:.17g}, witnessed shift {self.witnessed:.17g}",
             "noise-calls": "the noise calls differ between two neighbours",
+            "shape": "the value before noise changed shape between two neighbours",
             "audit": f"claimed ε = {self.claimed:g}, certified ε_lb = {self.witnessed:.4g} "
             f"at {self.confidence or 0:.0%} confidence",
         }[self.kind]
@@ -191,9 +192,14 @@ class CheckReport:
 
 
 class _CallsChanged(Exception):
-    def __init__(self, d: pl.DataFrame, d_prime: pl.DataFrame, first: list[NoiseCall], second: list[NoiseCall]) -> None:
+    """The noise calls differ between two neighbours (``kind`` "noise-calls"), or a call's value
+    before noise changed its shape: its length, its array shape, its kind (``kind`` "shape")."""
+
+    def __init__(
+        self, d: pl.DataFrame, d_prime: pl.DataFrame, first: list[NoiseCall], second: list[NoiseCall], kind: str = "noise-calls"
+    ) -> None:
         super().__init__("the noise calls differ between two neighbours")
-        self.d, self.d_prime, self.first, self.second = d, d_prime, first, second
+        self.d, self.d_prime, self.first, self.second, self.kind = d, d_prime, first, second, kind
 
 
 @dataclass
@@ -222,9 +228,25 @@ class _Runner:
             self.fn(frame)
         return recorder.calls
 
-    def values(self, calls: list[NoiseCall]) -> dict[str, Any]:
-        found = {_key(i, c): c.value for i, c in enumerate(calls)}
-        return {key: found.get(key, math.nan) for key in self.keys}
+    def values(self, calls: list[NoiseCall], first: list[NoiseCall] | None = None) -> dict[str, Any]:
+        """Each call's value as the search's distance reads it (:func:`_embedded`). A value with no
+        numeric form, or under the discrete metric, is compared whole with the same call on the
+        pair's first table (``first``): 0 on the first table, then 0 when equal, 1 otherwise."""
+        found = {_key(i, c): c for i, c in enumerate(calls)}
+        before = {_key(i, c): c for i, c in enumerate(first or ())}
+        out: dict[str, Any] = {}
+        for key in self.keys:
+            call = found.get(key)
+            if call is None:
+                out[key] = math.nan
+                continue
+            embedded = None if call.norm == "discrete" else _embedded(call.value)
+            if embedded is not None:
+                out[key] = embedded
+                continue
+            other = before.get(key)
+            out[key] = 0.0 if other is None or _same(other.value, call.value) else 1.0
+        return out
 
     def discover(self) -> bool:
         """Install the adapters of the libraries the function has imported since the check began
@@ -263,7 +285,9 @@ class _Runner:
             return first_values
         if [_signature(c) for c in first] != [_signature(c) for c in calls]:
             raise _CallsChanged(first_frame, frame, first, calls)
-        return self.values(calls)
+        if [c.shape for c in first] != [c.shape for c in calls]:
+            raise _CallsChanged(first_frame, frame, first, calls, kind="shape")
+        return self.values(calls, first)
 
 
 def _failure(error: Exception) -> str:
@@ -288,8 +312,44 @@ def _invariants(calls: list[NoiseCall]) -> set[Any]:
 
 
 def _signature(call: NoiseCall) -> tuple[Any, ...]:
-    size = len(call.value) if isinstance(call.value, tuple) else None
-    return (*call.signature, size)
+    return call.signature
+
+
+def _embedded(value: Any) -> Any:
+    """A plain value (:func:`~dpwitness.targets.hooks.plain_value`) as the L1/L2 distance reads it:
+    a float, a tuple of floats, bytes as their bits (a bit vector: the L1 distance is the number of
+    bits that differ), a dict of floats (a tuple inside it: one entry per position); None when it
+    has no numeric form (text, other objects: compared by equality)."""
+    import numpy as np
+
+    if isinstance(value, float):
+        return value
+    if isinstance(value, bytes):
+        return tuple(float(bit) for bit in np.unpackbits(np.frombuffer(value, dtype=np.uint8)))
+    if isinstance(value, tuple) and all(isinstance(v, float) for v in value):
+        return value
+    if isinstance(value, dict):
+        out: dict[Any, float] = {}
+        for key, item in value.items():
+            inner = _embedded(item)
+            if isinstance(inner, float):
+                out[key] = inner
+            elif isinstance(inner, tuple):
+                out.update({(key, i): v for i, v in enumerate(inner)})
+            else:
+                return None
+        return out
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values (NaN equal to NaN)."""
+    try:
+        if a == b:
+            return True
+    except Exception:  # an object whose == does not answer a bool
+        pass
+    return type(a) is type(b) and repr(a) == repr(b)
 
 
 def _key(index: int, call: NoiseCall) -> str:
@@ -499,14 +559,15 @@ def _check(
     if 0 < affordable < trials:
         notes.append(f"one run takes {per_run:.2g} s: {affordable} small-table pairs instead of {trials}")
         trials = affordable
-    for norm in ("l1", "l2"):
+    for norm in ("l1", "l2", "discrete"):
         group = {k: v for k, v in claims.items() if by_call[k].norm == norm}
         if not group:
             continue
+        search_norm = "l2" if norm == "l2" else "l1"  # the discrete distance reaches the search as a 0/1 number
         try:
             found = (
                 search_claims(
-                    runner, columns=columns, claims=group, neighbours=report.neighbours, norm=norm, trials=trials, seed=seed
+                    runner, columns=columns, claims=group, neighbours=report.neighbours, norm=search_norm, trials=trials, seed=seed
                 )
                 if trials
                 else {}
@@ -532,7 +593,7 @@ def _check(
                     claims=group,
                     bounds=bounds,
                     neighbours=report.neighbours,
-                    norm=norm,
+                    norm=search_norm,
                     max_rows=max_rows,
                     seconds=remaining,
                 )
@@ -568,7 +629,7 @@ def _check(
                     d=d,
                     d_prime=d_prime,
                     detail="the value before noise moved by more than the Δ this call declared "
-                    f"({result.norm.upper()}, {report.neighbours})",
+                    f"({call.norm.upper()}, {report.neighbours})",
                     script=repro_script(runner, call, name, d, d_prime, result.claimed, columns),
                 )
             )
@@ -599,6 +660,23 @@ def _relative(result: SensitivityResult) -> float:
 
 def _calls_finding(changed: _CallsChanged, fn: Callable[[Any], Any]) -> Finding:
     first, second = changed.first, changed.second
+    if changed.kind == "shape":
+        index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a.shape != b.shape)
+        call, other = first[index], second[index]
+        return Finding(
+            kind="shape",
+            library=call.library,
+            version=call.version,
+            site=call.site,
+            caller=call.caller,
+            mechanism=call.mechanism,
+            claimed=_size(call.shape),
+            witnessed=_size(other.shape),
+            d=Runs.of_frame(changed.d),
+            d_prime=Runs.of_frame(changed.d_prime),
+            detail=f"call #{index + 1}'s value before noise is {_shape_text(call.shape)} on D, {_shape_text(other.shape)} on D′ "
+            "(its length or shape reveals the data, whatever the noise)",
+        )
     index = next(
         (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if _signature(a) != _signature(b)),
         min(len(first), len(second)),
@@ -624,6 +702,30 @@ def _calls_finding(changed: _CallsChanged, fn: Callable[[Any], Any]) -> Finding:
     )
 
 
+def _size(shape: Any) -> float:
+    """How many values a shape holds (its length, or its array's size), NaN for a kind alone."""
+    if isinstance(shape, tuple) and len(shape) == 2:
+        kind, size = shape
+        if kind == "bytes":
+            return float(size)
+        if kind == "array":
+            return float(math.prod(size))
+        if kind == "sequence":
+            return float(size[0])
+    return math.nan
+
+
+def _shape_text(shape: Any) -> str:
+    kind, *rest = shape if isinstance(shape, tuple) and shape else ("value",)
+    if kind == "bytes":
+        return f"{rest[0]} byte(s)"
+    if kind == "array":
+        return f"an array of shape {rest[0]}"
+    if kind == "sequence":
+        return f"a sequence of {rest[0][0]} value(s)"
+    return {"number": "a number", "text": "text", "dict": "a dict", "item": "one item"}.get(str(kind), str(kind))
+
+
 def _audit(
     runner: _Runner,
     report: _Report,
@@ -641,7 +743,7 @@ def _audit(
     from dpwitness.witness.audit import audit as run_audit
 
     notes: list[str] = []
-    if report.findings and report.findings[0].kind == "noise-calls":
+    if report.findings and report.findings[0].kind in ("noise-calls", "shape"):
         d_runs, d_prime_runs = report.findings[0].d, report.findings[0].d_prime
     elif results:
         name = max(results, key=lambda k: (results[k].violated, round(_relative(results[k]), 9), -pairs[k][1].rows))
@@ -685,7 +787,7 @@ def _audit(
         return [c.replay for c in recorder.calls if c.replay is not None]
 
     def noise_only(frozen: list[Callable[[], Any]], rng: np.random.Generator) -> Any:
-        return tuple(np.asarray(noise(), dtype=float).ravel().tolist() for noise in frozen)
+        return tuple(_released(noise()) for noise in frozen)
 
     # Replay samples the release itself when the function returns its noise calls' outputs as they
     # are, every call is replayable and nothing before the noise is random.
@@ -771,16 +873,36 @@ def _audit(
     return result, notes
 
 
-def _numbers(output: Any) -> list[float] | None:
-    """The numbers of an output in order (a dict's values by key), or None when it has others."""
+def _released(output: Any) -> Any:
+    """One noise call's release as the audit samples it: a numeric array or number as a list of
+    floats; bytes, booleans, text, dicts and tuples of them as they are (the audit encodes them)."""
+    import numpy as np
+
+    if isinstance(output, bytes | bytearray | str | bool | Mapping):
+        return bytes(output) if isinstance(output, bytearray) else output
+    try:
+        array = np.asarray(output)
+    except (TypeError, ValueError):
+        return output
+    if array.dtype.kind in "biuf":
+        return array.astype(float).ravel().tolist()
+    return output
+
+
+def _numbers(output: Any) -> list[Any] | None:
+    """The values of an output in order (a dict's values by key; numbers as floats, bytes and text
+    as they are), or None when it has others."""
     import numpy as np
 
     try:
         if isinstance(output, Mapping):
             output = [output[key] for key in sorted(output)]
-        flat = np.asarray(output, dtype=float).ravel() if not isinstance(output, list) else None
-        if flat is None:
-            flat = np.concatenate([np.asarray(part, dtype=float).ravel() for part in output]) if output else np.zeros(0)
+        if isinstance(output, bytes | bytearray | str):
+            return [bytes(output) if isinstance(output, bytearray) else output]
+        if isinstance(output, list):
+            parts = [_numbers(part) for part in output]
+            return None if any(p is None for p in parts) else [v for p in parts for v in p or ()]
+        flat = np.asarray(output, dtype=float).ravel()
         return [float(v) for v in flat]
     except (TypeError, ValueError):
         return None
