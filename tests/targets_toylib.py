@@ -199,6 +199,11 @@ def respond(value: object, items: list[object], *, epsilon: float) -> object:
     return RandomizedResponse(items, epsilon).randomise(value)
 
 
+def respond_leaky(value: object, items: list[object], *, epsilon: float) -> object:
+    """Randomized response that keeps the true answer with e^(2ε) odds (the bug: it spends 2ε)."""
+    return RandomizedResponse(items, 2 * epsilon).randomise(value)
+
+
 def flip_bits(bits: bytes, *, epsilon: float, sensitivity: float = 1.0) -> bytes:
     return BitFlip(epsilon, sensitivity).randomise(bits)
 

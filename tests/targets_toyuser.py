@@ -144,6 +144,11 @@ def answered_item(table: pl.DataFrame) -> object:
     return toylib.respond(b"1" if "a" in table["k"].to_list() else b" ", ANSWERS, epsilon=1.0)
 
 
+def answered_item_leaky(table: pl.DataFrame) -> object:
+    """The same question through a randomized response that spends 2ε while claiming ε."""
+    return toylib.respond_leaky(b"1" if "a" in table["k"].to_list() else b" ", ANSWERS, epsilon=1.0)
+
+
 def answered_flag(table: pl.DataFrame) -> object:
     """Randomized response on a boolean (correct)."""
     return toylib.respond(table.height > 2, [False, True], epsilon=1.0)
