@@ -90,7 +90,14 @@ def test_values_are_made_plain_without_losing_their_type() -> None:
 @pytest.mark.parametrize("replay", [True, False], ids=["replay", "direct"])
 def test_the_audit_samples_bytes(replay: bool) -> None:
     report = check(
-        user.answered_item, columns=KEYS, epsilon=1.0, libraries=["toylib"], trials=10, structured=False, max_seconds=30, replay=replay
+        user.answered_item,
+        columns=KEYS,
+        epsilon=1.0,
+        libraries=["toylib"],
+        trials=10,
+        structured=False,
+        max_seconds=30,
+        replay=replay,
     )
     assert report.audit is not None and not report.audit.violated and not report.findings, report.notes
     assert report.verdict in ("ok", "inconclusive") and any("audited by replay" in n for n in report.notes) == replay

@@ -266,7 +266,7 @@ def value_shape(value: Any, norm: str = "l1") -> Any:
         return ("item",) if norm == "discrete" else ("text",)
     if isinstance(value, Mapping):
         return ("dict",)
-    if hasattr(value, "shape") and hasattr(value, "tolist") and getattr(value, "ndim", 0):
+    if hasattr(value, "shape") and hasattr(value, "tolist") and int(getattr(value, "ndim", 0)) > 0:
         return ("array", tuple(int(n) for n in value.shape))
     if isinstance(value, list | tuple):
         return ("sequence", _nested_lengths(value))

@@ -187,7 +187,9 @@ def _largest_distance(measurement: Any, epsilon: float | None) -> float | None:
     """The largest input distance d with map(d) ≤ ε (bisection on OpenDP's own privacy map, on
     integers for an integer metric: i32/i64/u32, and ``DiscreteDistance`` whose map takes a u32)."""
     metric = str(measurement.input_metric)
-    integer = True if any(t in metric for t in ("i32", "i64", "u32", "u64", "usize")) or metric.startswith("DiscreteDistance") else None
+    integer = (
+        True if any(t in metric for t in ("i32", "i64", "u32", "u64", "usize")) or metric.startswith("DiscreteDistance") else None
+    )
     return largest_distance(measurement.map, epsilon, integer=integer)
 
 
