@@ -223,3 +223,8 @@ def cumulative_counts(keys: list[object], items: list[object], *, epsilon: float
 def count_dict(keys: list[object], items: list[object], *, epsilon: float) -> dict[object, float]:
     """A noisy count per listed item, as a dict."""
     return DictLaplace(epsilon, 1.0).randomise({item: float(sum(k == item for k in keys)) for item in items})
+
+
+def count_dict_twice(keys: list[object], items: list[object], *, epsilon: float) -> dict[object, float]:
+    """A noisy count per listed item, as a dict, counting each record twice while declaring Δ = 1 (the bug)."""
+    return DictLaplace(epsilon, 1.0).randomise({item: 2.0 * sum(k == item for k in keys) for item in items})

@@ -162,6 +162,13 @@ def present_bits(table: pl.DataFrame) -> bytes:
     return toylib.flip_bits(bytes(np.packbits([item in keys for item in ITEMS]).tolist()), epsilon=1.0)
 
 
+def present_bits_and_size(table: pl.DataFrame) -> bytes:
+    """The presence bits and one more, "more than one row": a record can flip two bits (declared Δ = 1)."""
+    keys = set(table["k"].to_list())
+    bits = [item in keys for item in ITEMS] + [table.height > 1]
+    return toylib.flip_bits(bytes(np.packbits(bits).tolist()), epsilon=1.0)
+
+
 def found_key_bytes(table: pl.DataFrame) -> bytes:
     """One byte per key found in the data: the length of the bit vector leaks the number of keys."""
     return toylib.flip_bits(bytes(1 for _ in dict.fromkeys(table["k"].to_list())), epsilon=1.0)
@@ -177,3 +184,7 @@ def counted_items_cumulative(table: pl.DataFrame) -> tuple[float, ...]:
 
 def counted_items_dict(table: pl.DataFrame) -> dict[object, float]:
     return toylib.count_dict(table["k"].to_list(), ITEMS, epsilon=1.0)
+
+
+def counted_items_dict_twice(table: pl.DataFrame) -> dict[object, float]:
+    return toylib.count_dict_twice(table["k"].to_list(), ITEMS, epsilon=1.0)

@@ -7,10 +7,15 @@ of its own ("shape"), never a shift of ∞ read from NaN."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import dpwitness
 import targets_toyuser as user
 from dpwitness.targets import hooks, opendp
 from dpwitness.targets.check import check
@@ -18,6 +23,7 @@ from dpwitness.targets.check import check
 pl = pytest.importorskip("polars")
 pytest.importorskip("hypothesis")
 KEYS = {"k": ["a", "b", "c"]}
+TESTS = Path(__file__).resolve().parent
 QUICK: dict[str, Any] = dict(epsilon=1.0, libraries=["toylib"], audit=False, trials=30, structured=False, max_seconds=30)
 
 
@@ -49,10 +55,19 @@ def test_a_length_leak_is_a_shape_finding() -> None:
     assert str(finding).startswith("✘ shape: toylib")
 
 
-def test_a_tuple_moving_beyond_its_maps_l1_is_a_sensitivity_finding() -> None:
-    report = check(user.counted_items_cumulative, columns=KEYS, **QUICK)
+@pytest.mark.parametrize(
+    ("fn", "shifts"),
+    [
+        (user.counted_items_cumulative, (2.0, 3.0)),
+        (user.present_bits_and_size, (2.0,)),
+        (user.counted_items_dict_twice, (2.0,)),
+    ],
+    ids=["tuple beyond its map's l1", "two bits flipped by one record", "dict counting each record twice"],
+)
+def test_values_moving_beyond_their_delta_are_sensitivity_findings(fn: Any, shifts: tuple[float, ...]) -> None:
+    report = check(fn, columns=KEYS, **QUICK)
     (finding,) = report.findings
-    assert finding.kind == "sensitivity" and finding.claimed == 1.0 and finding.witnessed in (2.0, 3.0)
+    assert finding.kind == "sensitivity" and finding.claimed == 1.0 and finding.witnessed in shifts, str(finding)
 
 
 def test_a_vector_whose_length_follows_the_keys_found_is_a_shape_finding() -> None:
@@ -103,10 +118,22 @@ def test_the_audit_samples_bytes(replay: bool) -> None:
     assert report.verdict in ("ok", "inconclusive") and any("audited by replay" in n for n in report.notes) == replay
 
 
-def test_a_broken_randomized_response_is_caught_by_the_audit() -> None:
+def test_a_broken_randomized_response_is_caught_by_the_audit(tmp_path: Path) -> None:
     report = check(
         user.answered_item_leaky, columns=KEYS, epsilon=1.0, libraries=["toylib"], trials=10, structured=False, max_seconds=40
     )
     # its u32 map at the claimed ε allows no distance (Δ = 0): the answer moving is a finding, which the audit confirms
     assert [f.kind for f in report.findings] == ["sensitivity", "audit"], report.notes
     assert (report.findings[0].claimed, report.findings[0].witnessed) == (0.0, 1.0) and report.findings[1].witnessed > 1.0
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(Path(dpwitness.__file__).resolve().parents[1])])}
+    shown = []
+    for number, finding in enumerate(report.findings):
+        script = tmp_path / f"finding_{number}.py"
+        script.write_text(finding.script, encoding="utf-8")
+        run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        assert run.returncode == 1, run.stdout + run.stderr
+        shown.append(next(line for line in run.stdout.splitlines() if line.startswith("BUG")))
+    assert shown == [
+        "BUG: the shift exceeds the declared sensitivity",  # the discrete metric: b"1" vs b" "
+        "BUG: the event is more than e^ε times likelier on one table than on its neighbour",
+    ]
