@@ -1180,8 +1180,15 @@ class ScriptEvent:
 def script_event(fn: Callable[[Any], Any], d: Any, d_prime: Any, *, per_run: float, seconds: float) -> ScriptEvent | None:
     """Choose a standalone event separating ``fn``'s outputs on the two tables: among the output's
     shapes, its exact values (when few) and thresholds on each of its numbers (when of one length),
-    the one with the largest ratio of hits, with at least 20 on the favoured table. ``per_run`` and
-    ``seconds`` (CPU) bound the runs; None when no event separates them or there is no time."""
+    the one with the largest ratio of hits, with at least 20 on the favoured table; None when no
+    event separates them or there is no time.
+
+    :param fn: the checked function (a table → its release, noise included).
+    :param d: the first table D (a Polars frame).
+    :param d_prime: its neighbour D′.
+    :param per_run: CPU seconds of one run of ``fn``, to size the runs.
+    :param seconds: CPU seconds the choice may take (up to a thousand runs per table).
+    """
     import numpy as np
 
     runs = int(min(EVENT_RUNS[1], seconds / max(2 * per_run, 1e-9)))

@@ -259,7 +259,11 @@ def value_shape(value: Any, norm: str = "l1") -> Any:
     """The structure of a pre-noise value, which must not change between neighbours: its kind
     and, for bytes (a bit vector), sequences and arrays, its length or shape. Under ``"discrete"``
     the value is one item whatever its length: only its kind. A dict's keys are not its shape
-    (a key on one side only counts as 0, as in the L1/L2 distances of keyed outputs)."""
+    (a key on one side only counts as 0, as in the L1/L2 distances of keyed outputs).
+
+    :param value: the value before noise, as the library passed it.
+    :param norm: the norm of the call's Δ (``"l1"``, ``"l2"`` or ``"discrete"``).
+    """
     if isinstance(value, bytes | bytearray | memoryview):
         return ("item",) if norm == "discrete" else ("bytes", len(bytes(value)))
     if isinstance(value, str):
@@ -282,7 +286,11 @@ def _nested_lengths(value: Any) -> Any:
 def declared_distance(mapped: Any, norm: str = "l1") -> float:
     """The Δ a stability map's output declares in ``norm``: a number as it is, or the middle of a
     tuple (l0, lp, l∞) as OpenDP's maps on grouped outputs return (lp: L1 or L2, the norm of the
-    output metric); a 1-tuple's only value."""
+    output metric); a 1-tuple's only value.
+
+    :param mapped: what the stability map returned for one neighbouring step.
+    :param norm: the norm of the noise (``"l1"`` or ``"l2"``), named in the error for another tuple.
+    """
     if isinstance(mapped, tuple | list):
         if len(mapped) == 3:
             return float(mapped[1])
@@ -296,7 +304,12 @@ def largest_distance(privacy_map: Callable[[Any], Any], epsilon: float | None, *
     """The largest input distance d with ``privacy_map(d)`` ≤ ε, by bisection on the library's own
     map; ``integer``: the map takes whole numbers (OpenDP's u32/i32 metrics, ``DiscreteDistance``),
     bisected as integers. None (default): probed (a map refusing 1.0 but taking 1 takes integers).
-    A map returning (ε, δ) is read on ε. None when ε is None; 0.0 when even distance 1 costs more."""
+    A map returning (ε, δ) is read on ε. None when ε is None; 0.0 when even distance 1 costs more.
+
+    :param privacy_map: the measurement's privacy map (an input distance → its ε, or (ε, δ)).
+    :param epsilon: the claimed ε the distance must stay within.
+    :param integer: the map takes whole numbers (see above).
+    """
     if epsilon is None:
         return None
     if integer is None:
