@@ -888,19 +888,17 @@ def _audit(
 
 
 def _released(output: Any) -> Any:
-    """One noise call's release as the audit samples it: a numeric array or number as a list of
-    floats; bytes, booleans, text, dicts and tuples of them as they are (the audit encodes them)."""
+    """One noise call's release as the audit samples it: numbers (a number, an array, a sequence) as
+    a list of floats; bytes, a boolean, text, dicts and sequences of them as they are (the audit
+    encodes them)."""
     import numpy as np
 
     if isinstance(output, bytes | bytearray | str | bool | Mapping):
         return bytes(output) if isinstance(output, bytearray) else output
     try:
-        array = np.asarray(output)
+        return np.asarray(output, dtype=float).ravel().tolist()  # numbers (a null among them: NaN)
     except (TypeError, ValueError):
         return output
-    if array.dtype.kind in "biuf":
-        return array.astype(float).ravel().tolist()
-    return output
 
 
 def _numbers(output: Any) -> list[Any] | None:

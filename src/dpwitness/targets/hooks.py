@@ -230,7 +230,8 @@ def noise_call(
 def plain_value(value: Any) -> Any:
     """A pre-noise value made plain and exact: a float (numbers and booleans), a tuple of floats
     (sequences and numeric arrays, flattened), bytes (kept), a dict (each value made plain), or
-    the object itself (text and anything else: compared by equality). NaN and ±∞ kept."""
+    the object itself (text and anything else: compared by equality). NaN and ±∞ kept; a null
+    (None) is NaN, alone or among numbers."""
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     if isinstance(value, str):
@@ -248,9 +249,9 @@ def plain_value(value: Any) -> Any:
                 if isinstance(item, list | tuple):
                     stack[:0] = list(item)
                 else:
-                    flat.append(float(item))
+                    flat.append(math.nan if item is None else float(item))  # a null: missing, as NaN
             return tuple(flat)
-        return float(value)
+        return math.nan if value is None else float(value)
     except (TypeError, ValueError):
         return value
 
