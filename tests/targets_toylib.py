@@ -122,3 +122,109 @@ def group_totals(
     vector = np.array([totals.get(key, 0.0) for key in public_keys])
     noisy = VectorLaplace(epsilon, max(abs(lower), abs(upper))).randomise(vector)
     return dict(zip(public_keys, noisy.tolist(), strict=True))
+
+
+# --- values of every type: items, bit vectors, tuples from maps with several outputs, dicts ---------
+
+
+class RandomizedResponse:
+    """k-ary randomized response over listed items (bytes, booleans…), as OpenDP's
+    ``make_randomized_response``: its input metric is the discrete distance, and its privacy map
+    takes that distance as a u32 (a float is refused)."""
+
+    def __init__(self, items: list[object], epsilon: float) -> None:
+        if len(items) < 2 or len(set(items)) != len(items):
+            raise ValueError("randomized response needs two or more distinct items")
+        self.items, self.epsilon = list(items), epsilon
+        self.rng = np.random.default_rng()
+
+    def map(self, d_in: int) -> float:
+        if not isinstance(d_in, int) or isinstance(d_in, bool) or not 0 <= d_in < 2**32:
+            raise TypeError("d_in must be a u32")
+        return d_in * self.epsilon
+
+    def randomise(self, value: object) -> object:
+        if value not in self.items:
+            raise ValueError("the value is not one of the listed items")
+        keep = np.exp(self.epsilon) / (np.exp(self.epsilon) + len(self.items) - 1)
+        if self.rng.random() < keep:
+            return value
+        others = [item for item in self.items if item != value]
+        return others[int(self.rng.integers(len(others)))]
+
+
+class BitFlip:
+    """Randomized response on a bit vector given as bytes: each bit flips with probability
+    1 / (1 + e^(ε/Δ)), for Δ the bits one record can change (an L1 sensitivity)."""
+
+    def __init__(self, epsilon: float, sensitivity: float) -> None:
+        self.epsilon, self.sensitivity = epsilon, sensitivity
+        self.rng = np.random.default_rng()
+
+    def randomise(self, bits: bytes) -> bytes:
+        unpacked = np.unpackbits(np.frombuffer(bits, dtype=np.uint8))
+        flip = self.rng.random(len(unpacked)) < 1 / (1 + np.exp(self.epsilon / self.sensitivity))
+        return bytes(np.packbits(unpacked ^ flip.astype(np.uint8)).tolist())
+
+
+class MappedCounts:
+    """Laplace noise on a tuple of counts; the Δ is read off the stability map, which returns
+    (l0, l1, l∞) of one record as OpenDP's maps on grouped outputs do."""
+
+    def __init__(self, epsilon: float, stability: tuple[int, int, int] = (1, 1, 1)) -> None:
+        self.epsilon, self._stability = epsilon, stability
+        self.rng = np.random.default_rng()
+
+    def map(self, d_in: int) -> tuple[int, int, int]:
+        return tuple(d_in * s for s in self._stability)  # type: ignore[return-value]
+
+    def randomise(self, counts: tuple[float, ...]) -> tuple[float, ...]:
+        scale = self.map(1)[1] / self.epsilon
+        return tuple(float(c + self.rng.laplace(0.0, scale)) for c in counts)
+
+
+class DictLaplace:
+    """Laplace noise on each value of a dict of counts, for an L1 sensitivity."""
+
+    def __init__(self, epsilon: float, sensitivity: float) -> None:
+        self.epsilon, self.sensitivity = epsilon, sensitivity
+        self.rng = np.random.default_rng()
+
+    def randomise(self, counts: dict[object, float]) -> dict[object, float]:
+        return {key: float(c + self.rng.laplace(0.0, self.sensitivity / self.epsilon)) for key, c in counts.items()}
+
+
+def respond(value: object, items: list[object], *, epsilon: float) -> object:
+    """The value through randomized response over the listed items."""
+    return RandomizedResponse(items, epsilon).randomise(value)
+
+
+def respond_leaky(value: object, items: list[object], *, epsilon: float) -> object:
+    """Randomized response that keeps the true answer with e^(2ε) odds (the bug: it spends 2ε)."""
+    return RandomizedResponse(items, 2 * epsilon).randomise(value)
+
+
+def flip_bits(bits: bytes, *, epsilon: float, sensitivity: float = 1.0) -> bytes:
+    return BitFlip(epsilon, sensitivity).randomise(bits)
+
+
+def counts_of(keys: list[object], items: list[object], *, epsilon: float) -> tuple[float, ...]:
+    """A noisy count per listed item, as a tuple (one record moves one count: (1, 1, 1))."""
+    return MappedCounts(epsilon).randomise(tuple(float(sum(k == item for k in keys)) for item in items))
+
+
+def cumulative_counts(keys: list[object], items: list[object], *, epsilon: float) -> tuple[float, ...]:
+    """Noisy counts of the items up to each listed item, declared as plain counts (1, 1, 1): a
+    record moves every count from its item on (the bug)."""
+    counts = [sum(k == item for k in keys) for item in items]
+    return MappedCounts(epsilon).randomise(tuple(float(sum(counts[: i + 1])) for i in range(len(items))))
+
+
+def count_dict(keys: list[object], items: list[object], *, epsilon: float) -> dict[object, float]:
+    """A noisy count per listed item, as a dict."""
+    return DictLaplace(epsilon, 1.0).randomise({item: float(sum(k == item for k in keys)) for item in items})
+
+
+def count_dict_twice(keys: list[object], items: list[object], *, epsilon: float) -> dict[object, float]:
+    """A noisy count per listed item, as a dict, counting each record twice while declaring Δ = 1 (the bug)."""
+    return DictLaplace(epsilon, 1.0).randomise({item: 2.0 * sum(k == item for k in keys) for item in items})

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import dpwitness
 import targets_toyuser as user
 from dpwitness.targets.check import CheckReport, check
 from dpwitness.witness.structured import Runs, Shape, structured_search
@@ -21,6 +22,13 @@ pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not 
 pl = pytest.importorskip("polars")
 pytest.importorskip("hypothesis")
 TESTS = Path(__file__).resolve().parent
+#: The dpwitness under test (the user's module registers its adapter with it).
+SOURCE = Path(dpwitness.__file__).resolve().parents[1]
+
+
+def _script_env(*folders: Path) -> dict[str, str]:
+    """The environment a reproduction script runs in: the user's module and its library on ``folders``."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, [*folders, SOURCE]))}
 
 
 @pytest.fixture(scope="module")
@@ -71,14 +79,12 @@ def test_the_audit_certifies_a_bound_on_the_worst_pair(tmp_path: Path) -> None:
     assert report.audit is not None and report.audit.violated
     assert [f.kind for f in report.findings] == ["noise-calls", "audit"]
     assert report.findings[1].witnessed > 1.0 and report.findings[1].confidence == 0.95
-    script = tmp_path / "audit_repro.py"  # samples the function on both tables with the library alone
+    script = tmp_path / "audit_repro.py"  # samples the event on both tables with the library alone, compares with e^ε
     script.write_text(report.findings[1].script, encoding="utf-8")
-    run = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(TESTS)}, timeout=120
-    )
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
-    assert lines[0].startswith("D first numbers [[0.0], [0.0], [0.0]]") and lines[1].startswith("D' first numbers [[1.0, ")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=_script_env(TESTS), timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "BUG: the event is more than e^ε times likelier on one table than on its neighbour" in run.stdout, run.stdout
+    assert "rate ratio (on " in run.stdout and "vs e^ε = 2.718" in run.stdout
 
 
 def test_outside_the_contract_is_unsupported_never_violated() -> None:
@@ -93,15 +99,46 @@ def test_the_reproduction_script_runs_alone_and_shows_the_bug(tmp_path: Path, su
     # it never imports dpwitness itself (the checkout's path, which the script names, may hold the word)
     assert not re.search(r"^\s*(import|from)\s+dpwitness\b", report.findings[0].script, re.MULTILINE)
     run = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(TESTS)},
-        cwd=tmp_path,
-        timeout=120,
+        [sys.executable, str(script)], capture_output=True, text=True, env=_script_env(TESTS), cwd=tmp_path, timeout=120
     )
     assert run.returncode == 1, run.stderr
     assert "BUG: the shift exceeds the declared sensitivity" in run.stdout
+
+
+def test_the_reproduction_script_is_relocatable(tmp_path: Path, sum_report: CheckReport) -> None:
+    """No folder of the user's is written into it; moved to another folder, run from a third, with the
+    checked module nowhere on the path (only its library installed), it still shows the bug."""
+    text = sum_report.findings[0].script
+    assert str(TESTS) not in text and str(TESTS.parent) not in text
+    library = tmp_path / "site"  # the library, as installed on another machine: not the user's module
+    library.mkdir()
+    (library / "targets_toylib.py").write_text((TESTS / "targets_toylib.py").read_text(encoding="utf-8"), encoding="utf-8")
+    first, elsewhere, moved = tmp_path / "findings", tmp_path / "elsewhere", tmp_path / "moved" / "deeper"
+    for folder in (first, elsewhere, moved):
+        folder.mkdir(parents=True)
+    script = first / "finding_1.py"
+    script.write_text(text, encoding="utf-8")
+    for step in ("written", "moved"):
+        if step == "moved":
+            script = script.rename(moved / "renamed.py")
+        run = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, env=_script_env(library), cwd=elsewhere, timeout=120
+        )
+        assert run.returncode == 1 and "BUG: the shift exceeds the declared sensitivity" in run.stdout, (step, run.stderr)
+    assert sorted(p.name for p in tmp_path.rglob("*.py")) == ["renamed.py", "targets_toylib.py"]  # moved, not copied
+
+
+def test_the_check_leaves_nothing_where_it_runs(tmp_path: Path) -> None:
+    """No .hypothesis folder (the caches of the constants its float strategies read from the user's
+    files, under their absolute paths) nor anything else in the working directory."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    command = [sys.executable, "-m", "dpwitness", "check", str(TESTS / "targets_toyuser.py") + ":released_exact_sum"]
+    command += ["--columns", '{"x": "Float64"}', "--epsilon", "1", "--library", "toylib", "--trials", "20"]
+    command += ["--max-seconds", "20", "--no-structured", "--scripts", str(tmp_path / "scripts"), "--json"]
+    run = subprocess.run(command, capture_output=True, text=True, env=_script_env(TESTS), cwd=empty, timeout=300)
+    assert json.loads(run.stdout)["verdict"] in ("violated", "inconclusive", "ok"), run.stderr
+    assert list(empty.iterdir()) == []
 
 
 def test_the_runs_of_a_table_round_trip() -> None:

@@ -85,6 +85,7 @@ class Finding:
         what = {
             "sensitivity": f"declared Δ = {self.claimed:.17g}, witnessed shift {self.witnessed:.17g}",
             "noise-calls": "the noise calls differ between two neighbours",
+            "shape": "the value before noise changed shape between two neighbours",
             "audit": f"claimed ε = {self.claimed:g}, certified ε_lb = {self.witnessed:.4g} "
             f"at {self.confidence or 0:.0%} confidence",
         }[self.kind]
@@ -191,9 +192,14 @@ class CheckReport:
 
 
 class _CallsChanged(Exception):
-    def __init__(self, d: pl.DataFrame, d_prime: pl.DataFrame, first: list[NoiseCall], second: list[NoiseCall]) -> None:
+    """The noise calls differ between two neighbours (``kind`` "noise-calls"), or a call's value
+    before noise changed its shape: its length, its array shape, its kind (``kind`` "shape")."""
+
+    def __init__(
+        self, d: pl.DataFrame, d_prime: pl.DataFrame, first: list[NoiseCall], second: list[NoiseCall], kind: str = "noise-calls"
+    ) -> None:
         super().__init__("the noise calls differ between two neighbours")
-        self.d, self.d_prime, self.first, self.second = d, d_prime, first, second
+        self.d, self.d_prime, self.first, self.second, self.kind = d, d_prime, first, second, kind
 
 
 @dataclass
@@ -222,9 +228,25 @@ class _Runner:
             self.fn(frame)
         return recorder.calls
 
-    def values(self, calls: list[NoiseCall]) -> dict[str, Any]:
-        found = {_key(i, c): c.value for i, c in enumerate(calls)}
-        return {key: found.get(key, math.nan) for key in self.keys}
+    def values(self, calls: list[NoiseCall], first: list[NoiseCall] | None = None) -> dict[str, Any]:
+        """Each call's value as the search's distance reads it (:func:`_embedded`). A value with no
+        numeric form, or under the discrete metric, is compared whole with the same call on the
+        pair's first table (``first``): 0 on the first table, then 0 when equal, 1 otherwise."""
+        found = {_key(i, c): c for i, c in enumerate(calls)}
+        before = {_key(i, c): c for i, c in enumerate(first or ())}
+        out: dict[str, Any] = {}
+        for key in self.keys:
+            call = found.get(key)
+            if call is None:
+                out[key] = math.nan
+                continue
+            embedded = None if call.norm == "discrete" else _embedded(call.value)
+            if embedded is not None:
+                out[key] = embedded
+                continue
+            other = before.get(key)
+            out[key] = 0.0 if other is None or _same(other.value, call.value) else 1.0
+        return out
 
     def discover(self) -> bool:
         """Install the adapters of the libraries the function has imported since the check began
@@ -263,7 +285,9 @@ class _Runner:
             return first_values
         if [_signature(c) for c in first] != [_signature(c) for c in calls]:
             raise _CallsChanged(first_frame, frame, first, calls)
-        return self.values(calls)
+        if [c.shape for c in first] != [c.shape for c in calls]:
+            raise _CallsChanged(first_frame, frame, first, calls, kind="shape")
+        return self.values(calls, first)
 
 
 def _failure(error: Exception) -> str:
@@ -288,8 +312,44 @@ def _invariants(calls: list[NoiseCall]) -> set[Any]:
 
 
 def _signature(call: NoiseCall) -> tuple[Any, ...]:
-    size = len(call.value) if isinstance(call.value, tuple) else None
-    return (*call.signature, size)
+    return call.signature
+
+
+def _embedded(value: Any) -> Any:
+    """A plain value (:func:`~dpwitness.targets.hooks.plain_value`) as the L1/L2 distance reads it:
+    a float, a tuple of floats, bytes as their bits (a bit vector: the L1 distance is the number of
+    bits that differ), a dict of floats (a tuple inside it: one entry per position); None when it
+    has no numeric form (text, other objects: compared by equality)."""
+    import numpy as np
+
+    if isinstance(value, float):
+        return value
+    if isinstance(value, bytes):
+        return tuple(float(bit) for bit in np.unpackbits(np.frombuffer(value, dtype=np.uint8)))
+    if isinstance(value, tuple) and all(isinstance(v, float) for v in value):
+        return value
+    if isinstance(value, dict):
+        out: dict[Any, float] = {}
+        for key, item in value.items():
+            inner = _embedded(item)
+            if isinstance(inner, float):
+                out[key] = inner
+            elif isinstance(inner, tuple):
+                out.update({(key, i): v for i, v in enumerate(inner)})
+            else:
+                return None
+        return out
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values (NaN equal to NaN)."""
+    try:
+        if a == b:
+            return True
+    except Exception:  # an object whose == does not answer a bool
+        pass
+    return type(a) is type(b) and repr(a) == repr(b)
 
 
 def _key(index: int, call: NoiseCall) -> str:
@@ -499,14 +559,21 @@ def _check(
     if 0 < affordable < trials:
         notes.append(f"one run takes {per_run:.2g} s: {affordable} small-table pairs instead of {trials}")
         trials = affordable
-    for norm in ("l1", "l2"):
+    for norm in ("l1", "l2", "discrete"):
         group = {k: v for k, v in claims.items() if by_call[k].norm == norm}
         if not group:
             continue
+        search_norm = "l2" if norm == "l2" else "l1"  # the discrete distance reaches the search as a 0/1 number
         try:
             found = (
                 search_claims(
-                    runner, columns=columns, claims=group, neighbours=report.neighbours, norm=norm, trials=trials, seed=seed
+                    runner,
+                    columns=columns,
+                    claims=group,
+                    neighbours=report.neighbours,
+                    norm=search_norm,
+                    trials=trials,
+                    seed=seed,
                 )
                 if trials
                 else {}
@@ -532,7 +599,7 @@ def _check(
                     claims=group,
                     bounds=bounds,
                     neighbours=report.neighbours,
-                    norm=norm,
+                    norm=search_norm,
                     max_rows=max_rows,
                     seconds=remaining,
                 )
@@ -568,7 +635,7 @@ def _check(
                     d=d,
                     d_prime=d_prime,
                     detail="the value before noise moved by more than the Δ this call declared "
-                    f"({result.norm.upper()}, {report.neighbours})",
+                    f"({call.norm.upper()}, {report.neighbours})",
                     script=repro_script(runner, call, name, d, d_prime, result.claimed, columns),
                 )
             )
@@ -599,6 +666,23 @@ def _relative(result: SensitivityResult) -> float:
 
 def _calls_finding(changed: _CallsChanged, fn: Callable[[Any], Any]) -> Finding:
     first, second = changed.first, changed.second
+    if changed.kind == "shape":
+        index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a.shape != b.shape)
+        call, other = first[index], second[index]
+        return Finding(
+            kind="shape",
+            library=call.library,
+            version=call.version,
+            site=call.site,
+            caller=call.caller,
+            mechanism=call.mechanism,
+            claimed=_size(call.shape),
+            witnessed=_size(other.shape),
+            d=Runs.of_frame(changed.d),
+            d_prime=Runs.of_frame(changed.d_prime),
+            detail=f"call #{index + 1}'s value before noise is {_shape_text(call.shape)} on D, {_shape_text(other.shape)} on D′ "
+            "(its length or shape reveals the data, whatever the noise)",
+        )
     index = next(
         (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if _signature(a) != _signature(b)),
         min(len(first), len(second)),
@@ -624,6 +708,30 @@ def _calls_finding(changed: _CallsChanged, fn: Callable[[Any], Any]) -> Finding:
     )
 
 
+def _size(shape: Any) -> float:
+    """How many values a shape holds (its length, or its array's size), NaN for a kind alone."""
+    if isinstance(shape, tuple) and len(shape) == 2:
+        kind, size = shape
+        if kind == "bytes":
+            return float(size)
+        if kind == "array":
+            return float(math.prod(size))
+        if kind == "sequence":
+            return float(size[0])
+    return math.nan
+
+
+def _shape_text(shape: Any) -> str:
+    kind, *rest = shape if isinstance(shape, tuple) and shape else ("value",)
+    if kind == "bytes":
+        return f"{rest[0]} byte(s)"
+    if kind == "array":
+        return f"an array of shape {rest[0]}"
+    if kind == "sequence":
+        return f"a sequence of {rest[0][0]} value(s)"
+    return {"number": "a number", "text": "text", "dict": "a dict", "item": "one item"}.get(str(kind), str(kind))
+
+
 def _audit(
     runner: _Runner,
     report: _Report,
@@ -641,7 +749,7 @@ def _audit(
     from dpwitness.witness.audit import audit as run_audit
 
     notes: list[str] = []
-    if report.findings and report.findings[0].kind == "noise-calls":
+    if report.findings and report.findings[0].kind in ("noise-calls", "shape"):
         d_runs, d_prime_runs = report.findings[0].d, report.findings[0].d_prime
     elif results:
         name = max(results, key=lambda k: (results[k].violated, round(_relative(results[k]), 9), -pairs[k][1].rows))
@@ -685,7 +793,7 @@ def _audit(
         return [c.replay for c in recorder.calls if c.replay is not None]
 
     def noise_only(frozen: list[Callable[[], Any]], rng: np.random.Generator) -> Any:
-        return tuple(np.asarray(noise(), dtype=float).ravel().tolist() for noise in frozen)
+        return tuple(_released(noise()) for noise in frozen)
 
     # Replay samples the release itself when the function returns its noise calls' outputs as they
     # are, every call is replayable and nothing before the noise is random.
@@ -765,22 +873,48 @@ def _audit(
                 d_prime=d_prime_runs,
                 detail=f"black-box audit of {model}: event {result.event}"
                 + (" (float test: the outputs' bit patterns)" if float_test else ""),
-                script=audit_script(runner, d_runs, d_prime_runs, columns, schema, result),
+                script=audit_script(
+                    runner,
+                    d_runs,
+                    d_prime_runs,
+                    columns,
+                    schema,
+                    result,
+                    script_event(fn, d, d_prime, per_run=per_run, seconds=max(2.0, 0.5 * (budget - report.cpu()))),
+                ),
             )
         )
     return result, notes
 
 
-def _numbers(output: Any) -> list[float] | None:
-    """The numbers of an output in order (a dict's values by key), or None when it has others."""
+def _released(output: Any) -> Any:
+    """One noise call's release as the audit samples it: numbers (a number, an array, a sequence) as
+    a list of floats; bytes, a boolean, text, dicts and sequences of them as they are (the audit
+    encodes them)."""
+    import numpy as np
+
+    if isinstance(output, bytes | bytearray | str | bool | Mapping):
+        return bytes(output) if isinstance(output, bytearray) else output
+    try:
+        return np.asarray(output, dtype=float).ravel().tolist()  # numbers (a null among them: NaN)
+    except (TypeError, ValueError):
+        return output
+
+
+def _numbers(output: Any) -> list[Any] | None:
+    """The values of an output in order (a dict's values by key; numbers as floats, bytes and text
+    as they are), or None when it has others."""
     import numpy as np
 
     try:
         if isinstance(output, Mapping):
             output = [output[key] for key in sorted(output)]
-        flat = np.asarray(output, dtype=float).ravel() if not isinstance(output, list) else None
-        if flat is None:
-            flat = np.concatenate([np.asarray(part, dtype=float).ravel() for part in output]) if output else np.zeros(0)
+        if isinstance(output, bytes | bytearray | str):
+            return [bytes(output) if isinstance(output, bytearray) else output]
+        if isinstance(output, list):
+            parts = [_numbers(part) for part in output]
+            return None if any(p is None for p in parts) else [v for p in parts for v in p or ()]
+        flat = np.asarray(output, dtype=float).ravel()
         return [float(v) for v in flat]
     except (TypeError, ValueError):
         return None
@@ -800,20 +934,40 @@ def _is_float(output: Any) -> bool:
 
 
 def _function_source(fn: Callable[..., Any]) -> str:
-    """Code that defines ``fn`` in the script: imported from its file, or its source when it has none."""
+    """Code that defines ``fn`` in the script, relocatable: its module imported by name (from
+    sys.path: PYTHONPATH, the script's folder, the working directory), else the module's source
+    as it was checked, embedded; a function with no module file: its own source. No absolute
+    path is written (a script moved to another folder or machine still runs, and names none of
+    the user's folders)."""
     module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", "")
     try:
         path = inspect.getsourcefile(fn)
     except TypeError:
         path = None
-    if path and "<" not in qualname:
+    if path and module and module != "__main__" and "<" not in qualname:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                source: str | None = handle.read()
+        except OSError:
+            source = None
         return textwrap.dedent(
             f"""
-            import importlib.util
-            _spec = importlib.util.spec_from_file_location({module!r}, {path!r})
-            _module = importlib.util.module_from_spec(_spec)
-            _spec.loader.exec_module(_module)
+            import importlib
+            import os
+            import types
+
+            # the checked module, as it was checked (used when it is not importable here)
+            _SOURCE = {source!r}
+            sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.getcwd()]
+            try:
+                _module = importlib.import_module({module!r})
+            except ModuleNotFoundError as _missing:
+                if _missing.name != {module!r} or _SOURCE is None:
+                    raise
+                _module = types.ModuleType({module!r})
+                sys.modules[{module!r}] = _module
+                exec(compile(_SOURCE, {module.rpartition(".")[2] + ".py"!r}, "exec"), _module.__dict__)
             fn = _module
             for _part in {qualname!r}.split("."):
                 fn = getattr(fn, _part)
@@ -825,6 +979,13 @@ def _function_source(fn: Callable[..., Any]) -> str:
         return "raise SystemExit('the checked function has no source to reproduce it from')\n"
     name = getattr(fn, "__name__", "fn")
     return source + (f"\nfn = {name}\n" if name != "<lambda>" else "")
+
+
+def _site_name(site: str) -> str:
+    """A call site as a script shows it: an absolute path cut to its file name (no folder of the user's)."""
+    import os.path
+
+    return os.path.basename(site) if os.path.isabs(site) else site
 
 
 def _table_code(columns: Sequence[str], schema: Mapping[str, Any]) -> str:
@@ -866,15 +1027,16 @@ def repro_script(
         the call to compare among the calls the function makes.
     :param d: the first table D, as runs of identical rows.
     :param d_prime: its neighbour D′, as runs of identical rows.
-    :param declared: the sensitivity the call declares; the script exits 1 when the shift (L1,
-        infinite when NaN appears on one side only) exceeds it by more than the relative tolerance.
+    :param declared: the sensitivity the call declares; the script exits 1 when the shift (in the
+        call's norm: L1, L2 or the discrete metric; bytes as bits; infinite when NaN appears on one
+        side only) exceeds it by more than the relative tolerance.
     :param columns: the checked columns (as for ``check``), in the order the tables use.
     """
     adapter = next(a for a in runner.adapters if a.name == call.library)
     index = int(key.split(" ", 1)[0][1:]) - 1
     schema = _schema(columns)
     return (
-        f'"""Reproduces a dpwitness finding: {call.library} {call.version}, {call.mechanism} at {call.site}.\n\n'
+        f'"""Reproduces a dpwitness finding: {call.library} {call.version}, {call.mechanism} at {_site_name(call.site)}.\n\n'
         f"The value this noise call receives moves by more than the Δ = {declared!r} it declares.\n"
         'Needs only the library (and polars, numpy). Exit status 1 when the bug shows."""\n'
         "import math\nimport sys\n\nimport numpy as np\nimport polars as pl\n"
@@ -887,6 +1049,7 @@ def repro_script(
             D_PRIME = {_runs_literal(d_prime)}
             DECLARED = {declared!r}
             CALL = {index}
+            NORM = {call.norm!r}
 
 
             def before_noise(runs):
@@ -894,16 +1057,47 @@ def repro_script(
                 globals().get("PIN", lambda: None)()  # the library's own randomness, pinned (if it has any)
                 fn(table(runs))
                 site, mechanism, _, value = CALLS[CALL]
-                return site, mechanism, np.asarray(value, dtype=float).ravel()
+                return site, mechanism, value
+
+
+            def numbers(value):
+                # the value's numbers by position (bytes: their bits; a dict: by key); None: not numbers
+                if isinstance(value, (bytes, bytearray)):
+                    bits = np.unpackbits(np.frombuffer(bytes(value), dtype=np.uint8))
+                    return {{(i,): float(b) for i, b in enumerate(bits)}}
+                if isinstance(value, dict):
+                    out = {{}}
+                    for key, item in value.items():
+                        inner = numbers(item)
+                        if inner is None:
+                            return None
+                        out.update({{(key, *k): v for k, v in inner.items()}})
+                    return out
+                try:
+                    flat = np.asarray(value, dtype=float).ravel()
+                except (TypeError, ValueError):
+                    return None
+                return {{(i,): float(v) for i, v in enumerate(flat)}}
+
+
+            def shift(a, b):
+                x, y = (None, None) if NORM == "discrete" else (numbers(a), numbers(b))
+                if x is None or y is None:  # the discrete metric: 0 when equal, 1 otherwise
+                    return 0.0 if a == b or repr(a) == repr(b) else 1.0
+                gaps = []
+                for key in x.keys() | y.keys():
+                    u, v = x.get(key, 0.0), y.get(key, 0.0)
+                    same = u == v or (math.isnan(u) and math.isnan(v))
+                    gaps.append(0.0 if same else math.inf if math.isnan(u) or math.isnan(v) else abs(u - v))
+                return math.hypot(*gaps) if NORM == "l2" else math.fsum(gaps)
 
 
             site, mechanism, a = before_noise(D)
             _, _, b = before_noise(D_PRIME)
-            nan_moved = np.isnan(a).any() != np.isnan(b).any()
-            shift = math.inf if nan_moved else float(np.abs(np.nan_to_num(a) - np.nan_to_num(b)).sum())
-            print(f"{{mechanism}} at {{site}}: value before noise {{a.tolist()}} on D, {{b.tolist()}} on D'")
-            print(f"shift {{shift!r}} vs declared sensitivity {{DECLARED!r}}")
-            if shift > DECLARED * (1 + {RELATIVE_TOLERANCE!r}):
+            moved = shift(a, b)
+            print(f"{{mechanism}} at {{site}}: value before noise {{a!r}} on D, {{b!r}} on D'")
+            print(f"{{NORM}} shift {{moved!r}} vs declared sensitivity {{DECLARED!r}}")
+            if moved > DECLARED * (1 + {RELATIVE_TOLERANCE!r}):
                 print("BUG: the shift exceeds the declared sensitivity")
                 sys.exit(1)
             print("not reproduced")
@@ -912,50 +1106,203 @@ def repro_script(
     )
 
 
-def audit_script(
-    runner: _Runner, d: Runs, d_prime: Runs, columns: Mapping[str, Any], schema: Mapping[str, Any], result: AuditResult
-) -> str:
-    """A standalone script that samples the function on both tables (the library alone) and prints
-    what the audit's event measures; the certified bound itself comes from ``dpwitness check``.
+#: The script's event, as code run both by the check (to choose it) and by the script (to measure it):
+#: ``("shape", shapes)`` (the output's structure: kinds, lengths, a dict's keys), ``("value", reprs)``
+#: (the exact output) or ``("above" | "below", j, t)`` (coordinate j of its numbers against t).
+EVENT_CODE = '''
+def plain(output):
+    """An output with numpy's types made Python's and a dict's keys in order."""
+    if isinstance(output, dict):
+        return {key: plain(output[key]) for key in sorted(output, key=repr)}
+    if isinstance(output, np.ndarray):
+        return plain(output.tolist())
+    if isinstance(output, (list, tuple)):
+        return tuple(plain(item) for item in output)
+    if isinstance(output, np.generic):
+        return output.item()
+    if isinstance(output, bytearray):
+        return bytes(output)
+    return output
 
-    :param runner: the check's runner: its ``fn`` (whose source is copied) and claimed ε.
+
+def shape_of(value):
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key!r}: {shape_of(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(shape_of(item) for item in value) + ")"
+    if isinstance(value, bytes):
+        return f"bytes[{len(value)}]"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return type(value).__name__
+
+
+def coordinates(value):
+    if isinstance(value, dict):
+        return [c for item in value.values() for c in coordinates(item)]
+    if isinstance(value, tuple):
+        return [c for item in value for c in coordinates(item)]
+    if isinstance(value, (bool, int, float)):
+        return [float(value)]
+    return [math.nan]
+
+
+def in_event(output, event):
+    value = plain(output)
+    if event[0] == "shape":
+        return shape_of(value) in event[1]
+    if event[0] == "value":
+        return repr(value) in event[1]
+    numbers = coordinates(value)
+    x = numbers[event[1]] if event[1] < len(numbers) else math.nan
+    return bool(x > event[2]) if event[0] == "above" else bool(x <= event[2])  # NaN: in neither
+'''
+#: Runs per table the check spends choosing the script's event, and the script's fewest and most runs.
+EVENT_RUNS, SCRIPT_RUNS = (50, 1000), (2000, 400_000)
+
+
+@dataclass(frozen=True)
+class ScriptEvent:
+    """The event an audit finding's script measures: ``event`` (see :data:`EVENT_CODE`), the table it
+    favours (``"D"`` or ``"D'"``), the runs per table, and the hits seen when it was chosen."""
+
+    event: tuple[Any, ...]
+    favours: str
+    samples: int
+    hits: tuple[int, int]
+    runs: int
+
+
+def script_event(fn: Callable[[Any], Any], d: Any, d_prime: Any, *, per_run: float, seconds: float) -> ScriptEvent | None:
+    """Choose a standalone event separating ``fn``'s outputs on the two tables: among the output's
+    shapes, its exact values (when few) and thresholds on each of its numbers (when of one length),
+    the one with the largest ratio of hits, with at least 20 on the favoured table; None when no
+    event separates them or there is no time.
+
+    :param fn: the checked function (a table → its release, noise included).
+    :param d: the first table D (a Polars frame).
+    :param d_prime: its neighbour D′.
+    :param per_run: CPU seconds of one run of ``fn``, to size the runs.
+    :param seconds: CPU seconds the choice may take (up to a thousand runs per table).
+    """
+    import numpy as np
+
+    runs = int(min(EVENT_RUNS[1], seconds / max(2 * per_run, 1e-9)))
+    if runs < EVENT_RUNS[0]:
+        return None
+    code: dict[str, Any] = {"np": np, "math": math}
+    exec(EVENT_CODE, code)  # dpwitness's own code, the same the script runs
+    try:
+        outputs = [[code["plain"](fn(frame)) for _ in range(runs)] for frame in (d, d_prime)]
+    except Exception:
+        return None
+    events: list[tuple[Any, ...]] = []
+    shapes = [[code["shape_of"](o) for o in side] for side in outputs]
+    events += [("shape", [shape]) for shape in dict.fromkeys(shapes[0] + shapes[1])]
+    values = [[repr(o) for o in side] for side in outputs]
+    distinct = list(dict.fromkeys(values[0] + values[1]))
+    if len(distinct) <= 64:
+        counts = [{v: side.count(v) for v in distinct} for side in values]
+        ranked = sorted(distinct, key=lambda v: (counts[0][v] + 0.5) / (counts[1][v] + 0.5))
+        events += [("value", ranked[:k]) for k in range(1, len(ranked))] + [("value", ranked[k:]) for k in range(1, len(ranked))]
+    numbers = [[code["coordinates"](o) for o in side] for side in outputs]
+    widths = {len(n) for side in numbers for n in side}
+    if len(widths) == 1 and 0 < (width := widths.pop()) <= 32:
+        pooled = np.asarray(numbers[0] + numbers[1], dtype=float)
+        for j in range(width):
+            column = pooled[:, j][np.isfinite(pooled[:, j])]
+            for t in np.unique(np.quantile(column, np.linspace(0.02, 0.98, 25))) if len(column) else ():
+                events += [("above", j, float(t)), ("below", j, float(t))]
+    best: tuple[float, ScriptEvent] | None = None
+    for event in events:
+        hits = [sum(code["in_event"](o, event) for o in side) for side in outputs]
+        for favours, (p, q) in (("D", hits), ("D'", hits[::-1])):
+            if p < 20:
+                continue
+            score = math.log(p / (q + 3))
+            if best is None or score > best[0]:
+                rate = (q + 1) / runs  # the unfavoured table's rate, at most: enough runs to see it
+                samples = int(min(max(SCRIPT_RUNS[0], 50 / rate), SCRIPT_RUNS[1]))
+                best = (score, ScriptEvent(event, favours, samples, (hits[0], hits[1]), runs))
+    return best[1] if best is not None and best[0] > 0 else None
+
+
+def audit_script(
+    runner: _Runner,
+    d: Runs,
+    d_prime: Runs,
+    columns: Mapping[str, Any],
+    schema: Mapping[str, Any],
+    result: AuditResult,
+    event: ScriptEvent | None = None,
+) -> str:
+    """A standalone script (the library, polars and numpy alone) that samples the function on both
+    tables, counts the runs in ``event`` on each and exits 1 (printing BUG) when the ratio of the
+    two rates, the favoured table's over the other's, exceeds e^ε; else 0 ("not reproduced").
+
+    :param runner: the check's runner: its ``fn`` (imported or embedded) and claimed ε.
     :param d: the first table D, as runs of identical rows.
     :param d_prime: its neighbour D′, as runs of identical rows.
     :param columns: the checked columns (as for ``check``); their dtypes are derived from it.
     :param schema: accepted for symmetry with the caller and not used: the dtypes come from
         ``columns``.
-    :param result: the audit's result; its ε lower bound and event are quoted in the script's
-        docstring.
+    :param result: the audit's result; its ε lower bound and certified event are quoted in the
+        script's docstring.
+    :param event: the event to measure (:func:`script_event`: chosen by the check among events a
+        script can state alone); None: the script samples and prints, and exits 0.
     """
-    return (
-        f'"""Samples a dpwitness audit finding: ε_lb = {result.best_epsilon_lower_bound:.4g} > ε = {runner.epsilon:g}\n'
-        f'(event {result.event}). Needs only the library (and polars, numpy)."""\n'
-        "import numpy as np\nimport polars as pl\n"
+    header = (
+        f'"""Reproduces a dpwitness audit finding: ε_lb = {result.best_epsilon_lower_bound:.4g} > ε = {runner.epsilon:g}\n'
+        f"at {result.confidence:.0%} confidence (certified on the audit's event {result.event}).\n\n"
+        "Samples the function on D and D' with the library alone (and polars, numpy), counts the runs in\n"
+        "EVENT on each and compares the ratio of the rates with e^ε: exit status 1 when the bug shows.\n"
+        'EVENT is one a script states alone, chosen by the check on the same pair."""\n'
+        "import math\nimport sys\n\nimport numpy as np\nimport polars as pl\n"
         + _function_source(runner.fn)
         + _table_code(list(columns), _schema(columns))
+        + EVENT_CODE
         + textwrap.dedent(
             f"""
             D = {_runs_literal(d)}
             D_PRIME = {_runs_literal(d_prime)}
-
-
-            def numbers(output):
-                if isinstance(output, dict):  # keyed outputs: the keys present, then the values
-                    return [len(output)] + [float(output[key]) for key in sorted(output)]
-                return np.asarray(output, dtype=float).ravel().tolist()
-
-
-            for name, runs in (("D", D), ("D'", D_PRIME)):
-                frame = table(runs)
-                outputs = [numbers(fn(frame)) for _ in range(2000)]
-                width = max(len(o) for o in outputs)
-                padded = np.array([o + [0.0] * (width - len(o)) for o in outputs], dtype=float)
-                finite = np.isfinite(padded).all(axis=1)
-                low_bit = (padded.view(np.uint64) & 1).any(axis=1)
-                print(name, "first numbers", padded[:3].tolist(), "non-finite share", 1 - finite.mean(),
-                      "odd last bit share", low_bit.mean())
+            EPSILON = {runner.epsilon!r}
             """
         )
+    )
+    if event is None:
+        return header + textwrap.dedent(
+            """
+            for name, runs in (("D", D), ("D'", D_PRIME)):
+                frame = table(runs)
+                print(name, "first outputs", [plain(fn(frame)) for _ in range(3)])
+            print("no standalone event was chosen: the certified bound comes from dpwitness check; not reproduced here")
+            """
+        )
+    return header + textwrap.dedent(
+        f"""
+        EVENT = {event.event!r}
+        FAVOURS = {event.favours!r}  # the table on which EVENT is likelier
+        SAMPLES = {event.samples}  # runs per table: enough to see EVENT on the other table
+        # when chosen: {event.hits[0]} runs of {event.runs} in EVENT on D, {event.hits[1]} on D'
+
+
+        def hits(runs):
+            frame = table(runs)
+            return sum(in_event(fn(frame), EVENT) for _ in range(SAMPLES))
+
+
+        on_d, on_d_prime = hits(D), hits(D_PRIME)
+        likelier, other = (on_d, on_d_prime) if FAVOURS == "D" else (on_d_prime, on_d)
+        ratio = likelier / other if other else (math.inf if likelier else 1.0)
+        print(f"EVENT {{EVENT!r}}: {{on_d}} of {{SAMPLES}} runs on D, {{on_d_prime}} of {{SAMPLES}} on D'")
+        print(f"rate ratio (on {{FAVOURS}} over the other) {{ratio:.4g}} vs e^ε = {{math.exp(EPSILON):.4g}}")
+        if ratio > math.exp(EPSILON):
+            print("BUG: the event is more than e^ε times likelier on one table than on its neighbour")
+            sys.exit(1)
+        print("not reproduced")
+        """
     )
 
 
@@ -975,4 +1322,13 @@ def _json(value: float) -> float | str:
     return value if math.isfinite(value) else str(value)
 
 
-__all__ = ["VERDICTS", "CheckReport", "Finding", "check", "repro_script"]
+__all__ = [
+    "VERDICTS",
+    "CheckReport",
+    "Finding",
+    "ScriptEvent",
+    "audit_script",
+    "check",
+    "repro_script",
+    "script_event",
+]

@@ -26,7 +26,7 @@ import math
 import sys
 import sysconfig
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -78,6 +78,7 @@ class NoiseCall:
     bounds: tuple[float, float] | None = None
     replay: Callable[[], Any] | None = field(default=None, repr=False)
     invariant: Any = None
+    shape: Any = None
 
     @property
     def signature(self) -> tuple[Any, ...]:
@@ -177,12 +178,12 @@ def noise_call(
         hook cannot read one.
     :param epsilon: the ε the library spends on this call; None when it states none.
     :param delta: the δ of this call (None or 0 for pure ε).
-    :param value: the value before noise (a number, a sequence or an array; stored as a float
-        or a tuple of floats, NaN when not numeric).
+    :param value: the value before noise (a number, a boolean, a sequence or an array, bytes, a
+        dict, text…; stored by :func:`plain_value`, its structure by :func:`value_shape`).
     :param noised: runs the primitive as the library would (noise added).
     :param unnoised: what the primitive returns without noise in ``"unnoised"`` mode.
-    :param norm: the norm of ``sensitivity``: ``"l1"`` (default; Laplace/geometric) or
-        ``"l2"`` (Gaussian).
+    :param norm: the norm of ``sensitivity``: ``"l1"`` (default; Laplace/geometric),
+        ``"l2"`` (Gaussian) or ``"discrete"`` (0 when equal, 1 otherwise: randomized response).
     :param bounds: the input bounds (lower, upper) the library was given; default None: none.
     :param replay: adds the library's own noise to ``value`` once more (no recomputation), for
         the replay audit; default None: not replayable.
@@ -214,6 +215,7 @@ def noise_call(
                 bounds=bounds,
                 replay=replay,
                 invariant=invariant,
+                shape=value_shape(value, norm),
             )
         )
         if recorder.mode == "unnoised":
@@ -226,7 +228,16 @@ def noise_call(
 
 
 def plain_value(value: Any) -> Any:
-    """A pre-noise value as a float or a tuple of floats (NaN and ±∞ kept)."""
+    """A pre-noise value made plain and exact: a float (numbers and booleans), a tuple of floats
+    (sequences and numeric arrays, flattened), bytes (kept), a dict (each value made plain), or
+    the object itself (text and anything else: compared by equality). NaN and ±∞ kept; a null
+    (None) is NaN, alone or among numbers."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return {key: plain_value(item) for key, item in value.items()}
     try:
         if hasattr(value, "tolist"):
             value = value.tolist()
@@ -238,11 +249,106 @@ def plain_value(value: Any) -> Any:
                 if isinstance(item, list | tuple):
                     stack[:0] = list(item)
                 else:
-                    flat.append(float(item))
+                    flat.append(math.nan if item is None else float(item))  # a null: missing, as NaN
             return tuple(flat)
-        return float(value)
+        return math.nan if value is None else float(value)
     except (TypeError, ValueError):
-        return math.nan
+        return value
+
+
+def value_shape(value: Any, norm: str = "l1") -> Any:
+    """The structure of a pre-noise value, which must not change between neighbours: its kind
+    and, for bytes (a bit vector), sequences and arrays, its length or shape. Under ``"discrete"``
+    the value is one item whatever its length: only its kind. A dict's keys are not its shape
+    (a key on one side only counts as 0, as in the L1/L2 distances of keyed outputs).
+
+    :param value: the value before noise, as the library passed it.
+    :param norm: the norm of the call's Δ (``"l1"``, ``"l2"`` or ``"discrete"``).
+    """
+    if isinstance(value, bytes | bytearray | memoryview):
+        return ("item",) if norm == "discrete" else ("bytes", len(bytes(value)))
+    if isinstance(value, str):
+        return ("item",) if norm == "discrete" else ("text",)
+    if isinstance(value, Mapping):
+        return ("dict",)
+    if hasattr(value, "shape") and hasattr(value, "tolist") and int(getattr(value, "ndim", 0)) > 0:
+        return ("array", tuple(int(n) for n in value.shape))
+    if isinstance(value, list | tuple):
+        return ("sequence", _nested_lengths(value))
+    return ("item",) if norm == "discrete" else ("number",)
+
+
+def _nested_lengths(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return (len(value), tuple(_nested_lengths(item) for item in value if isinstance(item, list | tuple)))
+    return ()
+
+
+def declared_distance(mapped: Any, norm: str = "l1") -> float:
+    """The Δ a stability map's output declares in ``norm``: a number as it is, or the middle of a
+    tuple (l0, lp, l∞) as OpenDP's maps on grouped outputs return (lp: L1 or L2, the norm of the
+    output metric); a 1-tuple's only value.
+
+    :param mapped: what the stability map returned for one neighbouring step.
+    :param norm: the norm of the noise (``"l1"`` or ``"l2"``), named in the error for another tuple.
+    """
+    if isinstance(mapped, tuple | list):
+        if len(mapped) == 3:
+            return float(mapped[1])
+        if len(mapped) == 1:
+            return float(mapped[0])
+        raise ValueError(f"a stability map's output of {len(mapped)} values: expected a number or (l0, l{norm[-1]}, l∞)")
+    return float(mapped)
+
+
+def largest_distance(privacy_map: Callable[[Any], Any], epsilon: float | None, *, integer: bool | None = None) -> float | None:
+    """The largest input distance d with ``privacy_map(d)`` ≤ ε, by bisection on the library's own
+    map; ``integer``: the map takes whole numbers (OpenDP's u32/i32 metrics, ``DiscreteDistance``),
+    bisected as integers. None (default): probed (a map refusing 1.0 but taking 1 takes integers).
+    A map returning (ε, δ) is read on ε. None when ε is None; 0.0 when even distance 1 costs more.
+
+    :param privacy_map: the measurement's privacy map (an input distance → its ε, or (ε, δ)).
+    :param epsilon: the claimed ε the distance must stay within.
+    :param integer: the map takes whole numbers (see above).
+    """
+    if epsilon is None:
+        return None
+    if integer is None:
+        integer = not _maps(privacy_map, 1.0) and _maps(privacy_map, 1)
+
+    def within(d: float) -> bool:
+        try:
+            loss = privacy_map(int(d) if integer else float(d))
+        except Exception:
+            return False
+        loss = loss[0] if isinstance(loss, tuple) else loss
+        return bool(float(loss) <= epsilon * (1 + 1e-12))
+
+    if integer:
+        lo, hi = 0, 1
+        while within(hi) and hi < 2**64:
+            lo, hi = hi, hi * 2
+        while hi - lo > 1:
+            middle = (lo + hi) // 2
+            lo, hi = (middle, hi) if within(middle) else (lo, middle)
+        return float(lo)
+    low, high = 0.0, 1.0
+    while within(high) and high < 1e300:
+        low, high = high, high * 2
+    for _ in range(200):
+        mid = (low + high) / 2
+        if mid in (low, high):
+            break
+        low, high = (mid, high) if within(mid) else (low, mid)
+    return low if math.isfinite(low) else None
+
+
+def _maps(privacy_map: Callable[[Any], Any], d: Any) -> bool:
+    try:
+        privacy_map(d)
+    except Exception:
+        return False
+    return True
 
 
 def call_sites(package_roots: tuple[str, ...], skip: int) -> tuple[str, str]:
@@ -492,10 +598,13 @@ __all__ = [
     "active",
     "available_adapters",
     "call_sites",
+    "declared_distance",
     "imported_adapters",
+    "largest_distance",
     "noise_call",
     "raised_by",
     "recording",
     "register",
     "registered",
+    "value_shape",
 ]

@@ -19,10 +19,9 @@ below that size.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from dpwitness.targets.hooks import Adapter, Unsupported, active, noise_call, register
+from dpwitness.targets.hooks import Adapter, Unsupported, active, declared_distance, largest_distance, noise_call, register
 
 #: OpenDP's float sums of unknown size sample 2²⁰ rows of a larger input (a randomised transformation).
 SIZE_LIMIT = 2**20
@@ -108,7 +107,8 @@ _mod.Measurement.invoke = _unnoised_call
                 transformation, inner = parts
                 value = transformation(arg)
                 d_in = _distance(str(transformation.input_metric), relation)
-                sensitivity = float(transformation.map(d_in)) if d_in is not None else None
+                norm = _norm(inner)
+                sensitivity = declared_distance(transformation.map(d_in), norm) if d_in is not None else None
                 privacy = inner.map(transformation.map(d_in)) if d_in is not None else None
                 epsilon, delta = _loss(privacy)
                 mechanism = f"{_kind(inner)} after {_short(transformation)}"
@@ -119,6 +119,7 @@ _mod.Measurement.invoke = _unnoised_call
                 sensitivity = _largest_distance(measurement, claimed)
                 epsilon, delta = claimed, 0.0
                 mechanism = _kind(measurement)
+                norm = _norm(measurement)
                 replay = lambda: original(measurement, arg)  # noqa: E731
             return noise_call(
                 adapter,
@@ -128,7 +129,7 @@ _mod.Measurement.invoke = _unnoised_call
                 delta=delta,
                 value=value,
                 noised=lambda: original(measurement, arg),
-                norm="l2" if "Gaussian" in mechanism or "ZeroConcentrated" in mechanism else "l1",
+                norm=norm,
                 replay=replay,
             )
 
@@ -173,37 +174,23 @@ def _short(transformation: Any) -> str:
     return f"transformation {transformation.input_domain} → {transformation.output_domain}"
 
 
+def _norm(measurement: Any) -> str:
+    """The metric of the measurement's input: ``"discrete"`` (``DiscreteDistance``: randomized
+    response), ``"l2"`` (Gaussian, zCDP) or ``"l1"``."""
+    metric, measure = str(measurement.input_metric), str(measurement.output_measure)
+    if metric.startswith("DiscreteDistance"):
+        return "discrete"
+    return "l2" if "L2" in metric or "Gaussian" in measure or "ZeroConcentrated" in measure else "l1"
+
+
 def _largest_distance(measurement: Any, epsilon: float | None) -> float | None:
-    """The largest input distance d with map(d) ≤ ε (bisection on OpenDP's own privacy map)."""
-    if epsilon is None:
-        return None
+    """The largest input distance d with map(d) ≤ ε (bisection on OpenDP's own privacy map, on
+    integers for an integer metric: i32/i64/u32, and ``DiscreteDistance`` whose map takes a u32)."""
+    metric = str(measurement.input_metric)
     integer = (
-        "i32" in str(measurement.input_metric) or "i64" in str(measurement.input_metric) or "u32" in str(measurement.input_metric)
+        True if any(t in metric for t in ("i32", "i64", "u32", "u64", "usize")) or metric.startswith("DiscreteDistance") else None
     )
-
-    def within(d: float) -> bool:
-        try:
-            loss = measurement.map(int(d) if integer else float(d))
-        except Exception:
-            return False
-        loss = loss[0] if isinstance(loss, tuple) else loss
-        return bool(float(loss) <= epsilon * (1 + 1e-12))
-
-    low, high = 0.0, 1.0
-    while within(high) and high < 1e300:
-        low, high = high, high * 2
-    if integer:
-        lo, hi = int(low), int(high)
-        while hi - lo > 1:
-            middle = (lo + hi) // 2
-            lo, hi = (middle, hi) if within(middle) else (lo, middle)
-        return float(lo)
-    for _ in range(200):
-        mid = (low + high) / 2
-        if mid in (low, high):
-            break
-        low, high = (mid, high) if within(mid) else (low, mid)
-    return low if math.isfinite(low) else None
+    return largest_distance(measurement.map, epsilon, integer=integer)
 
 
 ADAPTER = register(OpenDPAdapter())

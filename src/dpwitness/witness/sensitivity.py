@@ -39,7 +39,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -338,6 +339,25 @@ def _values_of(dtype: Any, name: str) -> Any:
 # --- the search -----------------------------------------------------------------------------------
 
 
+@contextmanager
+def _scratch_hypothesis_home() -> Iterator[None]:
+    """Hypothesis keeps caches (the constants it reads from local modules…) under its home folder,
+    by default ``.hypothesis`` in the working directory, with absolute paths in them. A search
+    keeps them in a temporary folder, removed after it: nothing is left where the user runs the
+    search (no example database either: ``database=None``)."""
+    import tempfile
+
+    from hypothesis import configuration
+
+    previous = getattr(configuration, "__hypothesis_home_directory", None)
+    with tempfile.TemporaryDirectory(prefix="dpwitness-hypothesis-") as folder:
+        configuration.set_hypothesis_home_dir(folder)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(previous)
+
+
 class _Violation(Exception):
     """Raised inside the Hypothesis run so that it shrinks the pair; caught by the search."""
 
@@ -413,7 +433,8 @@ class _Search:
         if seed is not None:
             test = hypothesis.seed(seed)(test)
         try:
-            test()
+            with _scratch_hypothesis_home():
+                test()
         except _Violation:
             pass
         except BaseExceptionGroup as group:  # Hypothesis's Flaky*: fn is not deterministic
