@@ -22,6 +22,8 @@ from dpwitness.targets import hooks, opendp
 from dpwitness.targets.check import check
 
 pl = pytest.importorskip("polars")
+
+pytestmark = pytest.mark.slow  # checks with audits: not in the fast default
 pytest.importorskip("hypothesis")
 KEYS = {"k": ["a", "b", "c"]}
 TESTS = Path(__file__).resolve().parent
