@@ -24,13 +24,13 @@ import dpwitness
 from dpwitness.cli import CommandGroup, app
 from dpwitness.errors import ExitCode
 
+pytestmark = pytest.mark.slow  # real subprocesses: not in the fast default
+
 runner = CliRunner()
 #: A type placeholder as typer prints it: <bool>, <float>, <list[str]>, <path>…
 PLACEHOLDER = re.compile(r"<(bool|int|float|str|path|text|list\[[a-z]+\])>", re.IGNORECASE)
 BLOCKER = """
 import os, sys
-
-pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
 BLOCKED = tuple(filter(None, os.environ.get("DPWITNESS_TEST_BLOCK", "").split(",")))
 class Blocker:
     def find_spec(self, name, path=None, target=None):
