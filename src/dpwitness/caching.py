@@ -53,6 +53,7 @@ def scoped_cache(maxsize: int, *, scoped_maxsize: int | None = None) -> Callable
 
     def decorate(function: F) -> F:
         stores: dict[Hashable, OrderedDict[Hashable, Any]] = {}
+        computed: dict[Hashable, int] = {}  # misses per scope: what each scope paid to compute
         interned: weakref.WeakValueDictionary[Hashable, Any] = weakref.WeakValueDictionary()
         lock = threading.Lock()
 
@@ -65,6 +66,7 @@ def scoped_cache(maxsize: int, *, scoped_maxsize: int | None = None) -> Callable
                 if key in store:
                     store.move_to_end(key)
                     return store[key]
+                computed[scope] = computed.get(scope, 0) + 1
             value = function(*args, **kwargs)  # even if another scope holds it: the same cost
             with lock:
                 shared = interned.get(key)
@@ -81,10 +83,13 @@ def scoped_cache(maxsize: int, *, scoped_maxsize: int | None = None) -> Callable
         def cache_clear() -> None:
             with lock:
                 stores.clear()
+                computed.clear()
                 interned.clear()
 
         cached.cache_clear = cache_clear  # type: ignore[attr-defined]
         cached.scopes = lambda: list(stores)  # type: ignore[attr-defined]
+        # how many values a scope has computed (its misses): a count, where a timing would depend on the load
+        cached.computations = lambda scope=None: computed.get(scope, 0)  # type: ignore[attr-defined]
         return cached  # type: ignore[return-value]
 
     return decorate
