@@ -13,7 +13,7 @@ import pytest
 
 from dpwitness.data import adult_path
 
-#: What ``pytest`` alone selects: the unit, property and distribution tests, in a few minutes.
+#: What ``pytest`` alone selects: the unit, property and distribution tests.
 FAST_DEFAULT = "not slow and not spark and not browser"
 
 
