@@ -287,17 +287,20 @@ def spark_tuned(spark: Any, spark_small_tables: Any) -> Iterator[Any]:
         yield spark
 
 
-@pytest.fixture(scope="module")
-def spark_replays(spark_tuned: Any, request: pytest.FixtureRequest) -> dict[int, list[dict[str, Any]]]:
+@pytest.fixture(scope="session")
+def spark_replays(spark: Any, spark_small_tables: Any, request: pytest.FixtureRequest) -> dict[int, list[dict[str, Any]]]:
     """Every selected case's replayed tables through Spark, all in one batch: case → aggregates
-    of the frames of :func:`_replayed_pairs` (D, D′, then the L2 pair's)."""
+    of the frames of :func:`_replayed_pairs` (D, D′, then the L2 pair's). Session-scoped: under
+    pytest-xdist these tests can reach their worker in more than one stretch of this module, and a
+    module fixture was built again for each (≈ 300 s each on a loaded machine)."""
     selected = [
         item.callspec.params["index"]
         for item in request.session.items
         if isinstance(item, pytest.Function) and item.originalname == "test_spark_aggregates_move_by_at_most_the_derived_delta"
     ]
     jobs = [(index, frame) for index in selected for pair in _replayed_pairs(index) for frame in pair]
-    values = iter(_spark_batch(jobs))
+    with spark_small_tables(spark):
+        values = iter(_spark_batch(jobs))
     return {index: [next(values) for _ in range(2 * len(_replayed_pairs(index)))] for index in selected}
 
 
