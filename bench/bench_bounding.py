@@ -51,6 +51,7 @@ sys.path.insert(0, str(HERE))
 from dpwitness.engines.polars import ENGINE  # noqa: E402
 from dpwitness.queries import Query  # noqa: E402
 from gen_parquet import CATEGORIES, generate  # noqa: E402  (bench/ is not a package)
+from machine import cpu_model  # noqa: E402
 
 STATS = ("sum", "mean", "histogram")
 BOUNDS = (0.0, 100.0)
@@ -73,16 +74,6 @@ def first_k(path: Path, stat: str, k: int) -> pl.LazyFrame:
     if stat == "histogram":
         return frame.filter(pl.col("category").is_in(CATEGORIES)).group_by("category").agg(pl.len())
     return frame.select(pl.col("age").count().alias("count"), (age.sum() if stat == "sum" else (age - 50.0).sum()).alias("s"))
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def opendp_runner(path: Path, k: int, rows: int, runs: int) -> Callable[[str], object] | None:

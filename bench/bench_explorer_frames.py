@@ -35,6 +35,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from machine import cpu_model
+
 TARGET_P95_MS = 8.0
 TARGET_FIRST_PAINT_MS = 300.0
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -44,17 +47,6 @@ def percentile(values: list[float], share: float) -> float:
     """The nearest-rank percentile (share in (0, 1]) of a non-empty list."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(share * len(ordered)) - 1))]
-
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo on Linux, else what platform knows)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def chromium() -> str | None:

@@ -62,6 +62,9 @@ from dpwitness.noise import OS_BITS, SECURE_BITS, GridLaplace, SeededBits
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+from machine import cpu_model  # noqa: E402  (bench/ is not a package)
+
 ANCHORS_SCRIPT = HERE / "anchors" / "noise_anchors.py"
 DEFAULT_ANCHORS_VENV = REPO / ".venv-anchors"
 MEMORY_SIZES = (10**5, 10**6, 10**7)
@@ -396,16 +399,6 @@ def measure_anchors(size: int, repeats: int) -> tuple[list[dict[str, Any]], str 
 
 
 # --- machine ---------------------------------------------------------------------------------
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def pin_to_one_core(cpu: int | None) -> int | None:
     """Restrict this process (and its children) to one CPU; returns the CPU or None if unsupported."""
     if not hasattr(os, "sched_setaffinity"):
