@@ -31,6 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.markexpr = FAST_DEFAULT
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark what needs Spark or a browser from what it uses, so that the fast default (``pytest``)
     leaves them out without a list to keep in step; Spark tests share one xdist group, so that under
