@@ -138,13 +138,7 @@ def measure(path: Path, k: int, repeats: int, stats: tuple[str, ...] = STATS, *,
             print("OpenDP does not import here: its column is left out", file=sys.stderr)
         else:
             sides["opendp"] = runner
-    samples: dict[tuple[str, str], list[tuple[float, float]]] = {(stat, side): [] for stat in stats for side in sides}
-    for repeat in range(repeats + 1):
-        for stat in stats:
-            for side, run in sides.items():
-                timing = _timed(lambda run=run, stat=stat: run(stat))  # type: ignore[misc]
-                if repeat:  # the first round warms caches and is not counted
-                    samples[(stat, side)].append(timing)
+    samples = _interleaved(list(stats), sides, repeats)
     out = []
     for stat in stats:
         row: dict[str, Any] = {"stat": stat}
@@ -160,6 +154,21 @@ def measure(path: Path, k: int, repeats: int, stats: tuple[str, ...] = STATS, *,
     return out
 
 
+def _interleaved(
+    cases: list[Any], sides: dict[str, Callable[[Any], object]], repeats: int
+) -> dict[tuple[Any, str], list[tuple[float, float]]]:
+    """(CPU s, wall s) of every side on every case, ``repeats`` interleaved rounds after one warm-up
+    round that is not counted (it warms caches), so that a burst of load hits every side alike."""
+    samples: dict[tuple[Any, str], list[tuple[float, float]]] = {(case, side): [] for case in cases for side in sides}
+    for repeat in range(repeats + 1):
+        for case in cases:
+            for side, run in sides.items():
+                timing = _timed(lambda run=run, case=case: run(case))  # type: ignore[misc]
+                if repeat:
+                    samples[(case, side)].append(timing)
+    return samples
+
+
 def scaling(sizes: list[int], k: int, repeats: int, directory: Path | None = None) -> list[dict[str, Any]]:
     """The bounded sum and Polars' first-k at each size, interleaved: CPU per row against the smallest size."""
     where = {} if directory is None else {"directory": directory}
@@ -169,13 +178,7 @@ def scaling(sizes: list[int], k: int, repeats: int, directory: Path | None = Non
         "polars_first_k": lambda n: first_k(paths[n], "sum", k).collect(engine="streaming"),
         "dpwitness": lambda n: ENGINE.aggregate(handles[n], query("sum", k), selection_key=KEY),
     }
-    samples: dict[tuple[int, str], list[tuple[float, float]]] = {(n, s): [] for n in sizes for s in sides}
-    for repeat in range(repeats + 1):
-        for n in sizes:
-            for side, run in sides.items():
-                timing = _timed(lambda run=run, n=n: run(n))  # type: ignore[misc]
-                if repeat:
-                    samples[(n, side)].append(timing)
+    samples = _interleaved(sizes, sides, repeats)
     out = []
     for n in sizes:
         row: dict[str, Any] = {"rows": n}
