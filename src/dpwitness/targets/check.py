@@ -669,42 +669,36 @@ def _calls_finding(changed: _CallsChanged, fn: Callable[[Any], Any]) -> Finding:
     if changed.kind == "shape":
         index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a.shape != b.shape)
         call, other = first[index], second[index]
-        return Finding(
-            kind="shape",
-            library=call.library,
-            version=call.version,
-            site=call.site,
-            caller=call.caller,
-            mechanism=call.mechanism,
-            claimed=_size(call.shape),
-            witnessed=_size(other.shape),
-            d=Runs.of_frame(changed.d),
-            d_prime=Runs.of_frame(changed.d_prime),
-            detail=f"call #{index + 1}'s value before noise is {_shape_text(call.shape)} on D, {_shape_text(other.shape)} on D′ "
-            "(its length or shape reveals the data, whatever the noise)",
+        claimed, witnessed = _size(call.shape), _size(other.shape)
+        detail = (
+            f"call #{index + 1}'s value before noise is {_shape_text(call.shape)} on D, {_shape_text(other.shape)} on D′ "
+            "(its length or shape reveals the data, whatever the noise)"
         )
-    index = next(
-        (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if _signature(a) != _signature(b)),
-        min(len(first), len(second)),
-    )
-    call = first[index] if index < len(first) else second[index]
-    described = (
-        f"{len(first)} call(s) on D, {len(second)} on D′; first difference at call #{index + 1}: "
-        f"{first[index].describe() if index < len(first) else 'none'} vs "
-        f"{second[index].describe() if index < len(second) else 'none'}"
-    )
+    else:
+        index = next(
+            (i for i, (a, b) in enumerate(zip(first, second, strict=False)) if _signature(a) != _signature(b)),
+            min(len(first), len(second)),
+        )
+        call = first[index] if index < len(first) else second[index]
+        claimed, witnessed = float(len(first)), float(len(second))
+        detail = (
+            f"{len(first)} call(s) on D, {len(second)} on D′; first difference at call #{index + 1}: "
+            f"{first[index].describe() if index < len(first) else 'none'} vs "
+            f"{second[index].describe() if index < len(second) else 'none'}"
+            " (the number, order or declared Δ/ε/δ of noise calls reveals the data)"
+        )
     return Finding(
-        kind="noise-calls",
+        kind="shape" if changed.kind == "shape" else "noise-calls",
         library=call.library,
         version=call.version,
         site=call.site,
         caller=call.caller,
         mechanism=call.mechanism,
-        claimed=float(len(first)),
-        witnessed=float(len(second)),
+        claimed=claimed,
+        witnessed=witnessed,
         d=Runs.of_frame(changed.d),
         d_prime=Runs.of_frame(changed.d_prime),
-        detail=described + " (the number, order or declared Δ/ε/δ of noise calls reveals the data)",
+        detail=detail,
     )
 
 
