@@ -6,7 +6,7 @@
 
 Targets (issue 10):
 * tight mode, on every mechanism of DP-Sniper's table re-implemented in
-  :func:`dpwitness.witness.catalogue.dp_sniper_cases` (ε = 0.1): certified ε_lb ≥ the smallest of
+  :func:`catalogue.dp_sniper_cases` (ε = 0.1): certified ε_lb ≥ the smallest of
   DP-Sniper's published lower confidence bound, 0.98 × the exact loss where known and
   0.98 × ε for proven ε-DP mechanisms, in ≤ 120 s per mechanism;
 * a 1% point-mass leak and a 1% leak into a window of half-width 10⁻³·b each flagged in ≤ 60 s;
@@ -23,13 +23,16 @@ import argparse
 import json
 import math
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from dpwitness import Laplace, audit
-from dpwitness.cases import inverted_laplace, releases
-from dpwitness.witness.catalogue import buggy_cases, correct_cases, dp_sniper_cases
+from dpwitness.witness.cases import inverted_laplace, releases
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the known-verdict catalogue
+from catalogue import buggy_cases, correct_cases, dp_sniper_cases
 
 PER_INPUT = 5_000_000  # 10⁷ samples in all
 OUT = Path(__file__).parent / "results" / "audit.json"

@@ -49,7 +49,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from dpwitness.engines.polars import ENGINE  # noqa: E402
-from dpwitness.queries import Query  # noqa: E402
+from dpwitness.query.queries import Query  # noqa: E402
 from gen_parquet import CATEGORIES, generate  # noqa: E402  (bench/ is not a package)
 from machine import cpu_model  # noqa: E402
 

@@ -32,9 +32,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from dpwitness import Session, reader
-from dpwitness.cells import polars_number
-from dpwitness.reader import scan_polars
+from dpwitness import Session
+from dpwitness.io import reader
+from dpwitness.io.cells import polars_number
+from dpwitness.io.reader import scan_polars
 
 Run = Callable[[Path], object]
 

@@ -6,7 +6,7 @@ column, a grouped clamped sum), best of ``--repeats``:
 
 * ``quoted``: the previous scan, ``pl.scan_csv`` with quotes honoured (a quoted field may run
   across lines);
-* ``lines`` : dpwitness's scan (:mod:`dpwitness.reader`: one physical line per record, RFC 4180
+* ``lines`` : dpwitness's scan (:mod:`dpwitness.io.reader`: one physical line per record, RFC 4180
   within a line);
 * ``arrow`` : a ``pyarrow.dataset`` CSV scan with ``newlines_in_values=False`` and bad rows
   skipped, wrapped with ``pl.scan_pyarrow_dataset``.
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from dpwitness.cells import polars_number
 from dpwitness.engines.polars import ENGINE
+from dpwitness.io.cells import polars_number
 
 Scan = Callable[[Path], pl.LazyFrame]
 

@@ -3,14 +3,14 @@
     python3 bench/bench_dpsniper.py                    # all 20 rows, 105 s each (about 40 minutes)
     python3 bench/bench_dpsniper.py --only Rappor SparseVectorTechnique3 --seconds 60
 
-Every mechanism of :func:`dpwitness.witness.catalogue.dp_sniper_table` is written as people write
+Every mechanism of :func:`catalogue.dp_sniper_table` is written as people write
 it and called once per run (``mechanism(data, rng)``: no ``size``, nothing vectorised), on
 DP-Sniper's witness pair, with ``audit(..., tight=True, confidence=0.9, max_seconds=…)`` (the tight
 mode pairs the runs of a per-call mechanism: common random numbers, docs/audit.md). Target
 (issue 18): the certified bound (the larger of the fast and the tight one; both hold together at
 90%) ≥ DP-Sniper's 90% lower bound (logistic regression, the table's first column; the neural
 network's is shown beside it), in ≤ 120 s per row. Writes bench/results/dpsniper.json after every
-row and prints a Markdown table. Not run in CI (tests/test_catalogue.py audits each row briefly).
+row and prints a Markdown table. Not run in CI (tests/witness/test_catalogue.py audits each row briefly).
 """
 
 from __future__ import annotations
@@ -20,12 +20,15 @@ import json
 import math
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from dpwitness import audit
-from dpwitness.witness.catalogue import dp_sniper_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the known-verdict catalogue
+from catalogue import dp_sniper_table
 
 OUT = Path(__file__).parent / "results" / "dpsniper.json"
 

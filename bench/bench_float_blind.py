@@ -7,7 +7,7 @@ diffprivlib's ``Laplace.randomise`` computes ``value − scale·standard_laplace
 support (Mironov 2012) that the bit-pattern events see at 0 vs 1 and not at 100 vs 101. The target:
 the float test never says "ok" where it is blind (false-ok rate 0), while integer mechanisms
 (diffprivlib ``Geometric``) and dpwitness's own grid releases keep their "ok". Prints a Markdown
-table; not run in CI (tests/test_audit_blind_spots.py checks numpy float Laplace at 5 magnitudes).
+table; not run in CI (tests/witness/test_audit_blind_spots.py checks numpy float Laplace at 5 magnitudes).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # the anchors' venv runs the working tree
 
 from dpwitness import Laplace, audit
-from dpwitness.cases import releases
+from dpwitness.witness.cases import releases
 
 PAIRS = [(0.0, 1.0), (100.0, 101.0), (1000.0, 1001.0), (12345.0, 12346.0), (1e6, 1e6 + 1), (-300.0, -299.0)]
 

@@ -149,9 +149,7 @@ def histogram_session(keys: int = 1000, touched: int = 10, people: int = 20_000,
     declared = list(range(keys))
     out: dict[str, Any] = {"keys": keys, "touched": touched, "people": people, "releases": releases}
     for mechanism in ("gaussian", "laplace"):
-        session = Session(
-            frame, epsilon=10.0 * releases, delta_budget=1e-3, privacy_unit="pid", max_groups=touched, seed=SEED
-        )
+        session = Session(frame, epsilon=10.0 * releases, delta_budget=1e-3, privacy_unit="pid", max_groups=touched, seed=SEED)
         query = session.query("histogram", "g", epsilon=1.0, keys=declared, delta=1e-6 if mechanism == "gaussian" else None)
         part = query.parts[0]
         errors = []

@@ -16,12 +16,16 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from dpwitness.witness.audit import Sampler
-from dpwitness.witness.catalogue import dp_sniper_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the known-verdict catalogue
+from catalogue import dp_sniper_table
 
 NAMES = ("ReportNoisyMax3", "OneTimeRappor", "Rappor")
 

@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 
 from dpwitness import Session
-from dpwitness.data import adult_path
+from dpwitness.common.data import adult_path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -5,7 +5,7 @@
     python3 bench/bench_sensitivity.py --no-spark # the sweep through Polars only
 
 Targets (issue 10): the search finds today's replace-one bug, run against the *old* derivation,
-in ≤ 10 s; the whole library sweep (tests/test_sensitivity_library.py, Polars and Spark) runs in
+in ≤ 10 s; the whole library sweep (tests/witness/test_sensitivity_library.py, Polars and Spark) runs in
 CI in ≤ 3 minutes.
 
 The old derivation, reproduced here on purpose as a wrong claim: an ungrouped replace-one sum
@@ -35,7 +35,7 @@ import polars as pl
 
 from dpwitness import sensitivity_search
 from dpwitness.engines import engine_for
-from dpwitness.queries import Query
+from dpwitness.query.queries import Query
 
 LOW, HIGH = 10.0, 20.0
 OLD_DELTA = HIGH - LOW  # the old replace-one derivation: U − L
@@ -83,12 +83,12 @@ def find_the_old_bug(seeds: int) -> list[dict[str, Any]]:
 
 
 def sweep(*, spark: bool) -> dict[str, Any]:
-    """Run tests/test_sensitivity_library.py in a fresh pytest; wall time, CPU time (pytest and every
+    """Run tests/witness/test_sensitivity_library.py in a fresh pytest; wall time, CPU time (pytest and every
     process under it, the Spark JVM included) and the time spent in each kind of test."""
     import psutil
 
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0"]
-    command += [str(ROOT / "tests" / "test_sensitivity_library.py")]
+    command += [str(ROOT / "tests" / "witness" / "test_sensitivity_library.py")]
     if not spark:
         command += ["-m", "not spark"]
     started = time.perf_counter()
@@ -130,7 +130,7 @@ def tightness() -> dict[str, Any]:
     the search proves it could see a violation. Below Δ means the search did not find the
     worst pair in its trials, or Δ is conservative there (the sum of worst cases per row).
     """
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "witness"))
     import test_sensitivity_library as sweep_module
 
     parts = []

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from dpwitness.data import adult_path
+from dpwitness.common.data import adult_path
 from dpwitness.serve.process import ServerProcess, write_config
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "service.toml"
@@ -256,13 +256,13 @@ def _cpu_seconds(group: int) -> float:
 def ledger_benchmark(seconds: float, threads: int) -> dict[str, Any]:
     """Spends/s and latency of the core ledger (one transaction and fsync per spend) against
     group commit, with ``threads`` concurrent spenders on one file each."""
-    from dpwitness.budget import Budget, Ledger, Spend
+    from dpwitness.privacy.budget import Budget, Ledger, Spend
     from dpwitness.serve.ledger import GroupCommitLedger
 
     results: dict[str, Any] = {}
     folders: list[Path] = []
     for name, make in (
-        ("one fsync per spend (dpwitness.budget.Ledger)", Ledger),
+        ("one fsync per spend (dpwitness.privacy.budget.Ledger)", Ledger),
         ("group commit (GroupCommitLedger)", GroupCommitLedger),
     ):
         folder = Path(tempfile.mkdtemp(prefix="bench-ledger-"))

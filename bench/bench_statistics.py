@@ -103,9 +103,11 @@ def worker_polars(path: str, stat: str, repeats: int, first_k: int | None) -> di
         "sum": lambda: frame().select(pl.col("age").sum()),
         "mean": lambda: frame().select(pl.col("age").mean()),
         "histogram": lambda: frame().group_by("category").agg(pl.len()),
-        "filtered": lambda: frame()
-        .filter(pl.col("category").is_in(FILTER_CATEGORIES) & (pl.col("age") >= 30))
-        .select(pl.col("age").clip(*BOUNDS).mean()),
+        "filtered": lambda: (
+            frame()
+            .filter(pl.col("category").is_in(FILTER_CATEGORIES) & (pl.col("age") >= 30))
+            .select(pl.col("age").clip(*BOUNDS).mean())
+        ),
     }
     streaming, value = _timed(lambda: plans[stat]().collect(engine="streaming"), repeats)
     streaming_rss = _peak_rss_mb()  # the DP engine streams: this is the memory baseline
@@ -205,9 +207,11 @@ def worker_spark_plain(path: str, stat: str, repeats: int) -> dict[str, Any]:
         "sum": lambda: frame.agg(F.sum("age")).first()[0],
         "mean": lambda: frame.agg(F.mean("age")).first()[0],
         "histogram": lambda: len(frame.groupBy("category").count().collect()),
-        "filtered": lambda: frame.filter(F.col("category").isin(FILTER_CATEGORIES) & (F.col("age") >= 30))
-        .agg(F.mean(F.least(F.greatest(F.col("age").cast("double"), F.lit(0.0)), F.lit(100.0))))
-        .first()[0],
+        "filtered": lambda: (
+            frame.filter(F.col("category").isin(FILTER_CATEGORIES) & (F.col("age") >= 30))
+            .agg(F.mean(F.least(F.greatest(F.col("age").cast("double"), F.lit(0.0)), F.lit(100.0))))
+            .first()[0]
+        ),
     }
     times, value = _timed(queries[stat], repeats)
     return {"times_s": times, "value": value}
@@ -248,10 +252,21 @@ def _subprocess(command: list[str], timeout: float) -> dict[str, Any]:
     return parsed
 
 
-def measure(kind: str, path: Path, stat: str, repeats: int, *, bound: int | None = None, first_k: int | None = None,
-            timeout: float = 1800) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, "--path", str(path), "--stat", stat,
-               "--repeats", str(repeats)]
+def measure(
+    kind: str, path: Path, stat: str, repeats: int, *, bound: int | None = None, first_k: int | None = None, timeout: float = 1800
+) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        kind,
+        "--path",
+        str(path),
+        "--stat",
+        stat,
+        "--repeats",
+        str(repeats),
+    ]
     if bound is not None:
         command += ["--bound", str(bound)]
     if first_k is not None:
@@ -270,10 +285,23 @@ def anchors_python() -> Path | None:
 def measure_opendp(path: Path, rows: int, stat: str, repeats: int, *, bound: int | None = None) -> dict[str, Any]:
     python = anchors_python()
     if python is None:
-        return {"system": "opendp", "stat": stat, "bound": bound,
-                "error": "anchors venv missing (run: bash bench/anchors/setup.sh)"}
-    command = [str(python), str(HERE / "anchors" / "opendp_polars.py"), str(path), "--stat", stat, "--rows", str(rows),
-               "--repeats", str(repeats)]
+        return {
+            "system": "opendp",
+            "stat": stat,
+            "bound": bound,
+            "error": "anchors venv missing (run: bash bench/anchors/setup.sh)",
+        }
+    command = [
+        str(python),
+        str(HERE / "anchors" / "opendp_polars.py"),
+        str(path),
+        "--stat",
+        stat,
+        "--rows",
+        str(rows),
+        "--repeats",
+        str(repeats),
+    ]
     if bound is not None:
         command += ["--max-contributions", str(bound)]
     result = _subprocess(command, 1800)
@@ -328,8 +356,12 @@ def polars_table(results: list[dict[str, Any]], bound: int | None) -> tuple[list
         title = f"privacy_unit=user_id, max_contributions={bound}"
         header = f"| statistic | Polars, first {bound} rows per user, no privacy | dpwitness DP (engine alone) "
         header += "| DP ÷ Polars (≤ 1.5×) "
-    lines = [f"#### {title}", "", header + "| OpenDP | OpenDP ÷ DP (≥ 10×) | RSS Polars | RSS DP | RSS ratio (≤ 1.5×) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"#### {title}",
+        "",
+        header + "| OpenDP | OpenDP ÷ DP (≥ 10×) | RSS Polars | RSS DP | RSS ratio (≤ 1.5×) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     summary = []
     for stat in _measured(results):
         plain = _find(results, "polars", stat, None)
@@ -352,8 +384,16 @@ def polars_table(results: list[dict[str, Any]], bound: int | None) -> tuple[list
             f"| {_verdict(opendp_ratio, TARGET_OPENDP, at_least=True)} | {baseline.get('peak_rss_mb', 0):.0f} MB "
             f"| {dp.get('peak_rss_mb', 0):.0f} MB | {_verdict(memory_ratio, TARGET_MEMORY)} |"
         )
-        summary.append({"stat": stat, "bound": bound, "dp_over_polars": time_ratio, "dp_over_plain_polars": plain_ratio,
-                        "opendp_over_dp": opendp_ratio, "memory_ratio": memory_ratio})
+        summary.append(
+            {
+                "stat": stat,
+                "bound": bound,
+                "dp_over_polars": time_ratio,
+                "dp_over_plain_polars": plain_ratio,
+                "opendp_over_dp": opendp_ratio,
+                "memory_ratio": memory_ratio,
+            }
+        )
     return lines, summary
 
 
@@ -361,16 +401,22 @@ def spark_table(results: list[dict[str, Any]], sizes: list[int]) -> list[str]:
     """Spark: the plain aggregate, the DP release, and the DP release with bounding, per table size."""
 
     def cell(system: str, stat: str, rows: int, bounded: bool) -> str:
-        found = [r for r in results if r["system"] == system and r["stat"] == stat and r.get("rows") == rows
-                 and (r.get("bound") is not None) == bounded]
+        found = [
+            r
+            for r in results
+            if r["system"] == system and r["stat"] == stat and r.get("rows") == rows and (r.get("bound") is not None) == bounded
+        ]
         if not found:
             return "—"
         last = found[-1]
         return f"error: {last['error'][:40]}" if last.get("error") else _fmt(last.get("median_s"))
 
     bound = next((r["bound"] for r in results if r.get("rows") is not None and r.get("bound") is not None), "k")
-    header = "| statistic | " + " | ".join(
-        f"{n / 1e6:g}M: plain | {n / 1e6:g}M: DP | {n / 1e6:g}M: DP, ≤ {bound} rows/user" for n in sizes) + " |"
+    header = (
+        "| statistic | "
+        + " | ".join(f"{n / 1e6:g}M: plain | {n / 1e6:g}M: DP | {n / 1e6:g}M: DP, ≤ {bound} rows/user" for n in sizes)
+        + " |"
+    )
     lines = ["#### Spark (local[2]), time as the table grows", "", header, "|---|" + "---|---|---|" * len(sizes)]
     for stat in _measured([r for r in results if r.get("rows") is not None]):
         cells = []
@@ -384,10 +430,16 @@ def render(payload: dict[str, Any]) -> str:
     """The Markdown report of a run (also from a saved ``--json`` file: ``--report FILE``)."""
     results, k = payload["results"], payload["max_contributions"]
     load = payload["machine"].get("load_average")
-    report = [f"### Statistics benchmark: {payload['rows']:,} rows", "",
-              f"Median of {payload['repeats']} runs (Spark: {payload.get('spark_repeats', 2)}, bounded Spark: 1) "
-              "after one warm-up, one process per measurement; "
-              f"{payload['machine']['cpus']} CPUs, load average at the end {load[0]:.1f}" if load else "", ""]
+    report = [
+        f"### Statistics benchmark: {payload['rows']:,} rows",
+        "",
+        f"Median of {payload['repeats']} runs (Spark: {payload.get('spark_repeats', 2)}, bounded Spark: 1) "
+        "after one warm-up, one process per measurement; "
+        f"{payload['machine']['cpus']} CPUs, load average at the end {load[0]:.1f}"
+        if load
+        else "",
+        "",
+    ]
     for bound in (None, k) if any(r.get("rows") is None for r in results) else ():
         lines, _ = polars_table(results, bound)
         report += [*lines, ""]
@@ -476,8 +528,12 @@ def main(argv: list[str] | None = None) -> None:
         "max_contributions": k,
         "repeats": args.repeats,
         "spark_repeats": args.spark_repeats,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-                    "load_average": os.getloadavg()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "load_average": os.getloadavg(),
+        },
         "generated_s": generated,
         "targets": {"dp_over_polars": TARGET_TIME, "opendp_over_dp": TARGET_OPENDP, "memory_ratio": TARGET_MEMORY},
         "summary": summary,

@@ -16,11 +16,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from dpwitness.witness.catalogue import dp_sniper_table
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the known-verdict catalogue
+from catalogue import dp_sniper_table
 
 audit_module = importlib.import_module("dpwitness.witness.audit")
 

@@ -1,8 +1,8 @@
 """A griffe extension for the API reference: Sphinx roles in docstrings become cross-references.
 
-The docstrings use Sphinx's roles (``:class:`~dpwitness.queries.Query```, ``:func:`audit```),
+The docstrings use Sphinx's roles (``:class:`~dpwitness.query.queries.Query```, ``:func:`audit```),
 which mkdocstrings would print as they are. When the package is loaded, each role is rewritten
-to an autorefs link (``[`Query`][dpwitness.queries.Query]``) when its target is a public object
+to an autorefs link (``[`Query`][dpwitness.query.queries.Query]``) when its target is a public object
 of a module an API page renders (``::: module`` in docs/api/), and to plain code otherwise. A ``~``
 shows the last name only, as in Sphinx. The source files are not changed.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -11,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from dpwitness.data import adult_path
+from dpwitness.common.data import adult_path
+
+#: Test-only modules (the known-verdict catalogue, the toy libraries and user code the targets
+#: tests audit) live in tests/support, outside the shipped package.
+SUPPORT = Path(__file__).resolve().parent / "support"
+sys.path.insert(0, str(SUPPORT))
 
 #: What ``pytest`` alone selects: the unit, property and distribution tests.
 FAST_DEFAULT = "not slow and not spark and not browser"

@@ -6,7 +6,7 @@ Run in the SmartNoise Synth venv (built by bench/anchors/setup.sh):
     .venv-synth/bin/python bench/anchors/bench_synth.py
 
 Prints one line per figure and the machine's load (the figures are wall-clock medians of a few
-runs on the tests' tables, tests/targets_synth_user.py).
+runs on the tests' tables, tests/support/targets_synth_user.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 
 def median_seconds(run: Callable[[], Any], repeat: int) -> float:
@@ -35,8 +35,8 @@ def median_seconds(run: Callable[[], Any], repeat: int) -> float:
 def main() -> None:
     import opendp.prelude as dp
     import polars as pl
-
     import targets_synth_user as user
+
     from dpwitness.targets import recording
 
     print(f"load (1, 5, 15 min): {os.getloadavg()}")

@@ -9,7 +9,7 @@ heading. Each anchor block runs in a fresh namespace, in a temporary folder hold
 examples/, in this interpreter, when it can import that library (the anchors venv:
 ``bash bench/anchors/setup.sh``; Tumult's venv: bench/anchors/coming_from_tumult.sh); a result
 with ``collect`` (a Spark DataFrame) is collected. Spark runs local[2] on 127.0.0.1 without UI.
-The table printed gives each task's lines of code and whether the block ran here. tests/test_coming_from.py
+The table printed gives each task's lines of code and whether the block ran here. tests/project/test_coming_from.py
 imports ``tasks`` and ``lines_of_code`` from here to run the dpwitness blocks and check the page's
 table.
 """

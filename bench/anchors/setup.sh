@@ -24,7 +24,7 @@
 # hypothesis) so that `dpwitness check` runs the user's function in the interpreter where the
 # library lives:  "$DPW_ANCHORS_VENV"/bin/dpwitness check bench/anchors/check_cases.py:NAME …
 #
-# The venv is for benchmarks and for tests/test_targets_anchors.py (skipped, with a message,
+# The venv is for benchmarks and for tests/targets/test_targets_anchors.py (skipped, with a message,
 # when it is absent); CI never builds it. It is gitignored (.venv*/ in .gitignore).
 set -uo pipefail
 

@@ -1,10 +1,10 @@
 """dpwitness: differential privacy whose every release proves itself."""
 
-from dpwitness.budget import Accountant
-from dpwitness.errors import BudgetExceeded, ParameterError
-from dpwitness.mechanisms import Gaussian, Laplace
-from dpwitness.release import Release
-from dpwitness.schema import Schema
+from dpwitness.common.errors import BudgetExceeded, ParameterError
+from dpwitness.io.schema import Schema
+from dpwitness.mechanisms.additive import Gaussian, Laplace
+from dpwitness.mechanisms.release import Release
+from dpwitness.privacy.budget import Accountant
 from dpwitness.session import Session
 from dpwitness.targets.check import check
 from dpwitness.witness import AuditResult, SensitivityResult, WitnessReport, audit, sensitivity_search, witness

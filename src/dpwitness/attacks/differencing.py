@@ -26,9 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.rates import CONFIDENCE, CONSISTENT, rate_check
-from dpwitness.errors import ParameterError, check_finite_vector, check_positive_finite
-from dpwitness.mechanisms import Laplace
-from dpwitness.neighbours import check_bounds
+from dpwitness.common.errors import ParameterError, check_finite_vector, check_positive_finite
+from dpwitness.mechanisms.additive import Laplace
+from dpwitness.privacy.neighbours import check_bounds
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -26,8 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.rates import CONFIDENCE, rate_check
-from dpwitness.errors import check_finite, check_positive_finite
-from dpwitness.mechanisms import Laplace
+from dpwitness.common.errors import check_finite, check_positive_finite
+from dpwitness.mechanisms.additive import Laplace
 
 FloatArray = npt.NDArray[np.float64]
 _UNIT = 2.0**-53
@@ -149,7 +149,7 @@ def floating_point_attack(
     delta = check_positive_finite("sensitivity", sensitivity)
     eps = check_positive_finite("epsilon", epsilon)
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
-        from dpwitness.errors import ParameterError
+        from dpwitness.common.errors import ParameterError
 
         raise ParameterError("samples", "a whole number ≥ 1", samples)
     scale = delta / eps

@@ -36,9 +36,9 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.rates import CONFIDENCE, CONSISTENT, EXCEEDS, RateCheck, check_confidence, rate_check, upper_end
-from dpwitness.errors import ParameterError, check_finite, check_finite_vector, check_positive_finite
-from dpwitness.mechanisms import Laplace
-from dpwitness.neighbours import Neighbours, check_bounds, sum_sensitivity
+from dpwitness.common.errors import ParameterError, check_finite, check_finite_vector, check_positive_finite
+from dpwitness.mechanisms.additive import Laplace
+from dpwitness.privacy.neighbours import Neighbours, check_bounds, sum_sensitivity
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.errors import require
+from dpwitness.common.errors import require
 
 if TYPE_CHECKING:
     from dpwitness.attacks.membership import MembershipResult

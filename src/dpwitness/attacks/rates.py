@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dpwitness.errors import ParameterError, require
+from dpwitness.common.errors import ParameterError, require
 
 CONSISTENT = "consistent with the cap"
 EXCEEDS = "exceeds the cap"

@@ -1,10 +1,10 @@
 """Classic calibration mistakes, built on purpose so that the blue team can catch them.
 
 The mistaken mechanisms and their neighbouring pairs are shared cases
-(:mod:`dpwitness.cases`, also listed by the witness's catalogue); this module adds what the
+(:mod:`dpwitness.witness.cases`, also listed by the witness's catalogue); this module adds what the
 red team does with them. :func:`tamper_attack` runs each through the analytic witness
 (where the mistake is visible to it) and through the black-box auditor, which must flag
-every one (see :mod:`dpwitness.cases` for the list).
+every one (see :mod:`dpwitness.witness.cases` for the list).
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.cases import (
+from dpwitness.mechanisms.additive import Laplace
+from dpwitness.witness.audit import json_number
+from dpwitness.witness.cases import (
     MISTAKE_CASES,
     Case,
     add_remove_laplace,
@@ -23,8 +25,6 @@ from dpwitness.cases import (
     not_divided_by_n,
     releases,
 )
-from dpwitness.mechanisms import Laplace
-from dpwitness.witness.audit import json_number
 
 if TYPE_CHECKING:
     from dpwitness.witness.audit import AuditResult
@@ -138,7 +138,7 @@ def tamper_attack(
     :param samples: runs per input for the auditor (None, default: adaptive).
     :param seed: the auditor's seed (None: fresh randomness).
     """
-    from dpwitness.errors import ParameterError
+    from dpwitness.common.errors import ParameterError
     from dpwitness.witness.audit import audit
 
     chosen = names or list(MISTAKES)

@@ -1,7 +1,7 @@
 """The ``dpwitness`` command line. Each concept registers its own commands.
 
-Conventions shared by every command (enforced by ``tests/test_cli_conventions.py``):
-exit codes from :class:`dpwitness.errors.ExitCode`; with ``--json`` the answer, or the
+Conventions shared by every command (enforced by ``tests/cli/test_cli_conventions.py``):
+exit codes from :class:`dpwitness.common.errors.ExitCode`; with ``--json`` the answer, or the
 error, is one JSON object on stdout; messages are printed literally (never as markup);
 ``--help`` shows no type placeholders.
 """
@@ -18,8 +18,8 @@ import typer
 from typer.core import TyperGroup
 
 from dpwitness.cli import check, core, explore, query, redteam, schema, serve, sql
-from dpwitness.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError, missing_part
-from dpwitness.progress import silenced
+from dpwitness.common.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError, missing_part
+from dpwitness.common.progress import silenced
 
 #: Set to 1 to let an internal error (exit 5) show its traceback.
 DEBUG_VARIABLE = "DPWITNESS_DEBUG"

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.text import Text
 
 from dpwitness.cli.core import flag_names, user_errors
-from dpwitness.errors import IMPORTS_CLEANLY, ParameterError, import_failed
+from dpwitness.common.errors import IMPORTS_CLEANLY, ParameterError, import_failed
 
 console = Console(highlight=False, emoji=False)
 #: ``--replay`` → ``check(replay=…)``.

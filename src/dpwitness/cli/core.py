@@ -15,12 +15,12 @@ from rich.table import Table
 from rich.text import Text
 
 from dpwitness.attacks.tamper import TAMPERS
-from dpwitness.budget import Accountant, Budget
-from dpwitness.data import adult_column, adult_missing, adult_path, generated_ages
-from dpwitness.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError
-from dpwitness.figures import tidy
-from dpwitness.mechanisms import Gaussian, Laplace
-from dpwitness.neighbours import (
+from dpwitness.common.data import adult_column, adult_missing, adult_path, generated_ages
+from dpwitness.common.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError
+from dpwitness.common.figures import tidy
+from dpwitness.mechanisms.additive import Gaussian, Laplace
+from dpwitness.privacy.budget import Accountant, Budget
+from dpwitness.privacy.neighbours import (
     Neighbours,
     count_sensitivity,
     histogram_sensitivity,
@@ -42,7 +42,7 @@ def errors_as_json(enabled: bool) -> None:
 
 
 def exit_code_for(error: BaseException) -> ExitCode:
-    """The documented exit code of an expected error (see :class:`dpwitness.errors.ExitCode`)."""
+    """The documented exit code of an expected error (see :class:`dpwitness.common.errors.ExitCode`)."""
     if isinstance(error, MissingPart):
         return ExitCode.MISSING_PART
     if isinstance(error, BudgetExceeded):
@@ -348,7 +348,7 @@ def release(
 
 
 def _full(budget: Budget) -> str:
-    """A spent budget as the JSON states it (12 significant digits, as :func:`~dpwitness.figures.tidy` keeps)."""
+    """A spent budget as the JSON states it (12 significant digits, as :func:`~dpwitness.common.figures.tidy` keeps)."""
     parts = [f"ε = {budget.epsilon:.12g}"] if math.isfinite(budget.epsilon) else []
     parts.append(f"δ = {budget.delta:.12g}")
     if budget.rho and math.isfinite(budget.rho):

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from dpwitness.cli.core import check_port, fail
-from dpwitness.errors import ExitCode
+from dpwitness.common.errors import ExitCode
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000

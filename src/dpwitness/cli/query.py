@@ -17,11 +17,11 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from dpwitness.cli.core import flag_names, ledger_note, user_errors
-from dpwitness.errors import ParameterError
-from dpwitness.progress import large_source
-from dpwitness.queries import ColumnKind, Query
-from dpwitness.release import Release
-from dpwitness.report import sensitivity_text
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.progress import large_source
+from dpwitness.mechanisms.release import Release
+from dpwitness.mechanisms.report import sensitivity_text
+from dpwitness.query.queries import ColumnKind, Query
 
 console = Console(highlight=False, emoji=False)
 _SHOWN_KEYS = 40
@@ -225,7 +225,7 @@ def query(
     ] = False,
 ) -> None:
     """Release counts, sums, means, variances, histograms and quantiles of FILE under ε (noise added once, exactly)."""
-    from dpwitness.budget import Ledger
+    from dpwitness.privacy.budget import Ledger
     from dpwitness.session import Session, _account_for
 
     del by, keys, alpha  # read by position (they apply to the statistic they follow): see _options_by_position
@@ -364,7 +364,7 @@ def query(
             _post_processed(r, q, whole=round_counts, non_negative=clip_at_zero) for r, q in zip(releases, queries, strict=True)
         ]
     if html is not None:
-        from dpwitness.report import render_html, shown_budget
+        from dpwitness.mechanisms.report import render_html, shown_budget
 
         html.write_text(
             render_html(
@@ -381,7 +381,7 @@ def query(
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return
     if as_csv:
-        from dpwitness.release import releases_frame
+        from dpwitness.mechanisms.release import releases_frame
 
         sys.stdout.write(releases_frame(releases).write_csv())
         return
@@ -415,7 +415,7 @@ _QUERY_FLAGS = {"rho": "--rho", "delta_budget": "--delta-budget"}
 
 
 def _run(session: Any, queries: list[Query], runs: list[dict[str, Any]], *, large: bool, quiet: bool) -> list[Release]:
-    from dpwitness.progress import progress
+    from dpwitness.common.progress import progress
 
     releases: list[Release] = []
     with progress("scanning", total=len(queries), enabled=large and not quiet) as bar:
@@ -467,8 +467,8 @@ def _budget_json(session: Any, store: Any) -> dict[str, Any]:
 
 
 def _plain_budget(value: Any, total: Any) -> dict[str, float | None]:
-    from dpwitness.figures import tidy
-    from dpwitness.report import shows_rho
+    from dpwitness.common.figures import tidy
+    from dpwitness.mechanisms.report import shows_rho
 
     plain = {k: (None if v is None else tidy(v)) for k, v in value.to_dict().items()}
     if not shows_rho(total):
@@ -477,7 +477,7 @@ def _plain_budget(value: Any, total: Any) -> dict[str, float | None]:
 
 
 def _shown_budget(value: Any, total: Any) -> str:
-    from dpwitness.report import budget_text
+    from dpwitness.mechanisms.report import budget_text
 
     return budget_text(value, total)
 
@@ -493,7 +493,7 @@ def _budget_line(session: Any, store: Any) -> str:
 
 
 def _show_releases(releases: list[Release], session: Any, store: Any) -> None:
-    from dpwitness.figures import figure
+    from dpwitness.common.figures import figure
 
     relations = sorted({r.neighbours for r in releases if r.neighbours})
     caption = f"neighbours: {'; '.join(relations)}" if relations else None

@@ -19,8 +19,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from dpwitness.cli.core import fail, user_errors
-from dpwitness.data import adult_column, adult_missing, generated_ages
-from dpwitness.errors import ExitCode, ParameterError, import_failed, require
+from dpwitness.common.data import adult_column, adult_missing, generated_ages
+from dpwitness.common.errors import ExitCode, ParameterError, import_failed, require
 
 console = Console(highlight=False, emoji=False)
 attack_app = typer.Typer(

@@ -5,7 +5,7 @@ categories), and prints the schema as TOML: review it, keep it beside the data, 
 ``dpwitness query --schema``, ``Session(..., schema=)`` or a service table's ``schema``.
 
 For a CSV it also says, on stderr, what the reader will do with the file
-(:func:`dpwitness.filecheck.check_file`: bare ``\\r`` line ends, bytes that are not UTF-8,
+(:func:`dpwitness.io.filecheck.check_file`: bare ``\\r`` line ends, bytes that are not UTF-8,
 malformed, ragged and empty lines, cells that do not fit their type — counts and line numbers,
 never a value). ``--against SCHEMA`` checks the file against a declared schema's types instead of
 inferring one. Query time never reports these counts.
@@ -20,8 +20,8 @@ from typing import Annotated
 import typer
 
 from dpwitness.cli.core import user_errors
-from dpwitness.errors import ParameterError
-from dpwitness.schema import DEFAULT_MAX_CATEGORIES
+from dpwitness.common.errors import ParameterError
+from dpwitness.io.schema import DEFAULT_MAX_CATEGORIES
 
 WARNING = (
     "dpwitness schema read the values of {file}: this is the data owner's step, outside differential privacy. "
@@ -52,8 +52,8 @@ def schema(
 
     Run it as the data owner, review what it wrote, keep it: `dpwitness schema FILE > FILE.schema.toml`.
     """
-    from dpwitness.filecheck import check_file
-    from dpwitness.schema import Schema
+    from dpwitness.io.filecheck import check_file
+    from dpwitness.io.schema import Schema
 
     csv = file.suffix.lower() in (".csv", ".tsv")
     with user_errors():

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from dpwitness.cli.core import check_port, fail, user_errors
-from dpwitness.errors import ExitCode, ParameterError, require
+from dpwitness.common.errors import ExitCode, ParameterError, require
 
 
 def serve(
@@ -62,7 +62,7 @@ def serve_token(
     rho: Annotated[float | None, typer.Option(help="a ρ-zCDP total instead of ε")] = None,
 ) -> None:
     """Make a random token; print it once, and the config snippet that stores only its hash."""
-    from dpwitness.budget import check_total
+    from dpwitness.privacy.budget import check_total
     from dpwitness.serve.auth import hash_token, new_token
 
     with user_errors():

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from dpwitness.cli.core import ledger_note, user_errors
-from dpwitness.release import NOT_FOR_PRODUCTION
+from dpwitness.mechanisms.release import NOT_FOR_PRODUCTION
 
 console = Console(highlight=False, emoji=False)
 
@@ -52,8 +52,8 @@ def sql(
     as_csv: Annotated[bool, typer.Option("--csv", help="The answer as CSV on stdout (each value with _low and _high).")] = False,
 ) -> None:
     """Answer one SQL SELECT on SOURCE privately: each aggregate is released once, with its interval, ε, δ and Δ."""
-    from dpwitness.budget import Ledger
-    from dpwitness.errors import ParameterError
+    from dpwitness.common.errors import ParameterError
+    from dpwitness.privacy.budget import Ledger
     from dpwitness.session import Session
     from dpwitness.sql import Answer
 

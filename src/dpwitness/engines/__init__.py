@@ -1,4 +1,4 @@
-"""Engines compute the exact aggregates a :class:`~dpwitness.queries.Query` asks for. Nothing else.
+"""Engines compute the exact aggregates a :class:`~dpwitness.query.queries.Query` asks for. Nothing else.
 
 The contract (every engine implements it the same way; the session does all the rest):
 
@@ -6,7 +6,7 @@ The contract (every engine implements it the same way; the session does all the 
     Cheap: no data scan (a CSV's header, a Parquet footer). Turn a path / frame into the
     engine's lazy handle; raise :class:`~dpwitness.ParameterError` (parameter ``"source"``)
     for a missing file, a CSV without a usable header or an unsupported source. A CSV is read
-    by :mod:`dpwitness.reader` (one physical line, one record; ``separator`` as declared).
+    by :mod:`dpwitness.io.reader` (one physical line, one record; ``separator`` as declared).
     Types come from declared metadata only: a CSV's columns are text (``untyped``) unless
     ``dtypes`` declares them, and a declared type is a non-strict cast (a cell that does not
     fit is null).
@@ -22,12 +22,12 @@ The contract (every engine implements it the same way; the session does all the 
     :func:`declared_keys`). Steps, in this order:
 
     0. read: a bounded statistic reads an untyped ``query.column`` as float64 numbers under
-       the cell grammar of :mod:`dpwitness.cells` (as every text cell is read and every typed
+       the cell grammar of :mod:`dpwitness.io.cells` (as every text cell is read and every typed
        value declared ``string`` is written; text that is not a number there is null);
     1. filter (``query.predicate``): keep the rows at positions ``window`` (1-based) in the
        declared order (``query.order_by``, nulls last, ties broken by the other columns read),
        counted over *every* row; then keep the rows where the value conditions are true
-       (SQL's three-valued logic; NaN counts as null; see :mod:`dpwitness.predicates`);
+       (SQL's three-valued logic; NaN counts as null; see :mod:`dpwitness.query.predicates`);
     2. drop rows where ``query.column`` (if any), any of ``query.group_columns`` or
        ``query.privacy_unit`` is null (or NaN);
     3. if ``query.keys`` is not None, keep only rows whose key is one of them (a declared key
@@ -47,7 +47,7 @@ The contract (every engine implements it the same way; the session does all the 
        ``centred_squares`` = Σ (v − query.centre)², per key when grouped. A quantile
        (``query.bins`` = B is set) counts rows per (``by`` key…, bin): the last
        ``group_columns`` entry is its column, whose key part is the bin
-       min(⌊(v − L)·s⌋, B − 1) with s = :func:`dpwitness.quantiles.bin_scale` (these float64
+       min(⌊(v − L)·s⌋, B − 1) with s = :func:`dpwitness.mechanisms.quantiles.bin_scale` (these float64
        operations, in this order, so every engine bins every row alike); ``keys`` lists the
        ``by`` keys only (``query.declared_columns``).
 
@@ -64,8 +64,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
-from dpwitness.errors import ParameterError, require
-from dpwitness.queries import Aggregates, Query, Schema
+from dpwitness.common.errors import ParameterError, require
+from dpwitness.query.queries import Aggregates, Query, Schema
 
 #: Four 64-bit words that key the random row selection of contribution bounding.
 SelectionKey = tuple[int, int, int, int]
@@ -79,7 +79,7 @@ class Engine(Protocol):
     ``open``'s ``source`` is a path (CSV, TSV or Parquet) or an in-memory frame, ``dtypes``
     the declared column types (None: a CSV's columns are text) and ``separator`` a CSV's
     declared separator (None: a tab for ``.tsv``, else a comma). ``handle`` is what ``open``
-    returned, ``query`` a checked :class:`~dpwitness.queries.Query`, and ``selection_key`` the
+    returned, ``query`` a checked :class:`~dpwitness.query.queries.Query`, and ``selection_key`` the
     four 64-bit words (:data:`SelectionKey`) that key contribution bounding's random choice.
     """
 
@@ -98,7 +98,7 @@ def declared_keys(query: Query, untyped: Collection[str], out: Aggregates) -> Ag
     """Key the aggregates of a declared-key query by the declared keys themselves.
 
     An untyped (text) key column matches a declared key by its text as the cell grammar writes it
-    (``9`` matches the cell ``"9"``, ``True`` the cell ``"true"``; :func:`dpwitness.cells.write`),
+    (``9`` matches the cell ``"9"``, ``True`` the cell ``"true"``; :func:`dpwitness.io.cells.write`),
     so the engine's keys are text there; this maps each such component back to the declared
     value, so the session finds every declared key whatever the column's type. (The
     declared columns are the leading components of an engine's key: a quantile's bin follows.)
@@ -110,7 +110,7 @@ def declared_keys(query: Query, untyped: Collection[str], out: Aggregates) -> Ag
     if query.keys is None or not positions:
         return out
     several = len(columns) > 1
-    from dpwitness.cells import write
+    from dpwitness.io.cells import write
 
     lookups = {i: {write(k[i] if several else k): (k[i] if several else k) for k in query.keys} for i in positions}
 

@@ -5,7 +5,7 @@ whole, in Polars, to prepare it (:func:`prepare_public`: the join key cast to th
 type, null keys dropped, the largest number of rows one key matches, M), then handed to the
 engine through its own ``open`` and joined lazily (:func:`join_public`, inner join on one
 equality). Nothing of the private table is read here. Δ of a query over the joined rows is
-derived in :mod:`dpwitness.queries` (``join_multiplicity`` = M).
+derived in :mod:`dpwitness.query.queries` (``join_multiplicity`` = M).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpwitness.errors import ParameterError, require
-from dpwitness.queries import ColumnKind
-from dpwitness.schema import POLARS_TYPES
+from dpwitness.common.errors import ParameterError, require
+from dpwitness.io.schema import POLARS_TYPES
+from dpwitness.query.queries import ColumnKind
 
 #: The join key's column in a prepared public table (dropped after the join).
 JOIN_KEY = "__dpw_join_key"
@@ -56,11 +56,11 @@ def prepare_public(frame: Any, *, key: str, private_kind: ColumnKind, columns: M
     untyped CSV column, compared as text as a filter does), rows with a null key dropped, only the
     payload ``columns`` kept (renamed), and M = the most rows one key matches (1 if none).
 
-    The cast follows the cell grammar (:mod:`dpwitness.cells`): a typed key (a date, a timestamp,
+    The cast follows the cell grammar (:mod:`dpwitness.io.cells`): a typed key (a date, a timestamp,
     a float…) is written as text as every engine writes it, and a text key is read as a number or
     a boolean as every engine reads a cell; what is not valid is null (dropped), never an error."""
     pl = require("polars", "polars", "public tables")
-    from dpwitness.cells import polars_boolean, polars_integer, polars_number, polars_text
+    from dpwitness.io.cells import polars_boolean, polars_integer, polars_number, polars_text
 
     target = getattr(pl, POLARS_TYPES.get(private_kind, "String"))
     source = frame.schema[key]

@@ -1,15 +1,15 @@
 """The embedded default engine: one lazy Polars plan per query, collected with the streaming engine.
 
-CSV and Parquet paths are scanned lazily (:func:`dpwitness.reader.scan_polars` /
+CSV and Parquet paths are scanned lazily (:func:`dpwitness.io.reader.scan_polars` /
 ``pl.scan_parquet``) and only the columns the query uses are read, so a Parquet file larger than
 memory works. A CSV is read by the one reader of every face, one physical line per record
-(:mod:`dpwitness.reader`). Polars and pandas frames are accepted too. See :mod:`dpwitness.engines` for the contract.
+(:mod:`dpwitness.io.reader`). Polars and pandas frames are accepted too. See :mod:`dpwitness.engines` for the contract.
 
 Column types come from declared metadata (a Parquet or frame schema, ``dtypes=``) or from the
 query, never from the values: a CSV is scanned with every column as text (``untyped``), and a
 bounded statistic or a comparison with a number reads it with a non-strict cast (text that does
 not parse is null). Declared ``dtypes`` are non-strict casts too. Both follow the one cell grammar
-(:mod:`dpwitness.cells`), which the Spark engine implements alike. So no cell can make a plan
+(:mod:`dpwitness.io.cells`), which the Spark engine implements alike. So no cell can make a plan
 fail after the spend, and no error can quote one.
 """
 
@@ -23,14 +23,14 @@ from typing import Any
 
 import polars as pl
 
-from dpwitness.cells import polars_boolean, polars_integer, polars_number, polars_text, write
+from dpwitness.common.errors import ParameterError
 from dpwitness.engines import SelectionKey, declared_keys
-from dpwitness.errors import ParameterError
-from dpwitness.predicates import to_polars
-from dpwitness.quantiles import bin_scale
-from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
-from dpwitness.reader import scan_polars
-from dpwitness.schema import POLARS_TYPES, polars_kind
+from dpwitness.io.cells import polars_boolean, polars_integer, polars_number, polars_text, write
+from dpwitness.io.reader import scan_polars
+from dpwitness.io.schema import POLARS_TYPES, polars_kind
+from dpwitness.mechanisms.quantiles import bin_scale
+from dpwitness.query.predicates import to_polars
+from dpwitness.query.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
 
 _CSV = {".csv", ".tsv", ".txt"}
 _PARQUET = {".parquet", ".pq"}
@@ -54,7 +54,7 @@ class PolarsEngine:
     """The Polars engine (this module's ``ENGINE``), under the contract of :mod:`dpwitness.engines`.
 
     ``handle`` is the table ``open`` returned (or a Polars LazyFrame), ``query`` a checked
-    :class:`~dpwitness.queries.Query`, and ``selection_key`` the four 64-bit words that key
+    :class:`~dpwitness.query.queries.Query`, and ``selection_key`` the four 64-bit words that key
     contribution bounding's random choice of rows (the same words, the same rows kept).
     ``aggregate`` collects ``plan`` with Polars' streaming engine.
     """
@@ -64,7 +64,7 @@ class PolarsEngine:
     def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> PolarsTable:
         """A lazy table over ``source``; a path is checked to exist and only a CSV's header is read.
 
-        A CSV is read by :mod:`dpwitness.reader` (one physical line, one record; ``separator``
+        A CSV is read by :mod:`dpwitness.io.reader` (one physical line, one record; ``separator``
         declared, else a tab for ``.tsv`` and a comma otherwise); its columns are text
         (``untyped``) unless ``dtypes`` declares them; ``dtypes`` (integer, float, string,
         boolean) is applied to any source as a non-strict cast.
@@ -190,7 +190,7 @@ def _names(frame: pl.LazyFrame) -> list[str]:
 
 
 def _as_number(column: str) -> pl.Expr:
-    """Text read as a float64 number under the cell grammar (:mod:`dpwitness.cells`); not a number → null."""
+    """Text read as a float64 number under the cell grammar (:mod:`dpwitness.io.cells`); not a number → null."""
     return polars_number(pl.col(column)).alias(column)
 
 
@@ -199,7 +199,7 @@ _READERS = {ColumnKind.INTEGER: polars_integer, ColumnKind.FLOAT: polars_number,
 
 def _declare(column: str, kind: ColumnKind, dtype: pl.DataType) -> pl.Expr:
     """A declared type, never strict (a cell that does not fit becomes null, never an error): text is
-    read and a typed value written as text under the cell grammar (:mod:`dpwitness.cells`)."""
+    read and a typed value written as text under the cell grammar (:mod:`dpwitness.io.cells`)."""
     expr = pl.col(column)
     if kind is ColumnKind.STRING:
         return polars_text(expr, dtype).alias(column)
@@ -308,7 +308,7 @@ def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key:
 
 
 def _bin(query: Query) -> pl.Expr:
-    """The bin of clamp(column, L, U): min(⌊(v − L)·s⌋, B − 1), s from :func:`dpwitness.quantiles.bin_scale`."""
+    """The bin of clamp(column, L, U): min(⌊(v − L)·s⌋, B − 1), s from :func:`dpwitness.mechanisms.quantiles.bin_scale`."""
     assert query.column is not None and query.bounds is not None and query.bins is not None
     low, high = query.bounds
     scale = bin_scale(query.bounds, query.bins)

@@ -3,7 +3,7 @@
 Install with ``pip install 'dpwitness[spark]'`` (pyspark and a Java 17+ runtime). This module
 is imported only when a session asks for ``engine="spark"`` (see :func:`dpwitness.engines.engine_for`).
 
-It computes the exact aggregates of a :class:`~dpwitness.queries.Query`, following the
+It computes the exact aggregates of a :class:`~dpwitness.query.queries.Query`, following the
 contract in :mod:`dpwitness.engines` step for step (nulls/NaN dropped, declared keys kept,
 contribution bounding, clamping to [L, U] as float64, count / sum / centred moments); the
 session adds the noise once, on the driver. Only a handful of numbers (one row, or one row
@@ -35,14 +35,14 @@ from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.cells import spark_boolean, spark_integer, spark_number, spark_text, write
+from dpwitness.common.errors import ParameterError
 from dpwitness.engines import SelectionKey, declared_keys
-from dpwitness.errors import ParameterError
-from dpwitness.predicates import to_spark
-from dpwitness.quantiles import bin_scale
-from dpwitness.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
-from dpwitness.reader import read_spark
-from dpwitness.schema import spark_kind
+from dpwitness.io.cells import spark_boolean, spark_integer, spark_number, spark_text, write
+from dpwitness.io.reader import read_spark
+from dpwitness.io.schema import spark_kind
+from dpwitness.mechanisms.quantiles import bin_scale
+from dpwitness.query.predicates import to_spark
+from dpwitness.query.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -116,7 +116,7 @@ class SparkEngine:
     """The Spark engine (this module's ``ENGINE``), under the contract of :mod:`dpwitness.engines`.
 
     ``handle`` is the table ``open`` returned (or a Spark DataFrame), ``query`` a checked
-    :class:`~dpwitness.queries.Query`, and ``selection_key`` the four 64-bit words that key
+    :class:`~dpwitness.query.queries.Query`, and ``selection_key`` the four 64-bit words that key
     contribution bounding's random choice of rows (the same words, the same rows kept).
     ``aggregate`` collects ``plan`` and hands its rows to ``read``, whose ``untyped`` names the
     table's text columns (default none), so that declared keys read from text cells come back
@@ -129,7 +129,7 @@ class SparkEngine:
         """A Spark table over ``source``: a Spark DataFrame, a CSV/Parquet path, or a pandas/Polars frame.
 
         A Parquet path only reads the file's footer; a CSV path only its header, and its lines
-        are read by :func:`dpwitness.reader.read_spark` (the rules of every face: one physical
+        are read by :func:`dpwitness.io.reader.read_spark` (the rules of every face: one physical
         line, one record; ``separator`` declared, else a tab for ``.tsv`` and a comma). Every
         CSV column is text (``untyped``) unless ``dtypes`` declares it (never Spark's type
         inference, which reads the values). Declared types are non-strict casts (``try_cast``).
@@ -328,13 +328,13 @@ def _col(name: str) -> Column:
 
 
 def _as_number(column: str) -> Column:
-    """Text read as a double under the cell grammar (:mod:`dpwitness.cells`); not a number → null."""
+    """Text read as a double under the cell grammar (:mod:`dpwitness.io.cells`); not a number → null."""
     return spark_number(_col(column))
 
 
 def _declare(frame: DataFrame, column: str, kind: ColumnKind) -> Column:
     """A declared type, never strict (``try_cast``: a cell that does not fit becomes null, never an
-    error): text is read and a typed value written as text under the cell grammar (:mod:`dpwitness.cells`)."""
+    error): text is read and a typed value written as text under the cell grammar (:mod:`dpwitness.io.cells`)."""
     from pyspark.sql import types as T
 
     value = _col(column)

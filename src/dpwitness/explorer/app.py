@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from dpwitness import __version__
-from dpwitness.errors import BudgetExceeded, ParameterError
+from dpwitness.common.errors import BudgetExceeded, ParameterError
 from dpwitness.explorer import compute, warm
 from dpwitness.explorer.api import router
 from dpwitness.explorer.strings import STATIC

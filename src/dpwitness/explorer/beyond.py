@@ -2,7 +2,7 @@
 
 Inverse controls (a target error or risk → the ε that meets it, checked forwards with the project's
 own mechanism and risk bounds) and k-fold composition, basic (kε, kδ) against zCDP (ρ adds up, then
-converted with :func:`dpwitness.budget.zcdp_epsilon`). The frequency framing and the privacy-loss
+converted with :func:`dpwitness.privacy.budget.zcdp_epsilon`). The frequency framing and the privacy-loss
 histogram use the live panel's 2000 exact releases (``/api/live``).
 """
 
@@ -12,10 +12,10 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from dpwitness.budget import zcdp_epsilon, zcdp_rho
-from dpwitness.errors import ParameterError, check_positive_finite
+from dpwitness.common.errors import ParameterError, check_positive_finite
 from dpwitness.explorer.compute import ALPHA, MAX_EPSILON, MIN_EPSILON, mechanism
 from dpwitness.explorer.planner import advantage, posterior
+from dpwitness.privacy.budget import zcdp_epsilon, zcdp_rho
 
 #: What a target may be, and its range.
 TARGETS = {"error": (1e-9, 1e12), "posterior": (0.0100001, 0.999), "advantage": (1e-6, 0.999)}

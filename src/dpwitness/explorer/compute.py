@@ -1,7 +1,7 @@
 """The numbers behind every picture of the explorer, computed by the project's own code.
 
 Pure functions returning JSON-ready dicts; no web framework here. Parameters are validated
-with :mod:`dpwitness.errors` (a bad one raises :class:`~dpwitness.ParameterError` naming it)
+with :mod:`dpwitness.common.errors` (a bad one raises :class:`~dpwitness.ParameterError` naming it)
 and rounded to 6 significant digits so that slider moves hit the caches: building a
 mechanism (~30-70 ms, table construction) and its witness (~10 ms) happen once per (Δ, ε).
 """
@@ -16,10 +16,10 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.tamper import inverted_laplace
-from dpwitness.budget import Accountant
-from dpwitness.errors import ParameterError, check_finite, check_non_negative_finite, check_positive_finite
-from dpwitness.mechanisms import Laplace
-from dpwitness.neighbours import (
+from dpwitness.common.errors import ParameterError, check_finite, check_non_negative_finite, check_positive_finite
+from dpwitness.mechanisms.additive import Laplace
+from dpwitness.privacy.budget import Accountant
+from dpwitness.privacy.neighbours import (
     Neighbours,
     count_sensitivity,
     histogram_sensitivity,
@@ -310,7 +310,7 @@ def neighbour(query: str, relation: str, row: int, replacement: float) -> dict[s
 
     Add/remove: D′ drops row ``row``; replace-one: row ``row`` takes the age ``replacement``.
     The fan lists each possible single change (any age in BOUNDS may be added or swapped in);
-    the longest arrow is Δ, which :mod:`dpwitness.neighbours` derives for the query.
+    the longest arrow is Δ, which :mod:`dpwitness.privacy.neighbours` derives for the query.
     """
     if query not in QUERIES:
         raise ParameterError("query", f"one of {list(QUERIES)}", query)
@@ -447,7 +447,7 @@ def edge_cases(sensitivity: float, epsilon: float) -> dict[str, Any]:
 
 
 def relations_table() -> list[dict[str, Any]]:
-    """Δ per query under add/remove and replace-one (ages in BOUNDS), from :mod:`dpwitness.neighbours`."""
+    """Δ per query under add/remove and replace-one (ages in BOUNDS), from :mod:`dpwitness.privacy.neighbours`."""
     add, rep = Neighbours.ADD_REMOVE, Neighbours.REPLACE_ONE
     return [
         {"query": "count", "add_remove": count_sensitivity(add), "replace_one": count_sensitivity(rep)},
@@ -534,7 +534,7 @@ AGE_GROUPS: tuple[tuple[str, float, float], ...] = (
 def vector(relation: str, epsilon: float, seed: int) -> dict[str, Any]:
     """A vector query: the spreadsheet's counts per age group, one Laplace draw per coordinate.
 
-    L1 Δ of a histogram from :mod:`dpwitness.neighbours` (1 under add/remove, 2 under replace-one:
+    L1 Δ of a histogram from :mod:`dpwitness.privacy.neighbours` (1 under add/remove, 2 under replace-one:
     one person leaves one group and joins another); each coordinate gets noise of scale Δ/ε, so
     the whole vector is ε-DP (the log ratios of the coordinates add up to at most ε·‖d‖₁/Δ).
     """
@@ -581,7 +581,7 @@ def gaussian_payload(sensitivity: float, epsilon: float, delta: float) -> dict[s
     σ is that of the noise really sampled (the analytic Gaussian's σ, raised until the sampled
     distribution's δ(ε), grid rounding included, is ≤ δ); ``delta_sampled`` is that δ(ε).
     """
-    from dpwitness.mechanisms import Gaussian
+    from dpwitness.mechanisms.additive import Gaussian
 
     mech = Gaussian(sensitivity=sensitivity, epsilon=epsilon, delta=delta)
     report = witness(mech)

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.budget import Ledger
-from dpwitness.data import ADULT_ROWS, adult_path, generated_ages
-from dpwitness.errors import BudgetExceeded, ParameterError, check_positive_finite
+from dpwitness.common.data import ADULT_ROWS, adult_path, generated_ages
+from dpwitness.common.errors import BudgetExceeded, ParameterError, check_positive_finite
 from dpwitness.noise import analytic_gaussian_sigma
+from dpwitness.privacy.budget import Ledger
 from dpwitness.session import Session
 
 #: The planner's queries: name → (statistic, column, options). Bounds and keys are public.

@@ -17,7 +17,7 @@ from dpwitness.attacks.differencing import differencing_attack
 from dpwitness.attacks.floating_point import floating_point_attack, naive_can_produce, numpy_laplace_noise
 from dpwitness.attacks.membership import membership_attack
 from dpwitness.explorer.compute import BOUNDS, CURVE_POINTS, PEOPLE, json_safe, mechanism, realised_scale
-from dpwitness.neighbours import Neighbours, count_sensitivity
+from dpwitness.privacy.neighbours import Neighbours, count_sensitivity
 
 #: A clearly fictional clinic: patient number → diagnosed with diabetes (1) or not (0).
 DIABETES: tuple[tuple[str, int], ...] = (

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from dpwitness.errors import ParameterError
+from dpwitness.common.errors import ParameterError
 
 STATIC = Path(__file__).resolve().parent / "static"
 I18N = STATIC / "i18n"

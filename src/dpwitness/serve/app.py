@@ -8,7 +8,7 @@ Guarantees, given the configuration's declared bounds and relation:
   and checks the analyst's total (ε and δ, or ρ, stored in the ledger) inside the same SQLite
   write transaction, so concurrent requests never overspend and a crash loses no record of an
   answer that was sent;
-* each request runs in its analyst's cache scope (:mod:`dpwitness.caching`): the sampler's
+* each request runs in its analyst's cache scope (:mod:`dpwitness.common.caching`): the sampler's
   calibrations and tables one analyst builds are never reused for another, so no analyst's
   response times depend on what another asked;
 * an analyst sees only the tables listed for them and only their own budget and history;
@@ -36,11 +36,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from dpwitness import __version__, queries
-from dpwitness.budget import Budget, Ledger, guarantee, remaining
-from dpwitness.caching import cache_scope
-from dpwitness.errors import BudgetExceeded, ParameterError
-from dpwitness.release import Release
+from dpwitness import __version__
+from dpwitness.common.caching import cache_scope
+from dpwitness.common.errors import BudgetExceeded, ParameterError
+from dpwitness.mechanisms.release import Release
+from dpwitness.privacy.budget import Budget, Ledger, guarantee, remaining
+from dpwitness.query import queries
 from dpwitness.serve.auth import TokenStore
 from dpwitness.serve.cache import CachedAggregates
 from dpwitness.serve.config import AnalystConfig, ServiceConfig
@@ -446,7 +447,7 @@ def scale_rate_limits(config: ServiceConfig, workers: int) -> ServiceConfig:
 
 
 def resolve(session: Session, compiled: CompiledQuery) -> queries.Query:
-    """The request as the session's one :class:`~dpwitness.queries.Query` (the table's declared schema
+    """The request as the session's one :class:`~dpwitness.query.queries.Query` (the table's declared schema
     fills the keys and bounds, the core derives Δ), then this service's policy: it releases only
     noisy values, so a query whose every part has Δ = 0 under the table's relation is refused."""
     query = session.query(compiled.statistic, compiled.column, **compiled.session_options())

@@ -17,8 +17,8 @@ import math
 import time
 from typing import Any
 
-from dpwitness.errors import BudgetExceeded
-from dpwitness.release import Release
+from dpwitness.common.errors import BudgetExceeded
+from dpwitness.mechanisms.release import Release
 from dpwitness.serve.client import Client, ServiceError
 
 

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dpwitness.engines import Engine, SelectionKey
-from dpwitness.queries import Aggregates, Query, Schema
+from dpwitness.query.queries import Aggregates, Query, Schema
 
 
 class CachedAggregates:

@@ -18,11 +18,11 @@ from typing import Any
 
 import httpx
 
-from dpwitness.errors import BudgetExceeded, ParameterError, check_alpha, check_positive_finite
-from dpwitness.neighbours import check_bounds
-from dpwitness.quantiles import check_quantiles
-from dpwitness.queries import check_pair
-from dpwitness.release import Release
+from dpwitness.common.errors import BudgetExceeded, ParameterError, check_alpha, check_positive_finite
+from dpwitness.mechanisms.quantiles import check_quantiles
+from dpwitness.mechanisms.release import Release
+from dpwitness.privacy.neighbours import check_bounds
+from dpwitness.query.queries import check_pair
 
 
 class ServiceError(RuntimeError):
@@ -43,7 +43,7 @@ class Client:
     its ε (or give ``rho`` for an analyst whose total is ρ); ``bounds`` = [L, U] overrides the
     column's declared clamping bounds; ``by`` names a declared categorical column to group by, or
     lists several (a string is one column, as for a session). Parameters are checked as a session
-    checks them: a :class:`~dpwitness.errors.ParameterError` naming the parameter, nothing sent.
+    checks them: a :class:`~dpwitness.common.errors.ParameterError` naming the parameter, nothing sent.
     :meth:`budget` returns at most ``limit`` of the most recent spends.
     """
 
@@ -145,7 +145,7 @@ class Client:
 
 def _body(table: str, statistic: str, epsilon: float | None, options: dict[str, Any]) -> dict[str, Any]:
     """The request's JSON body, its parameters checked as :class:`~dpwitness.session.Session`
-    checks them (a :class:`~dpwitness.errors.ParameterError` naming the parameter, before
+    checks them (a :class:`~dpwitness.common.errors.ParameterError` naming the parameter, before
     anything is sent): ε or ρ finite and > 0, one of them; ``by`` a column name or a sequence
     of them (a string is one column, as for a session); ``bounds`` two numbers."""
     body: dict[str, Any] = {"table": table, "statistic": statistic}

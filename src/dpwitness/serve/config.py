@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpwitness.budget import Budget, check_total
-from dpwitness.errors import ParameterError, check_positive_finite
-from dpwitness.neighbours import Neighbours, check_bounds
-from dpwitness.schema import DECLARABLE, ColumnKind, Schema
+from dpwitness.common.errors import ParameterError, check_positive_finite
+from dpwitness.io.schema import DECLARABLE, ColumnKind, Schema
+from dpwitness.privacy.budget import Budget, check_total
+from dpwitness.privacy.neighbours import Neighbours, check_bounds
 from dpwitness.serve.auth import StoredToken, parse_token_hash
 
 

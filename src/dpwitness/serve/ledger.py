@@ -1,6 +1,6 @@
 """Group commit for the SQLite budget ledger: many concurrent spends, one transaction, one fsync.
 
-:class:`GroupCommitLedger` is a :class:`dpwitness.budget.Ledger` (same file, same table, same
+:class:`GroupCommitLedger` is a :class:`dpwitness.privacy.budget.Ledger` (same file, same table, same
 checks) whose ``spend`` hands the request to one writer thread.  The writer takes every spend
 waiting at that moment, opens ``BEGIN IMMEDIATE`` (the write lock, so other processes on the
 same file are serialised too), re-reads each account's total, admits spends in arrival order
@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass, field, replace
 from os import PathLike
 
-from dpwitness.budget import (
+from dpwitness.common.errors import ParameterError
+from dpwitness.privacy.budget import (
     _INSERT,
     Budget,
     Ledger,
@@ -34,7 +35,6 @@ from dpwitness.budget import (
     check_spend,
     refusal,
 )
-from dpwitness.errors import ParameterError
 
 #: A prefix the service puts on every ledger label of the current request (its request id),
 #: so that an answer can be matched to its spend record after a crash.

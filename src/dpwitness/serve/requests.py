@@ -16,10 +16,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dpwitness.errors import ParameterError
-from dpwitness.neighbours import check_bounds
-from dpwitness.predicates import parse
-from dpwitness.quantiles import MAX_BINS, check_quantiles
+from dpwitness.common.errors import ParameterError
+from dpwitness.mechanisms.quantiles import MAX_BINS, check_quantiles
+from dpwitness.privacy.neighbours import check_bounds
+from dpwitness.query.predicates import parse
 from dpwitness.serve.config import AnalystConfig, Limits
 from dpwitness.serve.tables import LoadedTable
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dpwitness.errors import BudgetExceeded, MissingPart, ParameterError
+from dpwitness.common.errors import BudgetExceeded, MissingPart, ParameterError
 from dpwitness.serve.requests import QueryError, json_safe
 from dpwitness.sql import Answer, SqlError, compile_statement, execute, explain_statement, table_of, target
 
@@ -111,4 +111,3 @@ def answer_sql(
 
 def _key(cell: Any) -> Any:
     return " & ".join(map(str, cell)) if isinstance(cell, list) else cell
-

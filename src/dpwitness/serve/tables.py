@@ -10,7 +10,7 @@ whether the service starts, and every type and message it shows, depends on the 
 header, never on a record. A Parquet file's types are its declared metadata (its footer); the
 config is checked against them, no value is inspected.
 
-Each table carries its :class:`~dpwitness.schema.Schema` (kinds, bounds, categories in the
+Each table carries its :class:`~dpwitness.io.schema.Schema` (kinds, bounds, categories in the
 column's type, privacy unit): the sessions that answer its queries take their defaults from it,
 as every face's sessions do. A text column with declared categories is held as a Polars
 ``Enum`` of exactly those categories, so a value outside them is missing (dropped like a null,
@@ -24,9 +24,9 @@ from typing import Any
 
 import polars as pl
 
+from dpwitness.common.errors import ParameterError
 from dpwitness.engines.polars import PolarsEngine
-from dpwitness.errors import ParameterError
-from dpwitness.schema import DECLARABLE, Schema, polars_kind
+from dpwitness.io.schema import DECLARABLE, Schema, polars_kind
 from dpwitness.serve.config import TableConfig
 
 

@@ -35,8 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.errors import ExitCode, ParameterError, check_non_negative_finite, check_positive_finite
-from dpwitness.neighbours import Neighbours
+from dpwitness.common.errors import ExitCode, ParameterError, check_non_negative_finite, check_positive_finite
+from dpwitness.privacy.neighbours import Neighbours
 from dpwitness.targets.hooks import Adapter, AdapterError, NoiseCall, Unsupported, raised_by, recording, registered
 from dpwitness.witness.sensitivity import RELATIVE_TOLERANCE, SensitivityResult, search_claims
 from dpwitness.witness.structured import Runs, structured_search

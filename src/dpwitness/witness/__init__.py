@@ -1,6 +1,6 @@
 """The blue team: check a mechanism's claim analytically and audit it as a black box."""
 
-from dpwitness.release import register_judge
+from dpwitness.mechanisms.release import register_judge
 from dpwitness.witness.analytic import WitnessReport, compose, witness
 from dpwitness.witness.audit import AuditResult, MechanismError, audit, audit_laplace
 from dpwitness.witness.sensitivity import SensitivityResult, sensitivity_search

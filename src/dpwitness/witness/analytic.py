@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 
 if TYPE_CHECKING:
-    from dpwitness.mechanisms import Gaussian, Laplace
+    from dpwitness.mechanisms.additive import Gaussian, Laplace
 
 #: Relative slack allowed on the variance (the grid adds ≲ 10^-7; a mis-calibration is far larger).
 VARIANCE_TOLERANCE = 1e-4
@@ -39,7 +39,7 @@ class _Verdict:
         return self.verdict
 
     def _repr_html_(self) -> str:
-        from dpwitness.report import record_html
+        from dpwitness.mechanisms.report import record_html
 
         return record_html(self.verdict, self.to_dict())
 
@@ -70,7 +70,7 @@ def witness(mechanism: Laplace | Gaussian) -> WitnessReport | GaussianWitnessRep
 
     Laplace: ε and 2(Δ/ε)². Gaussian: δ(ε) (or ρ) and σ² (see :func:`witness_gaussian`).
     """
-    from dpwitness.mechanisms import Gaussian
+    from dpwitness.mechanisms.additive import Gaussian
 
     if isinstance(mechanism, Gaussian):
         return witness_gaussian(mechanism)

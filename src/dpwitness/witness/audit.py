@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.errors import ParameterError, check_finite, check_positive_finite, require
-from dpwitness.progress import progress as progress_display
+from dpwitness.common.errors import ParameterError, check_finite, check_positive_finite, require
+from dpwitness.common.progress import progress as progress_display
 from dpwitness.witness.events import (
     Alignment,
     Candidate,
@@ -80,7 +80,7 @@ from dpwitness.witness.workers import (
 )
 
 if TYPE_CHECKING:
-    from dpwitness.mechanisms import Laplace
+    from dpwitness.mechanisms.additive import Laplace
 
 FloatArray = npt.NDArray[np.float64]
 Mechanism = Callable[..., Any]
@@ -224,7 +224,7 @@ class AuditResult:
         return max(self.epsilon_lower_bound, self.tight_epsilon_lower_bound or 0.0)
 
     def _repr_html_(self) -> str:
-        from dpwitness.report import record_html
+        from dpwitness.mechanisms.report import record_html
 
         return record_html(str(self), self.to_dict())
 
@@ -946,7 +946,7 @@ def audit(
         wall time, ``cpu_seconds`` the budget's clock.
     :param search_fraction: the share of each round's runs used to search for events (the rest
         measures them), strictly between 0 and 1; default 0.25.
-    :param progress: show a progress bar (the one display of :mod:`dpwitness.progress`: only in a
+    :param progress: show a progress bar (the one display of :mod:`dpwitness.common.progress`: only in a
         terminal or notebook, never under ``DPWITNESS_PROGRESS=0``); default None: when at least
         1,000,000 runs per input are planned; False: never.
     """

@@ -7,7 +7,7 @@ fragments, an empty line, a ragged line, NUL, invalid UTF-8, …), or one **row*
 file. Each file is opened by a face's own reading (``evaluate``: e.g. an engine's ``open`` of
 the path, or the service's loader), the query's exact aggregates are computed, and each noisy
 part's shift (:func:`~dpwitness.witness.sensitivity.output_shift`, L1 or L2) is held to the Δ
-that :class:`~dpwitness.queries.Query` derives. A shift beyond Δ is shrunk (unchanged lines
+that :class:`~dpwitness.query.queries.Query` derives. A shift beyond Δ is shrunk (unchanged lines
 dropped while it persists) to a minimal pair of files.
 
 What makes a file-level neighbour a neighbour: one line must hold at most one record. Under a
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dpwitness.errors import ParameterError
-from dpwitness.neighbours import Neighbours
-from dpwitness.queries import Aggregates, Query
+from dpwitness.common.errors import ParameterError
+from dpwitness.privacy.neighbours import Neighbours
+from dpwitness.query.queries import Aggregates, Query
 from dpwitness.witness.sensitivity import NORMS, RELATIVE_TOLERANCE, output_shift
 
 #: The unit id of the changed line (no other line has it) and of the base file's one-line unit.
@@ -414,7 +414,7 @@ def spark_batch(
     number; plans of one output schema are unioned (balanced, so each union is analysed once,
     over its own inputs) and collected once, and the rows read back by the engine's ``read``: a
     Spark job costs about a second whatever its size, so one ``collect`` runs hundreds of plans.
-    Also the library sweep's Spark replay (tests/test_sensitivity_library.py). ``selection_key``
+    Also the library sweep's Spark replay (tests/witness/test_sensitivity_library.py). ``selection_key``
     (four 64-bit words, default :data:`SELECTION_KEY`) keys contribution bounding, the same for D and D′.
     """
     from pyspark.sql import functions as F

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.errors import ParameterError
+from dpwitness.common.errors import ParameterError
 
 if TYPE_CHECKING:
     from dpwitness.witness.audit import AuditResult, Mechanism

@@ -9,7 +9,7 @@ small tables with nulls, NaN, ±∞, extreme magnitudes and values far outside a
 is steered towards large shifts (``hypothesis.target``); and once a violation is found it
 shrinks the pair to a minimal one.
 
-The neighbour relations (the same as :mod:`dpwitness.neighbours`):
+The neighbour relations (the same as :mod:`dpwitness.privacy.neighbours`):
 
 * ``"add-remove"``: D′ = D plus one record (removal is the same pair read backwards);
 * ``"replace-one"``: D′ = D with one record replaced by any other (half the time by a copy
@@ -44,9 +44,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.errors import ParameterError, check_non_negative_finite, import_failed, require
-from dpwitness.neighbours import Neighbours
-from dpwitness.progress import Bar, progress
+from dpwitness.common.errors import ParameterError, check_non_negative_finite, import_failed, require
+from dpwitness.common.progress import Bar, progress
+from dpwitness.privacy.neighbours import Neighbours
 
 if TYPE_CHECKING:
     import polars as pl
@@ -382,7 +382,7 @@ class _Search:
         self.worst: dict[str, _Finding] = {}
         self.violation: tuple[str, _Finding] | None = None
         self.trials = 0
-        self.bar = Bar()  # the progress display (dpwitness.progress): silent unless a terminal shows it
+        self.bar = Bar()  # the progress display (dpwitness.common.progress): silent unless a terminal shows it
 
     def check(self, d: pl.DataFrame, d_prime: pl.DataFrame) -> tuple[dict[str, float], tuple[str, _Finding] | None]:
         """Run the outputs on both tables, record the worst shifts; return the shifts and a violation if any."""
@@ -520,12 +520,12 @@ class _Search:
 
 # --- what backs the library's own Δ ---------------------------------------------------------------
 
-#: The sweep that checks every derivation of :mod:`dpwitness.queries` (see docs/sensitivity.md).
-LIBRARY_SWEEP = "tests/test_sensitivity_library.py"
+#: The sweep that checks every derivation of :mod:`dpwitness.query.queries` (see docs/sensitivity.md).
+LIBRARY_SWEEP = "tests/witness/test_sensitivity_library.py"
 
 
 def library_backing(query: Any) -> str:
-    """Which sensitivity search backs the Δ of a library query (:class:`dpwitness.queries.Query`).
+    """Which sensitivity search backs the Δ of a library query (:class:`dpwitness.query.queries.Query`).
 
     The statement is about the derivation, not about this release's data: the CI sweep runs
     :func:`search_claims` on this statistic × relation × privacy unit × grouping × filter kind

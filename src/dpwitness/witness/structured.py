@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpwitness.errors import ParameterError
+from dpwitness.common.errors import ParameterError
 from dpwitness.witness.sensitivity import RELATIVE_TOLERANCE, SensitivityResult, search_claims
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 // Continuous curves drawn in the page while a slider moves: Laplace and Gaussian densities,
 // log ratios, and the analytic Gaussian mechanism's σ for (ε, δ) (Balle & Wang 2018).
 // The project has no Gaussian mechanism yet, so the Gaussian panel is this page's arithmetic;
-// the exact witness for δ is to be wired to dpwitness.mechanisms.Gaussian once it exists.
+// the exact witness for δ is to be wired to dpwitness.mechanisms.additive.Gaussian once it exists.
 
 // erfc with relative error < 1.2e-7 (Numerical Recipes' erfcc), enough for δ down to 1e-12.
 function erfc(x) {

@@ -1,0 +1,190 @@
+"""User code for tests/support/targets_toylib.py, plus the adapter its users would register for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+import targets_toylib as toylib
+
+from dpwitness.targets import Adapter, Unsupported, active, noise_call, register
+from dpwitness.targets.hooks import declared_distance, largest_distance
+
+
+class ToyAdapter(Adapter):
+    """Hooks ``LaplaceNoise.randomise`` (and so ``ClampedLaplace``'s, which calls it)."""
+
+    name = "toylib"
+    module = "targets_toylib"
+    contract = "input: finite floats below 1e12 (larger: Unsupported); no size limit; randomness: only the noise"
+
+    def install(self) -> None:
+        for cls in (toylib.LaplaceNoise, toylib.ClampedLaplace, toylib.VectorLaplace):
+            self.patch(cls, "randomise", self._hook(vars(cls)["randomise"]))
+        for cls in (toylib.RandomizedResponse, toylib.BitFlip, toylib.MappedCounts, toylib.DictLaplace):
+            self.patch(cls, "randomise", self._any_hook(vars(cls)["randomise"]))
+
+    def _hook(self, original: Any) -> Any:
+        adapter = self
+
+        def randomise(noise: Any, value: float) -> float:
+            if np.any(np.abs(np.asarray(value, dtype=float)) > 1e12):
+                raise Unsupported("toylib takes values below 1e12")
+            return noise_call(  # type: ignore[no-any-return]
+                adapter,
+                mechanism=type(noise).__name__,
+                sensitivity=noise.sensitivity,
+                epsilon=noise.epsilon,
+                delta=0.0,
+                value=value,
+                noised=lambda: original(noise, value),
+                replay=lambda: original(noise, value),
+            )
+
+        return randomise
+
+    def _any_hook(self, original: Any) -> Any:
+        """Values of every type: an item (randomized response: the discrete metric, Δ from its u32
+        privacy map at the claimed ε), bytes (a bit vector), a tuple (Δ from a map of (l0, l1, l∞)), a dict."""
+        adapter = self
+
+        def randomise(noise: Any, value: Any) -> Any:
+            norm, sensitivity = "l1", getattr(noise, "sensitivity", None)
+            if isinstance(noise, toylib.RandomizedResponse):
+                recorder = active()
+                claimed = recorder.epsilon if recorder is not None and recorder.epsilon is not None else noise.epsilon
+                norm, sensitivity = "discrete", largest_distance(noise.map, claimed)
+            elif isinstance(noise, toylib.MappedCounts):
+                sensitivity = declared_distance(noise.map(1), "l1")
+            return noise_call(
+                adapter,
+                mechanism=type(noise).__name__,
+                sensitivity=sensitivity,
+                epsilon=noise.epsilon,
+                delta=0.0,
+                value=value,
+                norm=norm,
+                noised=lambda: original(noise, value),
+                replay=lambda: original(noise, value),
+            )
+
+        return randomise
+
+    def repro_hook(self) -> str:
+        return (
+            "import sys\nimport targets_toylib\nCALLS = []\n\n\n"
+            "def _unnoised(noise, value):\n"
+            "    frame = sys._getframe(1)\n"
+            "    where = f'{frame.f_code.co_filename}:{frame.f_lineno}'\n"
+            "    CALLS.append((where, type(noise).__name__, getattr(noise, 'sensitivity', None), value))\n"
+            "    return value\n\n\n"
+            "targets_toylib.LaplaceNoise.randomise = _unnoised\n"
+            "targets_toylib.ClampedLaplace.randomise = _unnoised\n"
+            "targets_toylib.VectorLaplace.randomise = _unnoised\n"
+            "targets_toylib.BitFlip.randomise = _unnoised\n"
+            "targets_toylib.RandomizedResponse.randomise = _unnoised\n"
+            "targets_toylib.DictLaplace.randomise = _unnoised\n"
+            "targets_toylib.MappedCounts.randomise = _unnoised\n"
+            "targets_toylib.MappedCounts.sensitivity = property(lambda noise: noise.map(1)[1])\n"
+        )
+
+
+ADAPTER = register(ToyAdapter())
+
+
+def released_sum(table: pl.DataFrame) -> float:
+    return toylib.private_sum(table["x"].drop_nulls().to_list(), lower=0.0, upper=1.0, epsilon=1.0)
+
+
+def released_exact_sum(table: pl.DataFrame) -> float:
+    return toylib.exact_private_sum(table["x"].drop_nulls().to_list(), lower=0.0, upper=1.0, epsilon=1.0)
+
+
+def released_counts(table: pl.DataFrame) -> dict[str, float]:
+    return toylib.count_by_key(table["k"].drop_nulls().to_list(), epsilon=1.0)
+
+
+def released_mean(table: pl.DataFrame) -> float:
+    return toylib.clamped_mean(table["x"].drop_nulls().to_list(), lower=0.0, upper=1.0, epsilon=1.0)
+
+
+def released_large(table: pl.DataFrame) -> float:
+    return toylib.LaplaceNoise(1.0, 1.0).randomise(1e13 + table.height)
+
+
+#: The keys a grouped release declares public (the data owner's list).
+PUBLIC_KEYS: list[object] = ["a", "b", "c"]
+
+
+def released_sums_by_key(table: pl.DataFrame) -> dict[Any, float]:
+    rows = table.drop_nulls("x")
+    return toylib.sum_by_key(rows["k"].to_list(), rows["x"].to_list(), lower=0.0, upper=1.0, epsilon=1.0)
+
+
+def released_sums_for_public_keys(table: pl.DataFrame) -> dict[Any, float]:
+    rows = table.drop_nulls("x")
+    return toylib.sum_by_key(rows["k"].to_list(), rows["x"].to_list(), lower=0.0, upper=1.0, epsilon=1.0, public_keys=PUBLIC_KEYS)
+
+
+def released_group_totals(table: pl.DataFrame) -> dict[Any, float]:
+    rows = table.drop_nulls("x")
+    return toylib.group_totals(
+        rows["k"].to_list(), rows["x"].to_list(), public_keys=PUBLIC_KEYS, lower=0.0, upper=1.0, epsilon=1.0
+    )
+
+
+# --- values of every type -------------------------------------------------------------------------
+
+#: The answers of a randomized response: bytes, one of them a space (``float(b" ")`` fails).
+ANSWERS: list[object] = [b"1", b" "]
+ITEMS: list[object] = ["a", "b", "c"]
+
+
+def answered_item(table: pl.DataFrame) -> object:
+    """Randomized response on "does any row have k = a?" (correct: any answer is one item)."""
+    return toylib.respond(b"1" if "a" in table["k"].to_list() else b" ", ANSWERS, epsilon=1.0)
+
+
+def answered_item_leaky(table: pl.DataFrame) -> object:
+    """The same question through a randomized response that spends 2ε while claiming ε."""
+    return toylib.respond_leaky(b"1" if "a" in table["k"].to_list() else b" ", ANSWERS, epsilon=1.0)
+
+
+def answered_flag(table: pl.DataFrame) -> object:
+    """Randomized response on a boolean (correct)."""
+    return toylib.respond(table.height > 2, [False, True], epsilon=1.0)
+
+
+def present_bits(table: pl.DataFrame) -> bytes:
+    """One bit per listed item: is it present? A record flips at most one bit (correct, Δ = 1)."""
+    keys = set(table["k"].to_list())
+    return toylib.flip_bits(bytes(np.packbits([item in keys for item in ITEMS]).tolist()), epsilon=1.0)
+
+
+def present_bits_and_size(table: pl.DataFrame) -> bytes:
+    """The presence bits and one more, "more than one row": a record can flip two bits (declared Δ = 1)."""
+    keys = set(table["k"].to_list())
+    bits = [item in keys for item in ITEMS] + [table.height > 1]
+    return toylib.flip_bits(bytes(np.packbits(bits).tolist()), epsilon=1.0)
+
+
+def found_key_bytes(table: pl.DataFrame) -> bytes:
+    """One byte per key found in the data: the length of the bit vector leaks the number of keys."""
+    return toylib.flip_bits(bytes(1 for _ in dict.fromkeys(table["k"].to_list())), epsilon=1.0)
+
+
+def counted_items(table: pl.DataFrame) -> tuple[float, ...]:
+    return toylib.counts_of(table["k"].to_list(), ITEMS, epsilon=1.0)
+
+
+def counted_items_cumulative(table: pl.DataFrame) -> tuple[float, ...]:
+    return toylib.cumulative_counts(table["k"].to_list(), ITEMS, epsilon=1.0)
+
+
+def counted_items_dict(table: pl.DataFrame) -> dict[object, float]:
+    return toylib.count_dict(table["k"].to_list(), ITEMS, epsilon=1.0)
+
+
+def counted_items_dict_twice(table: pl.DataFrame) -> dict[object, float]:
+    return toylib.count_dict_twice(table["k"].to_list(), ITEMS, epsilon=1.0)
