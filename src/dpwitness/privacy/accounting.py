@@ -87,7 +87,6 @@ def _approximate_delta(rho: float, epsilon: float) -> float:
     return 1.0 if exponent > 0 else math.exp(exponent)
 
 
-
 @scoped_cache(256)  # per analyst in the service, like every query-dependent cache
 def zcdp_epsilon(rho: float, delta: float) -> float:
     """The smallest ε (to ≈ 1e-12 relative, rounded up) with :func:`zcdp_delta`(ρ, ε) ≤ δ.

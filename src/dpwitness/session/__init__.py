@@ -36,6 +36,7 @@ from dpwitness.mechanisms.additive import Gaussian, Laplace
 from dpwitness.mechanisms.quantiles import accuracy_note, check_quantiles, rank_error
 from dpwitness.mechanisms.release import Release
 from dpwitness.noise import EPSILON_RANGE, bit_source
+from dpwitness.privacy.accounting import laplace_half_width
 from dpwitness.privacy.budget import Accountant, Budget, Ledger, Spend, check_total
 from dpwitness.privacy.neighbours import ContributionBound, Neighbours, partition_threshold
 from dpwitness.query.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
@@ -530,14 +531,13 @@ class Session:
         alpha = check_alpha(alpha)
         plan = self._plan(query, mechanism, rho=rho, max_rows=max_rows)
         query = plan.query
-        z = math.log(1.0 / alpha)
         parts = tuple(
             {
                 "aggregate": p.aggregate.value,
                 "epsilon": query.epsilon_of(p),
                 "sensitivity": p.sensitivity,
                 "scale": p.sensitivity / query.epsilon_of(p),
-                "half_width": z * p.sensitivity / query.epsilon_of(p),
+                "half_width": laplace_half_width(p.sensitivity / query.epsilon_of(p), alpha),
             }
             for p in query.parts
         )
@@ -545,7 +545,7 @@ class Session:
         scale = main.sensitivity / query.epsilon_of(main)
         sensitivity = main.sensitivity
         notes = [*release_notes(query, plan), *untyped_notes(query, self._table_schema().columns)]
-        interval: tuple[float, float] | None = (-z * scale, z * scale)
+        interval: tuple[float, float] | None = (-laplace_half_width(scale, alpha), laplace_half_width(scale, alpha))
         if query.statistic in (Statistic.MEAN, Statistic.VARIANCE):
             interval = None
             notes.append("the interval depends on the private n: ≈ ±(w_sum + |mean − centre|·w_count)/n, see parts")
