@@ -38,11 +38,11 @@ def test_the_package_keeps_its_layer_contract() -> None:
             "No import cycle",
         ),
         # the randomness layer reaching up to the orchestration
-        ("noise.py", "def _probe() -> None:\n    from dpwitness import session  # noqa: F401\n", "Layers"),
+        ("noise/gaussian.py", "def _probe() -> None:\n    from dpwitness import session  # noqa: F401\n", "Layers"),
         # the witness importing the attacks (the attacks use the witness, never the reverse)
         ("witness/stats.py", "def _probe() -> None:\n    from dpwitness.attacks import membership  # noqa: F401\n", "Layers"),
         # noise needing an engine
-        ("noise.py", "def _probe() -> None:\n    import polars  # noqa: F401\n", "numpy only"),
+        ("noise/bits.py", "def _probe() -> None:\n    import polars  # noqa: F401\n", "numpy only"),
     ],
 )
 def test_the_contract_catches_a_breach(tmp_path: Path, module: str, line: str, contract: str) -> None:

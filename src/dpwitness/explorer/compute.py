@@ -254,7 +254,12 @@ def claimed_and_real(sensitivity: float, epsilon: float, shift: float, tamper: b
     real = realised_scale(mech)
     claimed_loss = 0.0 if mech.scale == 0 else abs(shift) / mech.scale
     return {
-        "claimed": {"scale": mech.scale, "half_width": laplace_half_width(mech.scale, ALPHA), "loss_d": claimed_loss, "epsilon": epsilon},
+        "claimed": {
+            "scale": mech.scale,
+            "half_width": laplace_half_width(mech.scale, ALPHA),
+            "loss_d": claimed_loss,
+            "epsilon": epsilon,
+        },
         "real": {
             "scale": real,
             "half_width": laplace_half_width(real, ALPHA),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal, localcontext
+from fractions import Fraction
 from statistics import NormalDist
 
 from dpwitness.common.caching import scoped_cache
@@ -146,21 +147,29 @@ def pure_dp_rho(epsilon: float) -> float:
 
     :param epsilon: ε ≥ 0 (∞ gives ∞).
     """
-    return _up(epsilon * epsilon / 2) if 0 < epsilon < math.inf else epsilon * epsilon / 2
+    if not math.isfinite(epsilon):
+        return epsilon * epsilon / 2
+    return _at_least(epsilon * epsilon / 2, Fraction(epsilon) ** 2 / 2)
 
 
 def gaussian_rho(sensitivity: float, sigma: float) -> float:
     """ρ = Δ²/2σ², rounded up: the zCDP of Gaussian noise of std σ for L2 shifts ≤ Δ (Bun–Steinke 2016).
 
-    Also exact for the discrete Gaussian N_ℤ(0, σ²) and integer shifts (CKS 2020). Three roundings
-    (Δ², σ², the quotient), so the result is raised by three ulps.
+    Also exact for the discrete Gaussian N_ℤ(0, σ²) and integer shifts (CKS 2020).
 
     :param sensitivity: Δ ≥ 0 (0 gives ρ = 0).
     :param sigma: σ > 0.
     """
     if sensitivity == 0:
         return 0.0
-    return _up(sensitivity * sensitivity / (2.0 * sigma * sigma), 3)
+    return _at_least(sensitivity * sensitivity / (2.0 * sigma * sigma), Fraction(sensitivity) ** 2 / (2 * Fraction(sigma) ** 2))
+
+
+def _at_least(value: float, exact: Fraction) -> float:
+    """``value`` (a float near ``exact``) raised ulp by ulp until it is not below ``exact``."""
+    while Fraction(value) < exact:
+        value = math.nextafter(value, math.inf)
+    return value
 
 
 def gaussian_sigma_for_rho(sensitivity: float, rho: float) -> float:
