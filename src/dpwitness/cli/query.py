@@ -226,7 +226,7 @@ def query(
 ) -> None:
     """Release counts, sums, means, variances, histograms and quantiles of FILE under ε (noise added once, exactly)."""
     from dpwitness.privacy.budget import Ledger
-    from dpwitness.session import Session, _account_for
+    from dpwitness.session.session import Session, _account_for
 
     del by, keys, alpha  # read by position (they apply to the statistic they follow): see _options_by_position
     with user_errors():
