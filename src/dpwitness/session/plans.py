@@ -31,9 +31,7 @@ def gaussian_for(
     )
     if not eligible:
         if rho is not None:
-            raise ParameterError(
-                "rho", "only for a count, sum or histogram over declared keys (a ρ release is Gaussian)", rho
-            )
+            raise ParameterError("rho", "only for a count, sum or histogram over declared keys (a ρ release is Gaussian)", rho)
         if wanted == "gaussian":
             expected = "laplace for this query (gaussian: a count, sum or histogram over declared keys)"
             raise ParameterError("mechanism", expected, wanted)
@@ -76,6 +74,7 @@ def gaussian_for(
         f"mechanism: gaussian at (ε, δ) = ({query.epsilon:g}, {query.delta:.3g}), σ = {gaussians[-1].sigma:.4g}, "
         f"L2 Δ = {main.l2_sensitivity:.4g} (L1 Δ = {main.sensitivity:g}){why}"
     )
+
 
 def selection_exposure(query: Query, max_rows: int | None, total: Budget) -> float | None:
     """A release over undeclared keys costs δ: it needs a declared ``max_rows``, a δ of at
@@ -160,9 +159,7 @@ def preview_of(query: Query, plan: Plan, alpha: float, untyped: Sequence[str] = 
         )
         scale, sensitivity = gaussians[-1].sigma, gaussians[-1].sensitivity
         interval = (-gaussians[-1].interval(alpha), gaussians[-1].interval(alpha))
-    return Preview(
-        query.label, plan.cost, sensitivity, scale, interval, alpha, parts, plan.threshold, plan.delta, tuple(notes)
-    )
+    return Preview(query.label, plan.cost, sensitivity, scale, interval, alpha, parts, plan.threshold, plan.delta, tuple(notes))
 
 
 __all__ = ["check_part_epsilons", "gaussian_for", "preview_of", "selection_exposure"]

@@ -454,9 +454,7 @@ class Session:
         when ``bounds`` is None, and ``by`` (or a histogram's column) without ``keys`` takes the
         declared categories (their product for several columns): declared keys, no δ."""
         options = {"bounds": bounds, "by": by, "keys": keys, "split": split, "delta": delta}
-        return self.resolve(
-            Request(statistic, column, epsilon=epsilon, quantiles=quantiles, bins=bins, where=where, **options)
-        )
+        return self.resolve(Request(statistic, column, epsilon=epsilon, quantiles=quantiles, bins=bins, where=where, **options))
 
     def resolve(self, request: Request) -> Query:
         """``request`` as this session's :class:`Query` (:func:`dpwitness.query.resolve.resolve`: the
@@ -500,7 +498,6 @@ class Session:
         query = plan.query
         untyped = untyped_notes(query, self._table_schema().columns)
         return preview_of(query, plan, alpha, untyped)
-
 
     def schema(self) -> Schema:
         """The table's column names and kinds (metadata only: no row is read; no spend)."""
@@ -575,9 +572,9 @@ class Session:
         Returns a :class:`dpwitness.sql.Answer`, or with ``explain`` (or ``EXPLAIN SELECT …``) a
         :class:`dpwitness.sql.Explanation` and spends nothing. Anything refused is refused before
         any spend (:class:`dpwitness.sql.SqlError`)."""
-        from dpwitness import sql
+        from dpwitness.session.sql import run
 
-        return sql.run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=public)
+        return run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=public)
 
     def over(self, derive: Callable[[Engine, Any], Any]) -> Session:
         """This session over ``derive(engine, table)``, a table derived from this one's opened table
