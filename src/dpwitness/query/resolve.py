@@ -118,8 +118,9 @@ def resolve(
 
 
 def statistic_epsilon(epsilon: float | None, rho: float | None, total: Budget | None) -> float:
-    """The query's ε: the one given, or for ``rho`` alone the ε of a pure release with that ρ
-    (√(2ρ): it only sizes the query; a ρ release is charged its ρ)."""
+    """The query's ε: the ``epsilon`` given, or for ``rho`` alone the ε of a pure release with that ρ
+    (√(2ρ): it only sizes the query; a ρ release is charged its ρ), which the account's ``total``
+    must allow (a ρ total)."""
     if epsilon is not None and rho is not None:
         raise ParameterError("rho", "given alone: a statistic's budget is epsilon= or rho=, not both", rho)
     if rho is not None:

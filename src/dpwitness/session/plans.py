@@ -20,8 +20,9 @@ from dpwitness.session.composing import release_notes
 def gaussian_for(
     query: Query, laplace: tuple[Laplace, ...], wanted: str, total: Budget, rho: float | None = None
 ) -> tuple[tuple[Gaussian, ...] | None, str]:
-    """Gaussian mechanisms for ``query`` if ``wanted`` (or if "auto" finds them better), and the note;
-    with ``rho``, calibrated to ρ-zCDP (each part its share of ρ)."""
+    """Gaussian mechanisms for ``query`` if ``wanted`` (or if "auto" finds them better than its
+    ``laplace`` mechanisms), and the note; with ``rho``, calibrated to ρ-zCDP (each part its share
+    of ρ). The account's ``total`` must hold a δ or be a ρ total for a Gaussian release."""
     if wanted == "laplace":
         return None, ""
     eligible = (
@@ -77,8 +78,8 @@ def gaussian_for(
 
 
 def selection_exposure(query: Query, max_rows: int | None, total: Budget) -> float | None:
-    """A release over undeclared keys costs δ: it needs a declared ``max_rows``, a δ of at
-    most 1/(10·max_rows) and a δ budget. Returns max_rows·δ, the bound on the expected
+    """A release of ``query`` over undeclared keys costs δ: it needs a declared ``max_rows``, a δ
+    of at most 1/(10·max_rows) and a δ budget in the account's ``total``. Returns max_rows·δ, the bound on the expected
     number of unique keys it exposes (None for declared keys)."""
     if not query.grouped or query.declared:
         return None
@@ -100,7 +101,7 @@ def selection_exposure(query: Query, max_rows: int | None, total: Budget) -> flo
 
 
 def check_part_epsilons(query: Query) -> None:
-    """Each noisy part's share of ε within the range its noise is calibrated for (a mean's two
+    """Each noisy part of ``query``: its share of ε within the range its noise is calibrated for (a mean's two
     parts get half each by default): the statistic's ε is refused, saying why, before any spend."""
     low, high = EPSILON_RANGE
     shares = [query.epsilon_of(p) for p in query.parts]

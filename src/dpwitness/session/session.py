@@ -453,8 +453,8 @@ class Session:
         With a declared ``schema=``, a statistic needing bounds takes the column's declared bounds
         when ``bounds`` is None, and ``by`` (or a histogram's column) without ``keys`` takes the
         declared categories (their product for several columns): declared keys, no δ."""
-        options = {"bounds": bounds, "by": by, "keys": keys, "split": split, "delta": delta}
-        return self.resolve(Request(statistic, column, epsilon=epsilon, quantiles=quantiles, bins=bins, where=where, **options))
+        request = Request(statistic, column, epsilon=epsilon, bounds=bounds, by=by, keys=keys, split=split, delta=delta)
+        return self.resolve(replace(request, quantiles=quantiles, bins=bins, where=where))
 
     def resolve(self, request: Request) -> Query:
         """``request`` as this session's :class:`Query` (:func:`dpwitness.query.resolve.resolve`: the
