@@ -1223,3 +1223,64 @@ def gaussian_for_rho(*, sensitivity: float, rho: float, changed: int = 1) -> Gri
     while steps * steps / (2.0 * s * s) > rho:
         s = math.nextafter(s, math.inf)
     return GridGaussian(granularity_log2, s)
+
+
+# --- exact categorical draws (the exponential mechanism) --------------------------------------
+def dyadic_weights(log_weights: npt.NDArray[np.float64]) -> list[int]:
+    """The integer weights N_i ∝ exp(l_i) that :func:`draw_index` samples exactly, from float64 log-weights.
+
+    Each weight is 2^(t_i) with t_i = (l_i − max l)/ln 2 = k_i + f_i (k_i an integer, 0 ≤ f_i < 1),
+    stored as the 53-bit mantissa M_i = round(2^(f_i)·2^52) times 2^(k_i): an exact dyadic number,
+    then scaled to integers (Python integers: no underflow, however small a weight). So
+    N_i / ΣN equals exp(l_i)/Σ exp(l) up to one rounding of f_i and of M_i (a relative error
+    ≲ 2^-51 plus |t_i|·2^-53): the float64 error of the log-weights themselves is the caller's to
+    charge. −inf gives weight 0; at least one l_i must be finite.
+
+    :param log_weights: the log-weights, a 1-D array (NaN and +inf are refused).
+    """
+    values = np.asarray(log_weights, dtype=np.float64)
+    if values.ndim != 1 or np.isnan(values).any() or np.isposinf(values).any() or not np.isfinite(values).any():
+        raise ValueError("log_weights must be a 1-D array of numbers < +inf, at least one finite")
+    top = float(values[np.isfinite(values)].max())
+    exponents: list[tuple[int, int] | None] = []
+    for value in values.tolist():
+        if value == -math.inf:
+            exponents.append(None)
+            continue
+        t = (value - top) / LN2
+        k = math.floor(t)
+        mantissa = round(math.ldexp(2.0 ** (t - k), 52))
+        exponents.append((k, mantissa))
+    lowest = min(k for k, _ in (e for e in exponents if e is not None))
+    return [0 if e is None else e[1] << (e[0] - lowest) for e in exponents]
+
+
+def uniform_below(bound: int, bits: BitSource) -> int:
+    """An integer uniform on {0, …, bound − 1}, exactly: rejection of ⌈log2 bound⌉-bit draws (accepts ≥ 1/2)."""
+    if bound < 1:
+        raise ValueError(f"bound must be ≥ 1, got {bound}")
+    width = (bound - 1).bit_length()
+    words = -(-width // 64)
+    while True:
+        raw = bits.words(words) if words else np.zeros(0, dtype=np.uint64)
+        draw = int.from_bytes(raw.astype("<u8").tobytes(), "little") & ((1 << width) - 1)
+        if draw < bound:
+            return draw
+
+
+def draw_index(weights: list[int], bits: BitSource) -> int:
+    """i with probability weights[i] / Σ weights exactly (integer weights ≥ 0, not all 0).
+
+    One uniform integer below the total (:func:`uniform_below`) located among the running sums:
+    no floating point, so every index with a positive weight keeps exactly its share.
+    """
+    total = sum(weights)
+    if total <= 0 or min(weights) < 0:
+        raise ValueError("weights must be integers ≥ 0 with a positive sum")
+    draw = uniform_below(total, bits)
+    running = 0
+    for index, weight in enumerate(weights):
+        running += weight
+        if draw < running:
+            return index
+    raise AssertionError("unreachable: the draw is below the total")
