@@ -26,16 +26,16 @@ add/remove constant, re-derived here):
   others under theirs. Not 1: halving it doubles the privacy loss, which the tests show.
 
 Sampling: the forward dynamic program A_j(e) = log Σ_{a ≤ e} exp(A_{j−1}(a) + φ_j(a, e)) in
-log space (:func:`_logsumexp`), then e_m, e_{m−1}, … drawn backwards, each from its exact
-conditional. Exact: every draw (:func:`dpwitness.noise.draw_index` on the secure bit source, or
-a seeded one marked NOT for production), which samples the integer weights of
+log space, O(m·B·log B) (:func:`joint_tables`), then e_m, e_{m−1}, … drawn backwards, each
+from its exact conditional. Exact: every draw (:func:`dpwitness.noise.draw_log_categorical` on the secure bit
+source, or a seeded one marked NOT for production), which samples the dyadic weights of
 :func:`dpwitness.noise.dyadic_weights` with no floating point at all, so no output, however
 unlikely, is rounded to probability 0 or inflated. Floating point: the log-weights (the DP
 tables), in float64. Their rounding error is bounded by :func:`float_margin` (a hand-derived
-bound, not a machine-checked one) and taken out of ε before calibrating (ε − margin, < ε·2^-10
-here; it depends on public numbers only: B, m, ε, Δ and the cap n ≤ 2^32), the same way the
-Laplace sampler charges its table quantisation; the tests enumerate the realised distribution
-exactly on small inputs and check its worst log-ratio over neighbours against ε.
+bound, not a machine-checked one) and taken out of ε before calibrating: ε − margin, the margin
+< ε·2^-6 (≈ 0.14% of ε for 3 levels on 4096 bins), from public numbers only (B, m, ε, Δ and the
+cap n ≤ 2^30), as the Laplace sampler charges its table quantisation. The tests enumerate the
+realised distribution exactly on small inputs and check its worst log-ratio over neighbours.
 """
 
 from __future__ import annotations
@@ -50,20 +50,21 @@ import numpy.typing as npt
 
 from dpwitness.common.errors import ParameterError, check_alpha, check_finite, check_positive_finite
 from dpwitness.mechanisms.release import Release
-from dpwitness.noise import BitSource, bit_source, draw_index, dyadic_weights
+from dpwitness.noise import BitSource, bit_source, draw_log_categorical
 from dpwitness.privacy.neighbours import Neighbours, check_bounds
 
-#: Bins of [L, U] unless ``bins=`` says otherwise. The noise does not grow with B (the utility
-#: loss grows like m·log B), but the dynamic program costs m·B² operations.
-DEFAULT_BINS = 256
-#: Largest B: the program holds (B + 1)² float64 log-weights (≈ 8 MB at 1024).
-MAX_BINS = 1024
-#: Most levels in one release (keeps the float64 margin under ε·2^-10).
+#: Bins of [L, U] for :func:`bin_counts` unless told otherwise. The values released are bin
+#: edges, so B sets the resolution; the utility loss grows only like m·log B, and the program
+#: costs m·B·log B, so the grid is fine (the single quantiles' 64 bins are set by their noise).
+DEFAULT_BINS = 4096
+#: Largest B, the single quantiles' too (an engine aggregate of up to 2^16 cells).
+MAX_BINS = 1 << 16
+#: Most levels in one release (keeps the float64 margin under ε·2^-6).
 MAX_QUANTILES = 16
 #: Largest total count: the float64 margin is computed for it, so that it does not depend on the data.
-MAX_RECORDS = 1 << 32
+MAX_RECORDS = 1 << 30
 #: The float64 rounding of the log-weights may cost at most this share of ε (see float_margin).
-MAX_MARGIN_SHARE = 2.0**-10
+MAX_MARGIN_SHARE = 2.0**-6
 
 
 # --- validation (before any spend) ----------------------------------------------------------
@@ -80,7 +81,7 @@ def check_levels(value: Any) -> tuple[float, ...]:
 
 def check_counts(value: Any) -> npt.NDArray[np.int64]:
     """The exact counts per bin: 2 to :data:`MAX_BINS` whole numbers ≥ 0, else ``ParameterError("counts", …)``."""
-    expected = f"2 to {MAX_BINS} whole numbers ≥ 0 (the exact count in each bin), at most 2^32 in all"
+    expected = f"2 to {MAX_BINS} whole numbers ≥ 0 (the exact count in each bin), at most 2^30 in all"
     try:
         counts = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -117,34 +118,61 @@ def utility_sensitivity(levels: Sequence[float], neighbours: Neighbours) -> floa
 
 
 def float_margin(*, beta: float, bins: int, levels: int) -> float:
-    """A bound on how far float64 rounding moves a realised log-probability (charged twice, per neighbour).
+    """A bound on how far float64 rounding moves the log-probability of an output, for both neighbours.
 
     It depends on public numbers only (n at its cap :data:`MAX_RECORDS`), so both neighbours are
-    drawn with the same β. Every log-weight has magnitude ≤ β·2n + (m + 1)·ln(B + 1) =: Λ
-    (|u| ≤ 2n); each of the
-    m + 1 steps of the program and the draw adds one float64 addition on numbers ≤ Λ (error
-    ≤ Λ·2^-52), one log-sum-exp of ≤ B + 1 terms (≤ (B + 4)·2^-52) and the dyadic conversion
-    (≤ (Λ/ln 2 + 2)·2^-52), each on the numerator and the normaliser; a factor 4 of slack on top.
+    drawn with the same β. Every log-weight has magnitude ≤ Λ = β·2n + (m + 1)·ln(B + 1)
+    (|u| ≤ 2n); a step of the program and of the draw does ≤ 2·log2(B + 2) + 12 float64
+    operations on numbers ≤ 2Λ, each off by ≤ (2Λ + 1)·2^-52. A_j carries the errors of j steps,
+    and the output's probability is a product of m conditionals, each a weight over a sum:
+    ≤ 2(m + 1)(m + 2) steps' errors in its logarithm, and twice that between two neighbours.
+    A hand-derived bound, not a machine-checked one.
     """
     size = beta * 2.0 * MAX_RECORDS + (levels + 1) * math.log(bins + 1)
-    per_step = (size * (1.0 + 1.0 / math.log(2.0)) + bins + 8.0) * 2.0**-52
-    return 2.0 * 4.0 * 2.0 * (levels + 1) * per_step
+    per_step = (2.0 * math.log2(bins + 2) + 12.0) * (2.0 * size + 1.0) * 2.0**-52
+    return 2.0 * 2.0 * (levels + 1) * (levels + 2) * per_step
 
 
 def calibrated_beta(*, epsilon: float, sensitivity: float, bins: int, levels: int) -> float:
-    """β = (ε − margin)/(2Δ), the margin :func:`float_margin` at β₀ = ε/(2Δ) (< ε·2^-10 for B ≤ 1024, m ≤ 16)."""
+    """β = (ε − margin)/(2Δ), the margin :func:`float_margin` at β₀ = ε/(2Δ) (< ε·2^-6 for B ≤ 2^16, m ≤ 16)."""
     margin = float_margin(beta=epsilon / (2.0 * sensitivity), bins=bins, levels=levels)
     assert margin <= MAX_MARGIN_SHARE * epsilon, "the float64 margin outgrew its share of ε"
     return (epsilon - margin) / (2.0 * sensitivity)
 
 
 # --- the dynamic program --------------------------------------------------------------------
-def _logsumexp(values: npt.NDArray[np.float64], axis: int) -> npt.NDArray[np.float64]:
-    top = np.max(values, axis=axis, keepdims=True)
-    safe = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        summed = np.log(np.sum(np.exp(values - safe), axis=axis, keepdims=True)) + safe
-    return np.squeeze(summed, axis=axis)
+def _logaddexp(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return np.asarray(np.logaddexp(a, b), dtype=np.float64)
+
+
+class _RangeLogSumExp:
+    """log Σ_{low ≤ a < high} exp(x_a) for many ranges at once, from the aligned dyadic blocks of x.
+
+    Every range is a union of ≤ 2·log2(E) aligned blocks, each a log-sum-exp of its terms: no
+    prefix sums are subtracted, so a small sum keeps its relative precision.
+    """
+
+    def __init__(self, values: npt.NDArray[np.float64]) -> None:
+        self.blocks = [np.asarray(values, dtype=np.float64)]
+        while self.blocks[-1].size > 1:
+            below = self.blocks[-1]
+            pairs = below[: below.size // 2 * 2].reshape(-1, 2)
+            self.blocks.append(_logaddexp(pairs[:, 0], pairs[:, 1]))
+
+    def __call__(self, low: npt.NDArray[np.int64], high: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        out = np.full(low.shape, -np.inf)
+        start = low.copy()
+        ascending = [(p, True) for p in range(len(self.blocks))]
+        for p, aligning in ascending + [(p, False) for p, _ in reversed(ascending)]:
+            size = 1 << p
+            take = start + size <= high
+            if aligning:  # take the block of this size only where the start is not yet aligned to the next
+                take &= (start & size) != 0
+            if take.any():
+                index = np.minimum(start >> p, self.blocks[p].size - 1)
+                out = np.where(take, _logaddexp(out, self.blocks[p][index]), out)
+                start = np.where(take, start + size, start)
+        return out
 
 
 @dataclass(frozen=True)
@@ -172,26 +200,36 @@ class JointTables:
 
 
 def joint_tables(counts: npt.NDArray[np.int64], levels: Sequence[float], beta: float) -> JointTables:
-    """The forward program on the B + 1 edges for ``counts`` (checked), ``levels`` (checked) and β = ε′/(2Δ)."""
+    """The forward program on the B + 1 edges for ``counts`` (checked), ``levels`` (checked) and β = ε′/(2Δ).
+
+    A_j(e) = log Σ_{a ≤ e} exp(A_{j−1}(a) − β·|C(e) − C(a) − t_j|) in O(B log B): C is
+    non-decreasing, so the a with C(a) < C(e) − t_j form a prefix [0, s(e)), where the term is
+    (A_{j−1}(a) + β·C(a)) + β·(t_j − C(e)), and the others the range [s(e), e], where it is
+    (A_{j−1}(a) − β·C(a)) + β·(C(e) − t_j): two range sums of fixed sequences (:class:`_RangeLogSumExp`).
+    """
     cumulative = np.concatenate(([0.0], np.cumsum(counts, dtype=np.float64)))
     widths = np.diff(np.concatenate(([0.0], np.asarray(levels, dtype=np.float64), [1.0])))
     tables = JointTables(cumulative, widths * cumulative[-1], beta, np.empty((len(levels), cumulative.size)))
     edges = np.arange(cumulative.size)
     forward = tables.forward
     forward[0] = tables.gap(0, 0, edges)
-    below, above = np.meshgrid(edges, edges, indexing="ij")  # [a, e]: a is the previous edge
     for j in range(1, len(levels)):
-        forward[j] = _logsumexp(forward[j - 1][:, None] + tables.gap(j, below, above), axis=0)
+        target = tables.targets[j]
+        split = np.searchsorted(cumulative, cumulative - target, side="left")  # first a with C(a) ≥ C(e) − t_j
+        split = np.minimum(split, edges)
+        over = _RangeLogSumExp(forward[j - 1] + beta * cumulative)(np.zeros_like(edges), split)
+        under = _RangeLogSumExp(forward[j - 1] - beta * cumulative)(split, edges + 1)
+        forward[j] = _logaddexp(over + beta * (target - cumulative), under + beta * (cumulative - target))
     return tables
 
 
 def sample_edges(tables: JointTables, bits: BitSource) -> list[int]:
-    """e₁ ≤ … ≤ e_m drawn backwards from the exact conditionals (:func:`dpwitness.noise.draw_index`)."""
+    """e₁ ≤ … ≤ e_m drawn backwards from the exact conditionals (:func:`dpwitness.noise.draw_log_categorical`)."""
     levels = tables.forward.shape[0]
     following = tables.cumulative.size - 1
     edges = [0] * levels
     for j in range(levels - 1, -1, -1):
-        following = draw_index(dyadic_weights(tables.conditional(j, following)), bits)
+        following = draw_log_categorical(tables.conditional(j, following), bits)
         edges[j] = following
     return edges
 

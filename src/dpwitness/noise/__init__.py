@@ -25,6 +25,7 @@ number of draws says nothing about the noise or the input (cf. Jin et al., S&P 2
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import sys
@@ -1226,33 +1227,29 @@ def gaussian_for_rho(*, sensitivity: float, rho: float, changed: int = 1) -> Gri
 
 
 # --- exact categorical draws (the exponential mechanism) --------------------------------------
-def dyadic_weights(log_weights: npt.NDArray[np.float64]) -> list[int]:
-    """The integer weights N_i ∝ exp(l_i) that :func:`draw_index` samples exactly, from float64 log-weights.
+#: Weights within 2^-HEAD_BITS of the largest are summed as integers; the others are reached by rejection.
+HEAD_BITS = 64
 
-    Each weight is 2^(t_i) with t_i = (l_i − max l)/ln 2 = k_i + f_i (k_i an integer, 0 ≤ f_i < 1),
-    stored as the 53-bit mantissa M_i = round(2^(f_i)·2^52) times 2^(k_i): an exact dyadic number,
-    then scaled to integers (Python integers: no underflow, however small a weight). So
-    N_i / ΣN equals exp(l_i)/Σ exp(l) up to one rounding of f_i and of M_i (a relative error
-    ≲ 2^-51 plus |t_i|·2^-53): the float64 error of the log-weights themselves is the caller's to
-    charge. −inf gives weight 0; at least one l_i must be finite.
+
+def dyadic_weights(log_weights: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(M, k) with M_i·2^(k_i) ∝ exp(l_i): the exact weights that :func:`draw_log_categorical` samples.
+
+    With t_i = (l_i − max l)/ln 2 = k_i + f_i (k_i an integer, 0 ≤ f_i < 1), M_i = round(2^(f_i)·2^52)
+    (a 53-bit integer): an exact dyadic number for every weight, however small (no underflow), so
+    M_i·2^(k_i) / Σ equals exp(l_i)/Σ exp(l) up to one rounding of t_i, 2^(f_i) and M_i (a relative
+    error ≲ 2^-51 plus |t_i|·2^-53); the float64 error of the log-weights themselves is the
+    caller's to charge. −inf gives M_i = 0; at least one l_i must be finite.
 
     :param log_weights: the log-weights, a 1-D array (NaN and +inf are refused).
     """
     values = np.asarray(log_weights, dtype=np.float64)
-    if values.ndim != 1 or np.isnan(values).any() or np.isposinf(values).any() or not np.isfinite(values).any():
+    finite = np.isfinite(values)
+    if values.ndim != 1 or np.isnan(values).any() or np.isposinf(values).any() or not finite.any():
         raise ValueError("log_weights must be a 1-D array of numbers < +inf, at least one finite")
-    top = float(values[np.isfinite(values)].max())
-    exponents: list[tuple[int, int] | None] = []
-    for value in values.tolist():
-        if value == -math.inf:
-            exponents.append(None)
-            continue
-        t = (value - top) / LN2
-        k = math.floor(t)
-        mantissa = round(math.ldexp(2.0 ** (t - k), 52))
-        exponents.append((k, mantissa))
-    lowest = min(k for k, _ in (e for e in exponents if e is not None))
-    return [0 if e is None else e[1] << (e[0] - lowest) for e in exponents]
+    t = np.where(finite, (values - values[finite].max()) / LN2, 0.0)
+    exponents = np.floor(t)
+    mantissas = np.rint(np.ldexp(np.exp2(t - exponents), 52)).astype(np.int64)
+    return np.where(finite, mantissas, 0), exponents.astype(np.int64)
 
 
 def uniform_below(bound: int, bits: BitSource) -> int:
@@ -1260,27 +1257,37 @@ def uniform_below(bound: int, bits: BitSource) -> int:
     if bound < 1:
         raise ValueError(f"bound must be ≥ 1, got {bound}")
     width = (bound - 1).bit_length()
-    words = -(-width // 64)
     while True:
-        raw = bits.words(words) if words else np.zeros(0, dtype=np.uint64)
+        raw = bits.words(-(-width // 64)) if width else np.zeros(0, dtype=np.uint64)
         draw = int.from_bytes(raw.astype("<u8").tobytes(), "little") & ((1 << width) - 1)
         if draw < bound:
             return draw
 
 
-def draw_index(weights: list[int], bits: BitSource) -> int:
-    """i with probability weights[i] / Σ weights exactly (integer weights ≥ 0, not all 0).
+def draw_log_categorical(log_weights: npt.NDArray[np.float64], bits: BitSource) -> int:
+    """i with probability M_i·2^(k_i) / Σ exactly, (M, k) = :func:`dyadic_weights` (``log_weights``).
 
-    One uniform integer below the total (:func:`uniform_below`) located among the running sums:
-    no floating point, so every index with a positive weight keeps exactly its share.
+    No floating point in the draw. The weights within 2^-HEAD_BITS of the largest (the head) are
+    exact integers M_i·2^(k_i − K + H) (K the largest k, H = HEAD_BITS); every other weight (the
+    tail, each < 2^52 in those units) is proposed with the envelope 2^53 and accepted with
+    probability M_j·2^(k_j − K + H) / 2^53 < 1, exactly (one uniform integer); a rejection
+    restarts the whole draw. So index i is returned with probability ∝ its weight, the tail's
+    included, whatever its size, and the tail is proposed with probability < (tail size)·2^-H.
     """
-    total = sum(weights)
-    if total <= 0 or min(weights) < 0:
-        raise ValueError("weights must be integers ≥ 0 with a positive sum")
-    draw = uniform_below(total, bits)
-    running = 0
-    for index, weight in enumerate(weights):
-        running += weight
-        if draw < running:
-            return index
-    raise AssertionError("unreachable: the draw is below the total")
+    mantissas, exponents = dyadic_weights(log_weights)
+    positive = np.flatnonzero(mantissas > 0)
+    top = int(exponents[positive].max())
+    in_head = exponents[positive] >= top - HEAD_BITS
+    head, tail = positive[in_head], positive[~in_head]
+    shifts = (exponents[head] - (top - HEAD_BITS)).astype(object)
+    running = np.cumsum(mantissas[head].astype(object) * (2**shifts)).tolist()
+    head_total = int(running[-1])
+    envelope = 1 << 53
+    while True:
+        draw = uniform_below(head_total + len(tail) * envelope, bits)
+        if draw < head_total:
+            return int(head[bisect.bisect_right(running, draw)])
+        j = int(tail[(draw - head_total) // envelope])
+        deficit = top - HEAD_BITS - int(exponents[j])  # ≥ 1: the weight is M_j / 2^deficit in these units
+        if uniform_below(1 << (53 + deficit), bits) < int(mantissas[j]):
+            return j
