@@ -48,7 +48,7 @@ from dpwitness.mechanisms.quantiles import DEFAULT_BINS, GUARD_ALPHA, estimate, 
 from dpwitness.privacy.neighbours import Neighbours, histogram_sensitivity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import cpu_model  # noqa: E402  (bench/ is not a package)
+from machine import cpu_model  # bench/ is not a package
 
 BOUNDS = (0.0, 100.0)
 EPSILONS = (0.1, 1.0)
@@ -73,9 +73,8 @@ def methods(data: npt.NDArray[np.float64]) -> dict[str, Method]:
     histogram = bin_counts(data, BOUNDS, DEFAULT_BINS).astype(np.float64)
 
     def histogram_release(epsilon: float, levels: tuple[float, ...], seed: int) -> list[float]:
-        mechanism = Laplace(
-            sensitivity=histogram_sensitivity(Neighbours.ADD_REMOVE), epsilon=epsilon, dimension=DEFAULT_BINS, changed_coordinates=1
-        )
+        delta = histogram_sensitivity(Neighbours.ADD_REMOVE)
+        mechanism = Laplace(sensitivity=delta, epsilon=epsilon, dimension=DEFAULT_BINS, changed_coordinates=1)
         noisy = np.asarray(mechanism.release(histogram, seed=seed).value, dtype=np.float64)
         return estimate(noisy, levels, BOUNDS, rank_error(mechanism.scale, DEFAULT_BINS, GUARD_ALPHA))
 
@@ -143,9 +142,8 @@ def markdown(rows: list[dict[str, Any]], source: str, rows_in_data: int, info: d
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(
-            f"| {r['epsilon']:g} | {r['levels']} | {r['method']} | {r['mean']:.1f} | {r['p5']:.1f}–{r['p95']:.1f} | {r['cpu_ms']:.2f} |"
-        )
+        spread = f"{r['p5']:.1f}–{r['p95']:.1f}"
+        lines.append(f"| {r['epsilon']:g} | {r['levels']} | {r['method']} | {r['mean']:.1f} | {spread} | {r['cpu_ms']:.2f} |")
     lines += [
         "",
         f"{info['cpu']}, {info['cores']} cores, load average {info['load_average'][0]:.2f} · Python {info['python']} · "
@@ -157,7 +155,7 @@ def markdown(rows: list[dict[str, Any]], source: str, rows_in_data: int, info: d
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=100, help="seeded releases per cell (default 100)")
-    parser.add_argument("--data", choices=("adult", "lognormal"), default="adult", help="the column (default adult, lognormal without it)")
+    parser.add_argument("--data", choices=("adult", "lognormal"), default="adult", help="adult (default) or lognormal")
     parser.add_argument("--json", type=Path, help="also write the rows and the machine facts here")
     args = parser.parse_args()
     ages = adult_column("age") if args.data == "adult" else None

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from dpwitness import noise
 from dpwitness.common.errors import ParameterError
 from dpwitness.mechanisms.additive import Laplace
 from dpwitness.mechanisms.joint_quantiles import (
@@ -29,7 +30,6 @@ from dpwitness.mechanisms.joint_quantiles import (
     utility_sensitivity,
 )
 from dpwitness.mechanisms.quantiles import DEFAULT_BINS, GUARD_ALPHA, estimate, rank_error
-from dpwitness import noise
 from dpwitness.noise import bit_source, draw_log_categorical, dyadic_weights
 from dpwitness.privacy.neighbours import Neighbours, histogram_sensitivity
 
@@ -269,5 +269,5 @@ def test_bad_input_is_one_line_naming_the_parameter(parameter: str, value: Any) 
 
 
 def test_bad_relation_names_neighbours() -> None:
-    with pytest.raises(ParameterError, match="^neighbours"):
+    with pytest.raises(ParameterError, match=r"^neighbours"):
         joint_quantiles([1, 2], [0.5], bounds=(0, 1), epsilon=1.0, neighbours="swap")

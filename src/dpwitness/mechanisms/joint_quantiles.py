@@ -40,6 +40,7 @@ realised distribution exactly on small inputs and check its worst log-ratio over
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,18 +70,18 @@ MAX_MARGIN_SHARE = 2.0**-6
 
 # --- validation (before any spend) ----------------------------------------------------------
 def check_levels(value: Any) -> tuple[float, ...]:
-    """The quantile levels: a non-empty list of numbers strictly increasing in (0, 1), else ``ParameterError("quantiles", …)``."""
+    """The quantile levels ``value``: numbers strictly increasing in (0, 1), else ``ParameterError("quantiles", …)``."""
     expected = f"a non-empty list of at most {MAX_QUANTILES} numbers strictly increasing in (0, 1)"
     if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not 0 < len(value) <= MAX_QUANTILES:
         raise ParameterError("quantiles", expected, value)
     levels = tuple(check_finite("quantiles", item, expected) for item in value)
-    if not all(0.0 < q < 1.0 for q in levels) or any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
+    if not all(0.0 < q < 1.0 for q in levels) or any(b <= a for a, b in itertools.pairwise(levels)):
         raise ParameterError("quantiles", expected, value)
     return levels
 
 
 def check_counts(value: Any) -> npt.NDArray[np.int64]:
-    """The exact counts per bin: 2 to :data:`MAX_BINS` whole numbers ≥ 0, else ``ParameterError("counts", …)``."""
+    """The exact counts per bin ``value``: 2 to :data:`MAX_BINS` whole numbers ≥ 0, else ``ParameterError("counts", …)``."""
     expected = f"2 to {MAX_BINS} whole numbers ≥ 0 (the exact count in each bin), at most 2^30 in all"
     try:
         counts = np.asarray(value, dtype=np.float64)
@@ -98,6 +99,10 @@ def bin_counts(values: Any, bounds: tuple[float, float], bins: int = DEFAULT_BIN
 
     Each value goes to bin min(⌊(clamp(v) − L)·s⌋, B − 1), s = B/(U − L), the engines' rule
     (:func:`dpwitness.mechanisms.quantiles.bin_scale`). For arrays held in memory (tests, benchmarks).
+
+    :param values: the column's values (any numbers; clamped here).
+    :param bounds: the clamping bounds (L, U).
+    :param bins: B, the number of equal bins (default :data:`DEFAULT_BINS`).
     """
     low, high = check_bounds(*bounds)
     data = np.clip(np.asarray(values, dtype=np.float64), low, high)
@@ -110,6 +115,7 @@ def utility_sensitivity(levels: Sequence[float], neighbours: Neighbours) -> floa
     """Δ of JointExp's utility: 2 under replace-one, 2(1 − min_j w_j) under add/remove (module docstring).
 
     :param levels: the checked levels q₁ < … < q_m; w_j are the gaps of (0, q₁, …, q_m, 1).
+    :param neighbours: the relation.
     """
     if neighbours is Neighbours.REPLACE_ONE:
         return 2.0
@@ -127,6 +133,10 @@ def float_margin(*, beta: float, bins: int, levels: int) -> float:
     and the output's probability is a product of m conditionals, each a weight over a sum:
     ≤ 2(m + 1)(m + 2) steps' errors in its logarithm, and twice that between two neighbours.
     A hand-derived bound, not a machine-checked one.
+
+    :param beta: β, the weight of the utility (an upper bound of the one used).
+    :param bins: B.
+    :param levels: m, the number of levels.
     """
     size = beta * 2.0 * MAX_RECORDS + (levels + 1) * math.log(bins + 1)
     per_step = (2.0 * math.log2(bins + 2) + 12.0) * (2.0 * size + 1.0) * 2.0**-52
@@ -134,7 +144,13 @@ def float_margin(*, beta: float, bins: int, levels: int) -> float:
 
 
 def calibrated_beta(*, epsilon: float, sensitivity: float, bins: int, levels: int) -> float:
-    """β = (ε − margin)/(2Δ), the margin :func:`float_margin` at β₀ = ε/(2Δ) (< ε·2^-6 for B ≤ 2^16, m ≤ 16)."""
+    """β = (ε − margin)/(2Δ), the margin :func:`float_margin` at β₀ = ε/(2Δ) (< ε·2^-6 for B ≤ 2^16, m ≤ 16).
+
+    :param epsilon: ε, checked.
+    :param sensitivity: Δ of the utility (:func:`utility_sensitivity`).
+    :param bins: B.
+    :param levels: m, the number of levels.
+    """
     margin = float_margin(beta=epsilon / (2.0 * sensitivity), bins=bins, levels=levels)
     assert margin <= MAX_MARGIN_SHARE * epsilon, "the float64 margin outgrew its share of ε"
     return (epsilon - margin) / (2.0 * sensitivity)
@@ -200,7 +216,7 @@ class JointTables:
 
 
 def joint_tables(counts: npt.NDArray[np.int64], levels: Sequence[float], beta: float) -> JointTables:
-    """The forward program on the B + 1 edges for ``counts`` (checked), ``levels`` (checked) and β = ε′/(2Δ).
+    """The forward program on the B + 1 edges for ``counts`` (checked), ``levels`` (checked) and ``beta`` = ε′/(2Δ).
 
     A_j(e) = log Σ_{a ≤ e} exp(A_{j−1}(a) − β·|C(e) − C(a) − t_j|) in O(B log B): C is
     non-decreasing, so the a with C(a) < C(e) − t_j form a prefix [0, s(e)), where the term is
@@ -224,7 +240,8 @@ def joint_tables(counts: npt.NDArray[np.int64], levels: Sequence[float], beta: f
 
 
 def sample_edges(tables: JointTables, bits: BitSource) -> list[int]:
-    """e₁ ≤ … ≤ e_m drawn backwards from the exact conditionals (:func:`dpwitness.noise.draw_log_categorical`)."""
+    """e₁ ≤ … ≤ e_m drawn backwards from the exact conditionals of ``tables``, each one
+    :func:`dpwitness.noise.draw_log_categorical` on ``bits``."""
     levels = tables.forward.shape[0]
     following = tables.cumulative.size - 1
     edges = [0] * levels
@@ -240,6 +257,12 @@ def utility_loss(*, sensitivity: float, epsilon: float, bins: int, levels: int, 
 
     Every released edge's rank C(e_j) is then within R + (−u_max) of q_j·n, −u_max being the
     grid's own resolution loss (0 when the levels' ranks fall on edges).
+
+    :param sensitivity: Δ of the utility.
+    :param epsilon: ε.
+    :param bins: B (C(B + m, m) non-decreasing edge tuples).
+    :param levels: m.
+    :param alpha: α, strictly between 0 and 1.
     """
     outputs = math.lgamma(bins + levels + 1) - math.lgamma(levels + 1) - math.lgamma(bins + 1)
     return 2.0 * sensitivity / epsilon * (outputs + math.log(1.0 / check_alpha(alpha)))
@@ -262,7 +285,7 @@ class JointQuantileRelease(Release):
 
     @property
     def rank_error(self) -> float:
-        """R at this release's alpha (:func:`utility_loss`): Σ_j of the gap errors exceeds the best edge tuple's by ≤ R, w.p. ≥ 1 − α."""
+        """R at this release's alpha (:func:`utility_loss`): w.p. ≥ 1 − α, Σ_j |gap error| ≤ the best edge tuple's + R."""
         return utility_loss(
             sensitivity=self.sensitivity, epsilon=self.epsilon, bins=self.bins, levels=len(self.quantiles), alpha=self.alpha
         )
@@ -309,6 +332,8 @@ def joint_quantiles(
     :param epsilon: ε > 0, spent once for every level.
     :param neighbours: the relation Δ of the utility is derived for (:func:`utility_sensitivity`).
     :param seed: None for the secure bit source; a seed gives a reproducible, NOT-for-production draw.
+    :param query: what the release names (default "quantiles").
+    :param alpha: α of the stated rank bound (default 0.05).
     """
     levels = check_levels(quantiles)
     low, high = check_bounds(*bounds)
@@ -326,7 +351,7 @@ def joint_quantiles(
         f"JointExp (Gillenwater et al. 2021) over the {bins + 1} edges of {bins} bins of width {width:.4g}: "
         f"all {len(levels)} levels in one draw, ε charged once; values are grid edges",
         f"utility Δ = {sensitivity:g} under {relation.description} "
-        + ("(one record changes two gap counts)" if relation is Neighbours.REPLACE_ONE else "(2·(1 − smallest gap between levels))"),
+        + ("(one record moves two gap counts)" if relation is Neighbours.REPLACE_ONE else "(2·(1 − smallest level gap))"),
         f"with probability ≥ {1 - alpha:g}, every released edge's rank is within "
         f"{utility_loss(sensitivity=sensitivity, epsilon=epsilon, bins=bins, levels=len(levels), alpha=alpha):.4g} rows "
         "of q·n, plus the best grid tuple's own Σ_j |gap count − target|; no value interval",

@@ -1253,7 +1253,7 @@ def dyadic_weights(log_weights: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np
 
 
 def uniform_below(bound: int, bits: BitSource) -> int:
-    """An integer uniform on {0, …, bound − 1}, exactly: rejection of ⌈log2 bound⌉-bit draws (accepts ≥ 1/2)."""
+    """An integer uniform on {0, …, ``bound`` − 1}, exactly: rejection of ⌈log2 bound⌉-bit draws from ``bits`` (accepts ≥ 1/2)."""
     if bound < 1:
         raise ValueError(f"bound must be ≥ 1, got {bound}")
     width = (bound - 1).bit_length()
@@ -1265,7 +1265,7 @@ def uniform_below(bound: int, bits: BitSource) -> int:
 
 
 def draw_log_categorical(log_weights: npt.NDArray[np.float64], bits: BitSource) -> int:
-    """i with probability M_i·2^(k_i) / Σ exactly, (M, k) = :func:`dyadic_weights` (``log_weights``).
+    """i with probability M_i·2^(k_i) / Σ exactly, (M, k) = :func:`dyadic_weights` (``log_weights``), from ``bits``.
 
     No floating point in the draw. The weights within 2^-HEAD_BITS of the largest (the head) are
     exact integers M_i·2^(k_i − K + H) (K the largest k, H = HEAD_BITS); every other weight (the
