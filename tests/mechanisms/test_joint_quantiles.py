@@ -10,6 +10,7 @@ and shows the same check fails when Δ of the utility is halved (and, under add/
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from fractions import Fraction
 from typing import Any
@@ -30,6 +31,7 @@ from dpwitness.mechanisms.joint_quantiles import (
     utility_sensitivity,
 )
 from dpwitness.mechanisms.quantiles import DEFAULT_BINS, GUARD_ALPHA, estimate, rank_error
+from dpwitness.mechanisms.release import Release
 from dpwitness.noise import bit_source, draw_log_categorical, dyadic_weights
 from dpwitness.privacy.neighbours import Neighbours, histogram_sensitivity
 
@@ -227,6 +229,9 @@ def test_release_states_its_guarantee() -> None:
     assert "JointExp" in release.notice and "utility Δ = 2" in release.notice and "NOT for production" in release.notice
     data = release.to_dict()
     assert data["kind"] == "JointQuantileRelease" and data["quantiles"] == [0.1, 0.5] and data["rank_error"] > 0
+    back = Release.from_dict(json.loads(json.dumps(data)))
+    assert isinstance(back, JointQuantileRelease) and back.edges == release.edges and back.bounds == (0.0, 6.0)
+    assert back.rank_error == release.rank_error and list(back.value) == list(release.value)
     secure = joint_quantiles([3, 1, 4, 1, 5, 9], [0.1, 0.5], bounds=(0.0, 6.0), epsilon=0.5, neighbours="add-remove")
     assert not secure.seeded
 

@@ -18,6 +18,8 @@ w(g) ∝ 2^(−g/m) up to the tables' 32-bit quantisation, which the privacy map
 exactly.  That is a discrete Laplace with scale m·γ/ln 2 in real units.
 
 The discrete Gaussian (:class:`GridGaussian`) is described where it is defined, further down.
+The exponential mechanism's categorical draw (:func:`draw_log_categorical`) is exact on the
+dyadic values of its float64 log-weights: integers and random bits only, at the end of the module.
 
 Timing: rejected draws are discarded independently of the value finally accepted, so the
 number of draws says nothing about the noise or the input (cf. Jin et al., S&P 2022).
