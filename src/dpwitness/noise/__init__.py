@@ -12,7 +12,8 @@ One module per job, re-exported here:
 * :mod:`dpwitness.noise.grid`: rounding to the grid and adding a draw exactly;
 * :mod:`dpwitness.noise.laplace`: :class:`GridLaplace`, the discrete Laplace (it calibrates itself);
 * :mod:`dpwitness.noise.gaussian`: :class:`GridGaussian`, the discrete Gaussian, and its δ bounds;
-* :mod:`dpwitness.noise.calibration`: :func:`gaussian_for_delta` and :func:`gaussian_for_rho`.
+* :mod:`dpwitness.noise.calibration`: :func:`gaussian_for_delta` and :func:`gaussian_for_rho`;
+* :mod:`dpwitness.noise.categorical`: the exponential mechanism's exact categorical draw.
 
 The privacy math they rely on (zCDP → δ, the analytic Gaussian σ) is
 :mod:`dpwitness.privacy.accounting`. Imports numpy only (and ``cryptography`` when installed).
@@ -33,6 +34,7 @@ from dpwitness.noise.bits import (
     secure_source,
 )
 from dpwitness.noise.calibration import gaussian_for_delta, gaussian_for_rho
+from dpwitness.noise.categorical import HEAD_BITS, draw_log_categorical, dyadic_weights, uniform_below
 from dpwitness.noise.gaussian import (
     GAUSS_DELTA_RANGE,
     GAUSS_EPSILON_RANGE,
@@ -62,6 +64,7 @@ __all__ = [
     "GAUSS_RHO_RANGE",
     "GAUSS_STEPS_LOG2",
     "GRID_STEPS_LOG2",
+    "HEAD_BITS",
     "LN2",
     "LOW_BITS",
     "OS_BITS",
@@ -79,6 +82,8 @@ __all__ = [
     "add_noise_on_grid",
     "bit_source",
     "discrete_gaussian_delta",
+    "draw_log_categorical",
+    "dyadic_weights",
     "exact_add_noise_on_grid",
     "gaussian_for_delta",
     "gaussian_for_rho",
@@ -86,4 +91,5 @@ __all__ = [
     "grid_to_float",
     "round_to_grid",
     "secure_source",
+    "uniform_below",
 ]
