@@ -103,6 +103,7 @@ class BudgetPlan:
     mechanism: str
     fits: bool
     remaining: Budget
+    account_total: Budget
     converted: Budget | None = None
 
     def requests(self) -> list[Request]:
@@ -127,9 +128,17 @@ class BudgetPlan:
             cost = f"ε = {s.epsilon:.6g}" if math.isfinite(s.epsilon) else f"ρ = {s.rho:.6g}"
             split = ", ".join(f"{p['aggregate']} {_budget_of(p)}" for p in s.parts) if len(s.parts) > 1 else ""
             lines.append(f"  {s.label}: ±{s.half_width:.6g} (target ±{s.error:g}) for {cost}" + (f" ({split})" if split else ""))
-        lines.append(f"total: {self.total}" + (f"; as (ε, δ): {self.converted}" if self.converted is not None else ""))
-        lines.append(f"remaining: {self.remaining}" + ("" if self.fits else "; the plan does NOT fit the remaining budget"))
-        return "\n".join(lines)
+        return "\n".join([*lines, *self.summary()])
+
+    def summary(self) -> tuple[str, str]:
+        """Two lines: the total (and a Gaussian plan's (ε, δ)), and the remaining budget and whether it fits."""
+        from dpwitness.mechanisms.report import budget_text
+
+        total = f"total: {budget_text(self.total, self.account_total)}"
+        if self.converted is not None:
+            total += f"; as (ε, δ): ε = {self.converted.epsilon:.6g}, δ = {self.converted.delta:g}"
+        fits = "fits" if self.fits else "the plan does NOT fit the remaining budget"
+        return total, f"remaining: {budget_text(self.remaining, self.account_total)}: {fits}"
 
     __repr__ = __str__
 
@@ -162,7 +171,7 @@ def plan_targets(session: Session, targets: Sequence[Target], *, alpha: float, m
     except BudgetExceeded:
         fits = False
     statistics = tuple(s for s, _ in planned)
-    return BudgetPlan(statistics, total, alpha, mechanism, fits, session.remaining, converted)
+    return BudgetPlan(statistics, total, alpha, mechanism, fits, session.remaining, session.total, converted)
 
 
 def _plan_one(session: Session, target: Target, alpha: float, mechanism: str) -> tuple[PlannedStatistic, Spend]:
