@@ -50,7 +50,7 @@ def test_the_target_grammar_reads_columns_as_query_does() -> None:
     assert parse_target("sum income by sex,town +- 500") == ("sum", "income", None, ("sex", "town"), 500.0)
     assert parse_target("count ±1.5") == ("count", None, None, (), 1.5)
     for bad in ("mean age:0:100", "count ±x", "±2", "mean ±2", "count by ±2", "sum a:0:1 b ±2"):
-        with pytest.raises(ParameterError, match="^--target"):
+        with pytest.raises(ParameterError, match=r"^--target"):
             parse_target(bad)
 
 

@@ -153,7 +153,9 @@ def test_planning_spends_nothing(tmp_path) -> None:  # type: ignore[no-untyped-d
 
 def test_the_planned_requests_release_within_the_budget_the_plan_states() -> None:
     session = Session(pl.DataFrame({"x": [1.0, 2.0, 3.0]}), epsilon=2, seed=1)
-    plan = session.plan([Target(Request("count"), error=10.0), Target(Request("mean", "x", bounds=(0.0, 4.0)), error=1.0, min_rows=50)])
+    plan = session.plan(
+        [Target(Request("count"), error=10.0), Target(Request("mean", "x", bounds=(0.0, 4.0)), error=1.0, min_rows=50)]
+    )
     assert plan.fits
     for request in plan.requests():
         session.ask(request)
@@ -188,5 +190,5 @@ def test_bad_targets_are_one_line_errors_naming_the_parameter(target: Target, op
 def test_targets_must_be_a_list_of_targets() -> None:
     session = Session(pl.DataFrame({"x": [1.0]}), epsilon=1)
     for bad in ([], Target(Request("count"), error=1.0), [Request("count")]):
-        with pytest.raises(ParameterError, match="^targets"):
+        with pytest.raises(ParameterError, match=r"^targets"):
             session.plan(bad)  # type: ignore[arg-type]

@@ -45,7 +45,8 @@ def parse_target(text: str) -> tuple[str, str | None, tuple[float, float] | None
     statistic, rest = words[0], words[1:]
     if len(rest) > 1 or (statistic in ("sum", "mean", "histogram") and not rest):
         raise ParameterError("--target", _GRAMMAR, text)
-    column, bounds = (rest[0], None) if rest else (None, None)
+    column: str | None = rest[0] if rest else None
+    bounds: tuple[float, float] | None = None
     if statistic in ("sum", "mean"):
         column, bounds = _bounded("--target", rest[0])
     return statistic, column, bounds, by, error
@@ -53,14 +54,16 @@ def parse_target(text: str) -> tuple[str, str | None, tuple[float, float] | None
 
 def plan(
     file: Annotated[Path, typer.Argument(help="A CSV or Parquet file (only its schema is read).", show_default=False)],
-    target: Annotated[
-        list[str], typer.Option(help=f"A statistic and the half-width it needs: {_GRAMMAR} (repeatable).")
-    ],
+    target: Annotated[list[str], typer.Option(help=f"A statistic and the half-width it needs: {_GRAMMAR} (repeatable).")],
     epsilon: Annotated[float | None, typer.Option(help="The account's total ε the plan is checked against.")] = None,
     rho: Annotated[float | None, typer.Option(help="A zCDP total ρ instead of --epsilon.")] = None,
-    delta_budget: Annotated[float | None, typer.Option(help="The account's total δ (for a Gaussian plan on an ε account).")] = None,
+    delta_budget: Annotated[
+        float | None, typer.Option(help="The account's total δ (for a Gaussian plan on an ε account).")
+    ] = None,
     delta: Annotated[float | None, typer.Option(help="δ of each Gaussian release, and of ρ converted to (ε, δ).")] = None,
-    mechanism: Annotated[str, typer.Option(help="laplace or gaussian (a count, sum or histogram over declared keys).")] = "laplace",
+    mechanism: Annotated[
+        str, typer.Option(help="laplace or gaussian (a count, sum or histogram over declared keys).")
+    ] = "laplace",
     alpha: Annotated[float, typer.Option(help="Each statistic within ±ERROR with probability 1 − alpha.")] = 0.05,
     min_rows: Annotated[
         int | None, typer.Option(help="A public lower bound on the rows a mean averages (per key): a mean's error needs it.")
@@ -111,7 +114,9 @@ def plan(
             found = _key_tuples(keys, by, kinds) if keys is not None and by else None
             request = Request(statistic, column, bounds=bounds, by=by or None, keys=found, where=where)
             targets.append(Target(request, error, min_rows if statistic == "mean" else None))
-        with flag_names({"error": "--target", "statistic": "--target", "bounds": "--target", "column": "--target", "targets": "--target"}):
+        with flag_names(
+            {"error": "--target", "statistic": "--target", "bounds": "--target", "column": "--target", "targets": "--target"}
+        ):
             result = session.plan(targets, alpha=alpha, mechanism=mechanism)
     if as_json:
         sys.stdout.write(json.dumps({**result.to_dict(), "account": session.account}, indent=2, ensure_ascii=False) + "\n")
@@ -121,7 +126,9 @@ def plan(
 
 def _show(result: Any) -> None:
     level = f"{1 - result.alpha:.0%}"
-    table = Table("statistic", "target", f"{level} half-width", "budget", "split", title=f"Budget plan ({result.mechanism}; nothing spent)")
+    table = Table(
+        "statistic", "target", f"{level} half-width", "budget", "split", title=f"Budget plan ({result.mechanism}; nothing spent)"
+    )
     for s in result.statistics:
         cost = f"ε = {s.epsilon:.6g}" if math.isfinite(s.epsilon) else f"ρ = {s.rho:.6g}"
         split = "; ".join(f"{p['aggregate']} {_part_budget(p)}" for p in s.parts) if len(s.parts) > 1 else ""

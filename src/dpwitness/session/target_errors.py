@@ -190,7 +190,7 @@ def _plan_one(session: Session, target: Target, alpha: float, mechanism: str) ->
         if error >= 2 * sized.half_range:
             raise ParameterError("error", f"below U − L = {2 * sized.half_range:g} (every mean is within [L, U])", error)
     elif len(sized.parts) != 1:
-        raise ParameterError("keys", "declared for a sum's target error (over undeclared keys it also needs a selection count)", None)
+        raise ParameterError("keys", "declared for a sum's target error (undeclared keys need a selection count too)", None)
     zcdp = mechanism == "gaussian" and session.total.is_zcdp
     amount, split = _first_guess(sized, error, alpha, rows, mechanism, zcdp)
     for _ in range(200):  # each candidate planned as the release would be; raised until it meets the target
@@ -276,13 +276,21 @@ def _parts(plan: Plan, alpha: float) -> list[tuple[dict[str, float | str], float
     out: list[tuple[dict[str, float | str], float]] = []
     for part, mechanism in zip(query.parts, plan.mechanisms, strict=True):
         if isinstance(mechanism, Gaussian):
-            budget: dict[str, float | str] = {"rho": mechanism.rho} if mechanism.rho is not None else {"epsilon": query.epsilon_of(part)}
+            budget: dict[str, float | str] = (
+                {"rho": mechanism.rho} if mechanism.rho is not None else {"epsilon": query.epsilon_of(part)}
+            )
             scale, width = mechanism.sigma, mechanism.interval(level)
         else:
             budget = {"epsilon": query.epsilon_of(part)}
             scale = part.sensitivity / query.epsilon_of(part)
             width = laplace_half_width(scale, level)
-        described = {"aggregate": part.aggregate.value, "sensitivity": part.sensitivity, **budget, "scale": scale, "half_width": width}
+        described = {
+            "aggregate": part.aggregate.value,
+            "sensitivity": part.sensitivity,
+            **budget,
+            "scale": scale,
+            "half_width": width,
+        }
         out.append((described, width))
     return out
 
