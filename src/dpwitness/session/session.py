@@ -501,7 +501,7 @@ class Session:
         return preview_of(query, plan, alpha, untyped)
 
     def plan(self, targets: Sequence[Target], *, alpha: float = 0.05, mechanism: str = "laplace") -> BudgetPlan:
-        """The smallest budget giving each :class:`~dpwitness.session.target_errors.Target` its
+        """The smallest budget giving each of ``targets`` (a :class:`~dpwitness.session.target_errors.Target`) its
         half-width at confidence 1 − ``alpha``, and its split (per statistic and per noisy part);
         ``mechanism`` "laplace" or "gaussian" (ρ on a ρ account, else (ε, δ) at the session's δ).
         Reads only the schema and spends nothing; a plan above the remaining budget is returned
