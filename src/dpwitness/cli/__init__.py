@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from dpwitness.cli import check, core, explore, query, redteam, schema, serve, sql
+from dpwitness.cli import check, core, explore, plan, query, redteam, schema, serve, sql
 from dpwitness.common.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError, missing_part
 from dpwitness.common.progress import silenced
 
@@ -168,7 +168,7 @@ def _root(
     """Differential privacy whose every release proves itself."""
 
 
-for _module in (core, query, sql, schema, redteam, check, explore, serve):
+for _module in (core, query, plan, sql, schema, redteam, check, explore, serve):
     _module.register(app)
 
 

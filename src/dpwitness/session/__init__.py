@@ -16,7 +16,8 @@ The pieces live by concept: the class in :mod:`dpwitness.session.session`, choos
 and previews in :mod:`dpwitness.session.plans` (the plan type in :mod:`dpwitness.query.planning`),
 answering SQL in :mod:`dpwitness.session.sql`, composing a
 release in :mod:`dpwitness.session.composing`, composite (mean, variance) releases in
-:mod:`dpwitness.session.composite`, seeded streams in :mod:`dpwitness.session.streams`.
+:mod:`dpwitness.session.composite`, seeded streams in :mod:`dpwitness.session.streams`, a budget solved from target errors
+(``Session.plan``) in :mod:`dpwitness.session.target_errors`.
 """
 
 from __future__ import annotations
@@ -24,5 +25,6 @@ from __future__ import annotations
 from dpwitness.query.planning import Preview
 from dpwitness.session.composite import CompositeRelease
 from dpwitness.session.session import Session
+from dpwitness.session.target_errors import BudgetPlan, Target
 
-__all__ = ["CompositeRelease", "Preview", "Session"]
+__all__ = ["BudgetPlan", "CompositeRelease", "Preview", "Session", "Target"]

@@ -27,6 +27,7 @@ from dpwitness.query.resolve import Request, check_max_rows, check_rho_option, r
 from dpwitness.session.composing import compose
 from dpwitness.session.plans import check_part_epsilons, gaussian_for, preview_of, selection_exposure
 from dpwitness.session.streams import query_streams, selection_key
+from dpwitness.session.target_errors import BudgetPlan, Target, plan_targets
 
 
 class Session:
@@ -498,6 +499,14 @@ class Session:
         query = plan.query
         untyped = untyped_notes(query, self._table_schema().columns)
         return preview_of(query, plan, alpha, untyped)
+
+    def plan(self, targets: Sequence[Target], *, alpha: float = 0.05, mechanism: str = "laplace") -> BudgetPlan:
+        """The smallest budget giving each of ``targets`` (a :class:`~dpwitness.session.target_errors.Target`) its
+        half-width at confidence 1 − ``alpha``, and its split (per statistic and per noisy part);
+        ``mechanism`` "laplace" or "gaussian" (ρ on a ρ account, else (ε, δ) at the session's δ).
+        Reads only the schema and spends nothing; a plan above the remaining budget is returned
+        with ``fits`` False. See :mod:`dpwitness.session.target_errors` and docs/budget.md."""
+        return plan_targets(self, targets, alpha=alpha, mechanism=mechanism)
 
     def schema(self) -> Schema:
         """The table's column names and kinds (metadata only: no row is read; no spend)."""
