@@ -506,21 +506,6 @@ def myths(epsilon: float = 1.0) -> dict[str, Any]:
     }
 
 
-def json_safe(value: Any) -> Any:
-    """JSON-ready: numpy to Python, non-finite floats to None (JSON has no NaN or ∞)."""
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return json_safe(value.tolist())
-    if isinstance(value, np.generic):
-        return json_safe(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 #: Age groups of the spreadsheet for the vector (histogram) example; each person is in one.
 AGE_GROUPS: tuple[tuple[str, float, float], ...] = (
     ("< 20", 0.0, 20.0),

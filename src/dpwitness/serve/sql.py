@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dpwitness.common.encoding import json_value
 from dpwitness.common.errors import BudgetExceeded, MissingPart, ParameterError
-from dpwitness.serve.requests import QueryError, json_safe
+from dpwitness.serve.requests import QueryError
 from dpwitness.sql import Answer, SqlError, compile_statement, execute, explain_statement, table_of, target
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def answer_sql(
             # the cache keys a shape by the query, not by the table it is joined with: read the join afresh
             over.engine = getattr(over.engine, "engine", over.engine)
         if body.explain or compiled.explain:
-            return {"table": table.name, "plan": json_safe(explain_statement(over, compiled, alpha=chosen).to_dict())}
+            return {"table": table.name, "plan": json_value(explain_statement(over, compiled, alpha=chosen).to_dict())}
         over.check_budget(list(compiled.queries))
         answer: Answer = execute(over, compiled, alpha=chosen)
         session.releases.clear()  # the service keeps no releases in memory
@@ -106,7 +107,7 @@ def answer_sql(
         raise QueryError(422, shown) from None
     data = answer.to_dict()
     data["rows"] = [[_key(cell) for cell in row] for row in data["rows"]]
-    return {"table": table.name, "answer": json_safe(data)}
+    return {"table": table.name, "answer": json_value(data)}
 
 
 def _key(cell: Any) -> Any:

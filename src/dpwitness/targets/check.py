@@ -35,6 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dpwitness.common.encoding import json_number
 from dpwitness.common.errors import ExitCode, ParameterError, check_non_negative_finite, check_positive_finite
 from dpwitness.privacy.neighbours import Neighbours
 from dpwitness.targets.hooks import Adapter, AdapterError, NoiseCall, Unsupported, raised_by, recording, registered
@@ -103,9 +104,9 @@ class Finding:
             "site": self.site,
             "caller": self.caller,
             "mechanism": self.mechanism,
-            "claimed": _json(self.claimed),
-            "witnessed": _json(self.witnessed),
-            "largest": None if self.largest is None else _json(self.largest),
+            "claimed": json_number(self.claimed),
+            "witnessed": json_number(self.witnessed),
+            "largest": None if self.largest is None else json_number(self.largest),
             "confidence": self.confidence,
             "d": self.d.to_dicts(),
             "d_prime": self.d_prime.to_dicts(),
@@ -1310,10 +1311,6 @@ def _schema(columns: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[name] = spec() if isinstance(spec, type) else spec
     return out
-
-
-def _json(value: float) -> float | str:
-    return value if math.isfinite(value) else str(value)
 
 
 __all__ = [
