@@ -18,6 +18,7 @@ from dpwitness.common.data import adult_column, adult_missing, adult_path, gener
 from dpwitness.common.encoding import dumps
 from dpwitness.common.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError
 from dpwitness.common.figures import tidy
+from dpwitness.common.validation import check_count
 from dpwitness.mechanisms.additive import Gaussian, Laplace
 from dpwitness.privacy.budget import Accountant, Budget
 from dpwitness.privacy.neighbours import (
@@ -279,8 +280,7 @@ def release(
     """Release VALUE + exact grid noise (Laplace by default, or Gaussian), with its scale, interval and witness."""
     with user_errors():
         mechanism = _mechanism_for(mechanism_name, sensitivity, epsilon, delta, rho)
-        if samples < 1:
-            raise ParameterError("samples", "a whole number ≥ 1", samples)
+        check_count("samples", samples)
         accountant = Accountant()
         releases = []
         for i in range(samples):

@@ -22,6 +22,7 @@ from dpwitness.cli.core import fail, user_errors
 from dpwitness.common.data import adult_column, adult_missing, generated_ages
 from dpwitness.common.encoding import dumps
 from dpwitness.common.errors import ExitCode, ParameterError, import_failed, require
+from dpwitness.common.validation import check_count
 
 console = Console(highlight=False, emoji=False)
 attack_app = typer.Typer(
@@ -236,8 +237,7 @@ def differencing_command(
 
     with _user_errors():
         values, source = _column(column or "age")
-        if rows < 1:
-            raise ParameterError("rows", "a whole number ≥ 1", rows)
+        check_count("rows", rows)
         values = values[:rows]
         exact = differencing_attack(values, target=target, bounds=(lower, upper), seed=seed)
         noisy = [

@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.tamper import inverted_laplace
-from dpwitness.common.errors import ParameterError, check_finite, check_non_negative_finite, check_positive_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_finite, check_non_negative_finite, check_positive_finite
 from dpwitness.mechanisms.additive import Laplace
 from dpwitness.privacy.budget import Accountant
 from dpwitness.privacy.neighbours import (
@@ -97,14 +98,12 @@ def shift_param(value: Any, sensitivity: float) -> float:
 
 
 def seed_param(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        raise ParameterError("seed", f"a whole number in [0, {MAX_SEED}]", value)
+    check_count("seed", value, minimum=0, maximum=MAX_SEED, expected=f"a whole number in [0, {MAX_SEED}]")
     return value
 
 
 def count_param(value: Any, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ParameterError(name, f"a whole number in [{low}, {high}]", value)
+    check_count(name, value, minimum=low, maximum=high, expected=f"a whole number in [{low}, {high}]")
     return value
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from dpwitness.common.errors import ParameterError, require
+from dpwitness.common.validation import check_count
 from dpwitness.privacy.neighbours import check_bounds
 
 #: The format of a schema file (the ``schema_version`` key); a later format gets a new number.
@@ -382,8 +383,13 @@ class Schema:
         """
         if not isinstance(bounds, bool):
             raise ParameterError("bounds", "True or False", bounds)
-        if isinstance(categories, bool) or not isinstance(categories, int) or not 0 <= categories <= MAX_CATEGORIES:
-            raise ParameterError("categories", f"a whole number of distinct values from 0 (none) to {MAX_CATEGORIES}", categories)
+        check_count(
+            "categories",
+            categories,
+            minimum=0,
+            maximum=MAX_CATEGORIES,
+            expected=f"a whole number of distinct values from 0 (none) to {MAX_CATEGORIES}",
+        )
         pl = require("polars", "polars", "Schema.infer")
         # The Polars engine's own opening (the one reader), looked up by name like every engine.
         engine = require("dpwitness.engines.polars", "polars", "Schema.infer").ENGINE

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.common.errors import check_alpha
 from dpwitness.common.figures import tidy
+from dpwitness.common.validation import check_alpha
 
 if TYPE_CHECKING:
     from dpwitness.mechanisms.additive import Gaussian, Laplace

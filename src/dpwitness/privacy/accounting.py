@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from decimal import Decimal, localcontext
 
-from dpwitness.common.errors import check_non_negative_finite
+from dpwitness.common.validation import check_non_negative_finite
 
 
 def zcdp_delta(rho: float, epsilon: float) -> float:

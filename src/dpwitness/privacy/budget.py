@@ -32,7 +32,8 @@ from contextlib import closing
 from dataclasses import dataclass, replace
 
 from dpwitness.common.caching import scoped_cache
-from dpwitness.common.errors import BudgetExceeded, ParameterError, check_non_negative_finite, check_positive_finite
+from dpwitness.common.errors import BudgetExceeded, ParameterError
+from dpwitness.common.validation import check_non_negative_finite, check_positive_finite
 from dpwitness.privacy.accounting import _approximate_delta, zcdp_delta
 
 #: Relative float slack on every budget comparison (sums of floats).

@@ -27,8 +27,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
 
-from dpwitness.common.errors import ParameterError, check_alpha
+from dpwitness.common.errors import ParameterError
 from dpwitness.common.progress import large_source, progress
+from dpwitness.common.validation import check_alpha, check_count
 from dpwitness.engines import Engine, engine_for
 from dpwitness.io.reader import Dialect
 from dpwitness.io.schema import load_schema, untyped_notes
@@ -822,14 +823,13 @@ def check_max_rows(max_rows: Any) -> int:
     :param max_rows: the value given as ``max_rows=``; a bool, a non-integer or a number < 1
         raises :class:`~dpwitness.common.errors.ParameterError` naming ``max_rows``.
     """
-    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-        raise ParameterError("max_rows", "a whole number ≥ 1 (a declared bound on rows or units, not a count)", max_rows)
+    check_count("max_rows", max_rows, expected="a whole number ≥ 1 (a declared bound on rows or units, not a count)")
     return max_rows
 
 
 def check_rho_option(rho: Any, total: Budget) -> float:
     """A statistic's ``rho=``: a number > 0, only on an account whose total is ρ."""
-    from dpwitness.common.errors import check_positive_finite
+    from dpwitness.common.validation import check_positive_finite
 
     value = check_positive_finite("rho", rho)
     if not total.is_zcdp:

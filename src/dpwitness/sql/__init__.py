@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from dpwitness.common.errors import ParameterError, check_alpha, check_positive_finite, require
+from dpwitness.common.errors import ParameterError, require
+from dpwitness.common.validation import check_alpha, check_positive_finite
 from dpwitness.engines.joins import PublicTable, join_public, prepare_public, read_public
 from dpwitness.io.schema import polars_kind
 from dpwitness.mechanisms.release import NOT_FOR_PRODUCTION, Release

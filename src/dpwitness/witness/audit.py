@@ -40,8 +40,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.common.errors import ParameterError, check_finite, check_positive_finite, require
+from dpwitness.common.errors import ParameterError, require
 from dpwitness.common.progress import progress as progress_display
+from dpwitness.common.validation import check_finite, check_positive_finite
 from dpwitness.witness.events import (
     Alignment,
     Candidate,
