@@ -98,13 +98,11 @@ def shift_param(value: Any, sensitivity: float) -> float:
 
 
 def seed_param(value: Any) -> int:
-    check_count("seed", value, minimum=0, maximum=MAX_SEED, expected=f"a whole number in [0, {MAX_SEED}]")
-    return value
+    return check_count("seed", value, minimum=0, maximum=MAX_SEED, expected=f"a whole number in [0, {MAX_SEED}]")
 
 
 def count_param(value: Any, name: str, low: int, high: int) -> int:
-    check_count(name, value, minimum=low, maximum=high, expected=f"a whole number in [{low}, {high}]")
-    return value
+    return check_count(name, value, minimum=low, maximum=high, expected=f"a whole number in [{low}, {high}]")
 
 
 # --- the mechanism and its witness, cached per rounded (Δ, ε, tamper) -------------------------

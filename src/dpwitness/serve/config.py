@@ -326,5 +326,4 @@ def _table(value: Any, where: str) -> dict[str, Any]:
 
 def _whole(body: dict[str, Any], key: str, default: int, *, minimum: int = 1) -> int:
     value = body.get(key, default)
-    check_count(key, value, minimum=minimum)
-    return value
+    return check_count(key, value, minimum=minimum)

@@ -823,8 +823,7 @@ def check_max_rows(max_rows: Any) -> int:
     :param max_rows: the value given as ``max_rows=``; a bool, a non-integer or a number < 1
         raises :class:`~dpwitness.common.errors.ParameterError` naming ``max_rows``.
     """
-    check_count("max_rows", max_rows, expected="a whole number ≥ 1 (a declared bound on rows or units, not a count)")
-    return max_rows
+    return check_count("max_rows", max_rows, expected="a whole number ≥ 1 (a declared bound on rows or units, not a count)")
 
 
 def check_rho_option(rho: Any, total: Budget) -> float:
