@@ -38,7 +38,7 @@ def json_number(value: float) -> float | str | None:
 
 
 def read_number(value: float | int | str | None) -> float:
-    """The float that :func:`json_number` wrote: ``"inf"``/``"-inf"`` → ±∞, None → NaN (a round trip)."""
+    """The float that :func:`json_number` wrote as ``value``: ``"inf"``/``"-inf"`` → ±∞, None → NaN (a round trip)."""
     if value is None:
         return math.nan
     if value in (INFINITY, NEGATIVE_INFINITY):
@@ -49,7 +49,7 @@ def read_number(value: float | int | str | None) -> float:
 
 
 def json_cell(value: Any) -> Any:
-    """A record's cell for JSON: as :func:`json_value`, except that a NaN cell is ``"nan"`` (null is a missing cell)."""
+    """A record's cell ``value`` for JSON: as :func:`json_value`, except that NaN is ``"nan"`` (null is a missing cell)."""
     if isinstance(value, float | np.floating) and math.isnan(value):
         return "nan"
     return json_value(value)
@@ -76,7 +76,8 @@ def json_value(value: Any) -> Any:
 
 
 def dumps(value: Any, *, indent: int | None = None) -> str:
-    """``value`` as strict JSON text (UTF-8 kept, not escaped) under the module's convention."""
+    """``value`` as strict JSON text (UTF-8 kept, not escaped) under the module's convention, with
+    ``indent`` spaces per level (None: one line)."""
     return json.dumps(json_value(value), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
