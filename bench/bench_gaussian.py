@@ -37,7 +37,8 @@ sys.path.insert(0, str(HERE))
 
 import dpwitness  # noqa: E402
 from bench_noise import _rate, _row, anchors_python, machine, pin_to_one_core, time_call  # noqa: E402
-from dpwitness.noise import SECURE_BITS, SeededBits, analytic_gaussian_sigma  # noqa: E402
+from dpwitness.noise import SECURE_BITS, SeededBits  # noqa: E402
+from dpwitness.privacy.accounting import analytic_gaussian_sigma  # noqa: E402
 
 SEED = 20_181_012
 TARGET_RATE = 5e6

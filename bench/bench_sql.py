@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import dpwitness as dw
-from dpwitness.sql import compile_for
+from dpwitness.session.sql import compile_for
 
 PLANNED = [
     "SELECT COUNT(*) FROM t WHERE age < 20",

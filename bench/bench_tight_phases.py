@@ -25,7 +25,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the known-verdict catalogue
 from catalogue import dp_sniper_table
 
-audit_module = importlib.import_module("dpwitness.witness.audit")
+audit_run = importlib.import_module("dpwitness.witness.audit.run")
+audit_tight = importlib.import_module("dpwitness.witness.audit.tight")
 
 
 def profile(name: str, seconds: float, workers: int | None) -> None:
@@ -33,12 +34,12 @@ def profile(name: str, seconds: float, workers: int | None) -> None:
     events: list[tuple[str, float, float, int]] = []  # (phase, began, seconds, runs per input), in order
     state = {"tight": float("inf"), "streaming": 0.0, "drawing": 0.0}
     real_tight, real_stream, real_search, real_paired = (
-        audit_module._tight,
-        audit_module._stream,
-        audit_module.search,
-        audit_module.paired_candidates,
+        audit_run.tighten,
+        audit_tight._stream,
+        audit_run.search,
+        audit_tight.paired_candidates,
     )
-    real_pairs, real_init = audit_module.Sampler.draw_pairs, audit_module.Sampler.__init__
+    real_pairs, real_init = audit_run.Sampler.draw_pairs, audit_run.Sampler.__init__
 
     def tight(*args: Any, **kwargs: Any) -> Any:
         state["tight"] = time.perf_counter()
@@ -80,20 +81,21 @@ def profile(name: str, seconds: float, workers: int | None) -> None:
     def init(self: Any, mechanism: Any, deadline: float, **kw: Any) -> None:
         real_init(self, mechanism, deadline, workers=workers)
 
-    audit_module._tight, audit_module._stream = tight, stream
-    audit_module.search = timed("event search", real_search)
-    audit_module.paired_candidates = timed("paired thresholds", real_paired)
-    audit_module.Sampler.draw_pairs, audit_module.Sampler.__init__ = pairs, init
+    audit_run.tighten, audit_tight._stream = tight, stream
+    audit_run.search = audit_tight.search = timed("event search", real_search)
+    audit_tight.paired_candidates = timed("paired thresholds", real_paired)
+    audit_run.Sampler.draw_pairs, audit_run.Sampler.__init__ = pairs, init
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     try:
-        result = audit_module.audit(
+        result = audit_run.audit(
             case.mechanism, case.d, case.d_prime, epsilon=case.epsilon, confidence=0.9, seed=2021, tight=True, max_seconds=seconds
         )
     finally:
-        audit_module._tight, audit_module._stream = real_tight, real_stream
-        audit_module.search, audit_module.paired_candidates = real_search, real_paired
-        audit_module.Sampler.draw_pairs, audit_module.Sampler.__init__ = real_pairs, real_init
+        audit_run.tighten, audit_tight._stream = real_tight, real_stream
+        audit_run.search = audit_tight.search = real_search
+        audit_tight.paired_candidates = real_paired
+        audit_run.Sampler.draw_pairs, audit_run.Sampler.__init__ = real_pairs, real_init
     wall = time.perf_counter() - started
     fast = min(state["tight"], started + wall) - started
     print(f"{name}, max_seconds = {seconds:g}, workers = {'default' if workers is None else workers}: {wall:.1f} s wall")

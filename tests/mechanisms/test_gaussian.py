@@ -14,12 +14,11 @@ from dpwitness.noise import (
     GAUSS_EPSILON_RANGE,
     SECURE_BITS,
     SeededBits,
-    analytic_gaussian_sigma,
     discrete_gaussian_delta,
     gaussian_for_delta,
     gaussian_for_rho,
-    zcdp_delta,
 )
+from dpwitness.privacy.accounting import analytic_gaussian_sigma, zcdp_delta
 
 N = 200_000
 

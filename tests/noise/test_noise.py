@@ -14,7 +14,6 @@ from dpwitness.noise import (
     SECURE_BITS,
     GridLaplace,
     SeededBits,
-    _alias_from_weights,
     add_noise_on_grid,
     bit_source,
     exact_add_noise_on_grid,
@@ -22,6 +21,7 @@ from dpwitness.noise import (
     grid_to_float,
     round_to_grid,
 )
+from dpwitness.noise.tables import _alias_from_weights
 
 N = 200_000
 

@@ -23,12 +23,14 @@ from dpwitness.noise import (
     GridLaplace,
     SecureBits,
     SeededBits,
-    _alias53_masses,
-    _alias_from_weights,
     add_noise_on_grid,
     gaussian_for_delta,
+    rejection,
     secure_source,
+    tables,
 )
+from dpwitness.noise import bits as noise_bits
+from dpwitness.noise.tables import _alias53_masses, _alias_from_weights
 
 # NIST SP 800-38A, Appendix F.5.5 (CTR-AES256.Encrypt)
 AES_KEY = bytes.fromhex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4")
@@ -83,7 +85,7 @@ def test_chacha20_keystream_matches_rfc8439_section_2_4_2() -> None:
 
 
 def test_rekeyed_from_os_urandom_after_the_documented_interval(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(noise, "REKEY_BYTES", 2 * 8 * 5000)
+    monkeypatch.setattr(noise_bits, "REKEY_BYTES", 2 * 8 * 5000)
     source = CipherBits()
     source._keyed(AES_KEY, AES_COUNTER)
     reference = Cipher(algorithms.AES(AES_KEY), modes.CTR(AES_COUNTER)).encryptor().update(bytes(3 * 8 * 5000))
@@ -162,12 +164,12 @@ def test_scalar_path_draws_exactly_what_the_vector_path_draws(sampler: GridLapla
 
 def test_small_requests_take_the_scalar_path_with_the_same_words(sampler: GridLaplace | noise.GridGaussian) -> None:
     """The scalar path returns the draws the vector path returns from the same seeded words."""
-    spare = noise._GAUSS_SPARE if isinstance(sampler, noise.GridGaussian) else noise._LAPLACE_SPARE
+    spare = rejection._GAUSS_SPARE if isinstance(sampler, noise.GridGaussian) else rejection._LAPLACE_SPARE
     for n in range(1, noise.SCALAR_DRAWS + 1):
         for seed in range(20):
             scalar = sampler.sample(n, SeededBits(seed))
             bits = SeededBits(seed)
-            vector = noise._fill(n, lambda k, bits=bits: sampler._attempt(k, bits), spare=spare)  # type: ignore[misc]
+            vector = rejection._fill(n, lambda k, bits=bits: sampler._attempt(k, bits), spare=spare)  # type: ignore[misc]
             assert scalar.tolist() == vector.tolist()
     assert sampler._draw_one(SeededBits(3)) == int(sampler.sample(1, SeededBits(3))[0])
 
@@ -205,8 +207,8 @@ def test_vectorised_alias_tables_hold_their_weights_exactly() -> None:
         assert table.pmf_numerators().tolist() == [float(w) for w in weights], trial
         assert int(table.threshold.max()) <= one
     for _ in range(30):  # 53-bit tables (the Gaussian's): Python-integer masses read back
-        total = 1024 * noise._ONE53
+        total = 1024 * tables._ONE53
         cuts = [0, *sorted(2 * int(c) for c in rng.integers(0, 2**62, 1023)), total]
         weights = [b - a for a, b in itertools.pairwise(cuts)]
-        table = _alias_from_weights(weights, 1024, one=noise._ONE53, full=noise._ONE53 - 1)
+        table = _alias_from_weights(weights, 1024, one=tables._ONE53, full=tables._ONE53 - 1)
         assert _alias53_masses(table) == weights

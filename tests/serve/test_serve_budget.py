@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from dpwitness.cli import app as cli
 from dpwitness.common.errors import ParameterError
-from dpwitness.privacy.budget import Ledger, zcdp_rho
+from dpwitness.privacy.accounting import zcdp_rho
+from dpwitness.privacy.budget import Ledger
 from dpwitness.serve.app import create_app
 from dpwitness.serve.config import load_config
 from dpwitness.serve.process import write_config

@@ -119,7 +119,7 @@ def test_parser_refuses_cleanly_or_yields_a_query_the_session_accepts(
     assert outcome.keys is None or 0 < len(outcome.keys) <= 10
     session = parser_setup[3]
     try:
-        query = session.query(outcome.statistic, outcome.column, **outcome.session_options())
+        query = session.resolve(outcome.request)
     except ParameterError as error:  # e.g. ε so small that Δ/ε overflows: refused as a 422, naming ε
         assert error.parameter in _REQUEST_PARAMETERS
         return

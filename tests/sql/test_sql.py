@@ -509,26 +509,26 @@ def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str
     from dpwitness.engines import engine_for
     from dpwitness.engines.joins import join_public
     from dpwitness.io.schema import ColumnKind
+    from dpwitness.privacy.neighbours import Neighbours
     from dpwitness.query.queries import Query, Schema
+    from dpwitness.query.resolve import Request, resolve
     from dpwitness.sql import compile_statement
+
+    ADD_REMOVE = Neighbours.ADD_REMOVE
     from dpwitness.witness.sensitivity import search_claims
 
     unit = "pid" if "pid" in statement else None
     kinds = {"x": ColumnKind.FLOAT, "g": ColumnKind.STRING, "pid": ColumnKind.INTEGER}
 
-    def build(statistic: str, column: str | None = None, **options: Any) -> Query:
+    def build(request: Request) -> Query:
         groups = 2 if unit and "GROUP BY" in statement else None
-        return Query(
-            statistic=statistic,  # type: ignore[arg-type]
-            column=column,
-            privacy_unit=unit,
-            max_contributions=2 if unit else 1,
-            max_groups=groups,
-            **options,
+        contributions = 2 if unit else 1
+        return resolve(
+            request, schema=None, neighbours=ADD_REMOVE, privacy_unit=unit, max_contributions=contributions, max_groups=groups
         )
 
     compiled = compile_statement(
-        statement, table="t", schema=Schema(kinds), epsilon=1.0, build=build, privacy_unit=unit, public=SWEPT_PUBLIC
+        statement, table="t", schema=Schema(kinds), epsilon=1.0, resolve=build, privacy_unit=unit, public=SWEPT_PUBLIC
     )
     join, on = compiled.join, compiled.join_on
     engine = engine_for("polars")
@@ -562,12 +562,16 @@ def test_the_sweep_would_catch_a_join_delta_without_its_multiplicity() -> None:
     from dpwitness.engines import engine_for
     from dpwitness.engines.joins import join_public
     from dpwitness.io.schema import ColumnKind
+    from dpwitness.privacy.neighbours import Neighbours
     from dpwitness.query.queries import Query, Schema
+    from dpwitness.query.resolve import Request, resolve
     from dpwitness.sql import compile_statement
+
+    ADD_REMOVE = Neighbours.ADD_REMOVE
     from dpwitness.witness.sensitivity import search_claims
 
-    def build(statistic: str, column: str | None = None, **options: Any) -> Query:
-        return Query(statistic=statistic, column=column, **options)  # type: ignore[arg-type]
+    def build(request: Request) -> Query:
+        return resolve(request, schema=None, neighbours=ADD_REMOVE, privacy_unit=None)
 
     kinds = {"x": ColumnKind.FLOAT, "g": ColumnKind.STRING}
     compiled = compile_statement(
@@ -575,7 +579,7 @@ def test_the_sweep_would_catch_a_join_delta_without_its_multiplicity() -> None:
         table="t",
         schema=Schema(kinds),
         epsilon=1.0,
-        build=build,
+        resolve=build,
         public=SWEPT_PUBLIC,
     )
     (query,) = compiled.queries

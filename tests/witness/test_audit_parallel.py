@@ -5,7 +5,6 @@ pickle, no process left behind."""
 from __future__ import annotations
 
 import gc
-import importlib
 import math
 import os
 import signal
@@ -22,12 +21,14 @@ import pytest
 from catalogue import numerical_svt_once, rappor_once, report_noisy_max_once
 
 from dpwitness.witness import workers
-from dpwitness.witness.audit import MechanismError, Sampler, _OutOfTime, audit
+from dpwitness.witness.audit import MechanismError, Sampler, audit
+from dpwitness.witness.audit import run as audit_run
+from dpwitness.witness.audit import sample as audit_sample
+from dpwitness.witness.audit.sample import OutOfTime
 
 pytestmark = pytest.mark.slow  # long audits, real subprocesses or servers: not in the fast default
 
 pytest.importorskip("scipy")
-audit_module = importlib.import_module("dpwitness.witness.audit")  # the module (the package exports the function)
 
 
 @dataclass
@@ -46,9 +47,9 @@ class Started:
 def eager(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Started]]:
     """Every draw of a per-call mechanism goes to the workers, in blocks of 64 runs (the fewest);
     yields the pools started (real ones)."""
-    monkeypatch.setattr(audit_module, "WORKERS_START_SECONDS", -1.0)
-    monkeypatch.setattr(audit_module, "PARALLEL_SECONDS", -1.0)
-    monkeypatch.setattr(audit_module, "PARALLEL_BLOCK_SECONDS", 0.0)
+    monkeypatch.setattr(audit_sample, "WORKERS_START_SECONDS", -1.0)
+    monkeypatch.setattr(audit_sample, "PARALLEL_SECONDS", -1.0)
+    monkeypatch.setattr(audit_sample, "PARALLEL_BLOCK_SECONDS", 0.0)
     monkeypatch.setenv("DPWITNESS_TEST_PROCESS", str(os.getpid()))
     started: list[Started] = []
     real_init = workers.Pool.__init__
@@ -157,7 +158,7 @@ def test_pairs_start_from_the_states_the_seed_gives() -> None:
 
 
 def test_large_per_call_draws_give_the_same_rows_in_workers(eager: list[Started], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(audit_module, "PER_RUN_STATES", 2000)
+    monkeypatch.setattr(audit_sample, "PER_RUN_STATES", 2000)
     mechanism = _mechanism("bit arrays", rappor_once)
     want = Sampler(mechanism, math.inf, workers=0).draw_full([1], np.random.default_rng(7), 2000, "d")
     with Sampler(mechanism, math.inf, workers=2) as sampler:
@@ -214,7 +215,7 @@ def test_the_cpu_deadline_counts_the_workers_and_stops_them(eager: list[Started]
         assert sampler._pool is not None and sampler._pool.cpu_seconds > 0.2  # their start and 256 ms of runs
         here = time.process_time()
         sampler.deadline = sampler.clock() + 1.0
-        with pytest.raises(_OutOfTime):
+        with pytest.raises(OutOfTime):
             sampler.draw_pairs(0, 1, np.random.SeedSequence(2), 100_000)  # 400 s of CPU
         spent = sampler.clock() - (sampler.deadline - 1.0)
         assert 1.0 <= spent < 2.5 and not sampler.wall_stopped
@@ -233,18 +234,18 @@ def test_the_wall_clock_cap_stops_a_mechanism_that_waits(eager: list[Started]) -
     sampler = Sampler(sleeps, math.inf, workers=2)
     sampler.draw_pairs(0, 1, np.random.SeedSequence(1), 64)
     sampler.wall_deadline = time.perf_counter() + 0.5
-    with pytest.raises(_OutOfTime):
+    with pytest.raises(OutOfTime):
         sampler.draw_pairs(0, 1, np.random.SeedSequence(2), 100_000)  # 400 s of sleep
     assert sampler.wall_stopped and sampler.clock() < 5.0 + time.process_time()
     here = Sampler(sleeps, math.inf, workers=0, wall_deadline=time.perf_counter() + 0.2)
-    with pytest.raises(_OutOfTime):
+    with pytest.raises(OutOfTime):
         here.draw_full(0, np.random.default_rng(1), 40_000, "d")  # 80 s of sleep, in this process
     assert here.wall_stopped
 
 
 def test_an_audit_cut_short_by_the_wall_clock_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(audit_module, "WALL_CAP_FACTOR", 0.0)
-    monkeypatch.setattr(audit_module, "WALL_CAP_SECONDS", 1.0)
+    monkeypatch.setattr(audit_run, "WALL_CAP_FACTOR", 0.0)
+    monkeypatch.setattr(audit_run, "WALL_CAP_SECONDS", 1.0)
 
     def sleepy_laplace(data: float, rng: np.random.Generator) -> float:
         time.sleep(0.0002)

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 import dpwitness
 from dpwitness import ParameterError, sensitivity_search
 from dpwitness.cli import app
-from dpwitness.witness.sensitivity import RELATIVE_TOLERANCE, output_shift, parse_columns
+from dpwitness.witness.sensitivity import RELATIVE_TOLERANCE, output_shift
 
 runner = CliRunner()
 
@@ -319,10 +319,6 @@ def test_cli_a_failing_function_is_reported_in_one_line(functions: str) -> None:
         app, ["witness", "--sensitivity-search", f"{functions}:broken", "--columns", '{"x": "Int8"}', "--claimed", "1"]
     )
     assert result.exit_code == 2 and "RuntimeError" in result.output and "Traceback" not in result.output
-
-
-def test_parse_columns() -> None:
-    assert parse_columns('{"x": "Float64", "g": ["a", null]}') == {"x": pl.Float64, "g": ["a", None]}
 
 
 # --- what a release's witness says it proved --------------------------------------------------------------

@@ -52,8 +52,8 @@ def check_command(
     no covered library's noise call was seen. What the function and its libraries print goes to
     stderr: stdout holds the report alone.
     """
+    from dpwitness.cli.inputs import load_function, parse_columns
     from dpwitness.targets.check import check
-    from dpwitness.witness.sensitivity import load_function, parse_columns
 
     with user_errors(), flag_names({"fn": "FUNCTION", "libraries": "--library"}), _stdout_to_stderr():
         if replay not in REPLAY:

@@ -429,7 +429,8 @@ def _search_sensitivity(
     as_json: bool,
 ) -> NoReturn:
     """``witness --sensitivity-search``: exit 0 if the claim held on every pair, 1 if a pair broke it."""
-    from dpwitness.witness.sensitivity import load_function, parse_columns, sensitivity_search
+    from dpwitness.cli.inputs import load_function, parse_columns
+    from dpwitness.witness.sensitivity import sensitivity_search
 
     with user_errors():
         if claimed is None:

@@ -226,7 +226,8 @@ def query(
 ) -> None:
     """Release counts, sums, means, variances, histograms and quantiles of FILE under ε (noise added once, exactly)."""
     from dpwitness.privacy.budget import Ledger
-    from dpwitness.session import Session, _account_for
+    from dpwitness.query.resolve import Request
+    from dpwitness.session.session import Session, _account_for
 
     del by, keys, alpha  # read by position (they apply to the statistic they follow): see _options_by_position
     with user_errors():
@@ -343,8 +344,9 @@ def query(
                 if how["alpha"] is None:
                     how["alpha"] = 0.05
                 step_delta = _number("--delta", positions.get(position, {}).get("--delta"), float)
-                q = session.query(statistic, col, epsilon=share, where=where, delta=step_delta, **opts)
-                session.preview(q, alpha=how["alpha"], mechanism=how["mechanism"], max_rows=how["max_rows"])  # every check
+                request = Request(statistic, col, epsilon=share, where=where, delta=step_delta, **opts, **how)
+                q = session.resolve(request)
+                session.preview(q, **request.run_options())  # every check
             queries.append(q)
             runs.append(how)
         uses_delta = any(

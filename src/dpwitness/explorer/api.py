@@ -46,6 +46,7 @@ def get_live(
     seed: Seed = 1,
     tamper: Tamper = False,
     releases: Annotated[int, Query(description="k releases for composition")] = 1,
+    gauss_delta: Annotated[float, Query(description="δ of the Gaussian panel")] = 0.01,
 ) -> dict[str, Any]:
     """Everything the live panel and the witness badge draw, for one setting."""
     eps, delta = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
@@ -58,6 +59,7 @@ def get_live(
             seed=compute.seed_param(seed),
             tamper=tamper,
             releases=compute.count_param(releases, "releases", 1, compute.MAX_RELEASES),
+            gauss_delta=compute.delta_param(gauss_delta),
         )
     )
 

@@ -2,7 +2,7 @@
 
 Inverse controls (a target error or risk → the ε that meets it, checked forwards with the project's
 own mechanism and risk bounds) and k-fold composition, basic (kε, kδ) against zCDP (ρ adds up, then
-converted with :func:`dpwitness.privacy.budget.zcdp_epsilon`). The frequency framing and the privacy-loss
+converted with :func:`dpwitness.privacy.accounting.zcdp_epsilon`). The frequency framing and the privacy-loss
 histogram use the live panel's 2000 exact releases (``/api/live``).
 """
 
@@ -16,7 +16,7 @@ from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_count, check_positive_finite
 from dpwitness.explorer.compute import ALPHA, MAX_EPSILON, MIN_EPSILON, mechanism
 from dpwitness.explorer.planner import advantage, posterior
-from dpwitness.privacy.budget import zcdp_epsilon, zcdp_rho
+from dpwitness.privacy.accounting import laplace_half_width, zcdp_epsilon, zcdp_rho
 
 #: What a target may be, and its range.
 TARGETS = {"error": (1e-9, 1e12), "posterior": (0.0100001, 0.999), "advantage": (1e-6, 0.999)}
@@ -39,7 +39,7 @@ def inverse(target: str, value: float, sensitivity: float) -> dict[str, Any]:
         raise ParameterError("value", f"a number in [{low:g}, {high:g}] for the target {target}", value)
     if target == "error":
         sensitivity = check_positive_finite("sensitivity", sensitivity)
-        epsilon = sensitivity * math.log(1 / ALPHA) / value
+        epsilon = laplace_half_width(sensitivity, ALPHA) / value  # b = Δ/ε, w = b·ln(1/α)
     elif target == "posterior":
         epsilon = math.log(value * (1 - PRIOR) / (PRIOR * (1 - value)))
     else:
@@ -58,7 +58,7 @@ def inverse(target: str, value: float, sensitivity: float) -> dict[str, Any]:
             "prior": PRIOR,
         }
     if target == "error":
-        achieved = mechanism(float(f"{sensitivity:.6g}"), epsilon).scale * math.log(1 / ALPHA)
+        achieved = laplace_half_width(mechanism(float(f"{sensitivity:.6g}"), epsilon).scale, ALPHA)
     elif target == "posterior":
         achieved = posterior(PRIOR, epsilon)
     else:

@@ -19,6 +19,7 @@ from dpwitness.attacks.tamper import inverted_laplace
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_count, check_finite, check_non_negative_finite, check_positive_finite
 from dpwitness.mechanisms.additive import Laplace
+from dpwitness.privacy.accounting import analytic_gaussian_sigma, gaussian_delta, laplace_half_width
 from dpwitness.privacy.budget import Accountant
 from dpwitness.privacy.neighbours import (
     Neighbours,
@@ -248,23 +249,54 @@ def claimed_and_real(sensitivity: float, epsilon: float, shift: float, tamper: b
     """
     mech = mechanism(sensitivity, epsilon, tamper)
     real = realised_scale(mech)
-    factor = math.log(1.0 / ALPHA)
     claimed_loss = 0.0 if mech.scale == 0 else abs(shift) / mech.scale
     return {
-        "claimed": {"scale": mech.scale, "half_width": factor * mech.scale, "loss_d": claimed_loss, "epsilon": epsilon},
+        "claimed": {
+            "scale": mech.scale,
+            "half_width": laplace_half_width(mech.scale, ALPHA),
+            "loss_d": claimed_loss,
+            "epsilon": epsilon,
+        },
         "real": {
             "scale": real,
-            "half_width": factor * real,
+            "half_width": laplace_half_width(real, ALPHA),
             "loss_d": mech.privacy_loss(abs(shift)),
             "worst_log_ratio": witness_payload(sensitivity, epsilon, tamper)["worst_log_ratio"],
         },
     }
 
 
+@lru_cache(maxsize=1024)
+def gaussian_panel(sensitivity: float, epsilon: float, shift: float, delta: float) -> dict[str, Any] | None:
+    """The live Gaussian panel's numbers (None without noise): the analytic Gaussian's σ for (ε, δ)
+    and its δ(ε) for the drawn shift d, both from :mod:`dpwitness.privacy.accounting`, so the page
+    draws the privacy math of the library instead of a copy of it."""
+    if sensitivity == 0:
+        return None
+    sigma = analytic_gaussian_sigma(sensitivity, epsilon, delta)
+    return {
+        "epsilon": epsilon,
+        "delta": delta,
+        "sigma": sigma,
+        "d": shift,
+        "delta_at_shift": gaussian_delta(sigma, abs(shift), epsilon),
+    }
+
+
 def live(
-    *, epsilon: float, sensitivity: float, value: float, shift: float, seed: int, tamper: bool, releases: int
+    *,
+    epsilon: float,
+    sensitivity: float,
+    value: float,
+    shift: float,
+    seed: int,
+    tamper: bool,
+    releases: int,
+    gauss_delta: float = 0.01,
 ) -> dict[str, Any]:
-    """Everything the live panel and the badge draw, in one answer (one request per control change)."""
+    """Everything the live panel and the badge draw, in one answer (one request per control change).
+
+    ``gauss_delta`` is the δ of the Gaussian panel (the analytic Gaussian drawn beside the Laplace)."""
     mech = mechanism(sensitivity, epsilon, tamper)
     released = release_payload(value, sensitivity, epsilon, seed, tamper)
     return {
@@ -277,6 +309,7 @@ def live(
         "curves": curves(sensitivity, epsilon, value, shift, tamper),
         "composition": composition(sensitivity, epsilon, releases, tamper),
         "witness": witness_payload(sensitivity, epsilon, tamper),
+        "gaussian": gaussian_panel(sensitivity, epsilon, shift, gauss_delta),
     }
 
 
@@ -586,6 +619,8 @@ def gaussian_payload(sensitivity: float, epsilon: float, delta: float) -> dict[s
 def delta_param(value: Any) -> float:
     """δ of the Gaussian panel: the page offers 0.1 … 1e-9 (the mechanism checks its own range)."""
     delta = check_positive_finite("delta", value)
+    if delta >= 1:
+        raise ParameterError("delta", "a number in (0, 1)", value)
     return float(f"{delta:.3g}")
 
 

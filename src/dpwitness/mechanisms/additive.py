@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
 
 from dpwitness.common.errors import ParameterError
-from dpwitness.common.validation import check_alpha, check_count, check_non_negative_finite, check_positive_finite
+from dpwitness.common.validation import check_count, check_non_negative_finite, check_positive_finite
 from dpwitness.mechanisms.release import Release
 from dpwitness.noise import (
     EPSILON_RANGE,
@@ -28,13 +27,13 @@ from dpwitness.noise import (
     GridGaussian,
     GridLaplace,
     add_noise_on_grid,
-    analytic_gaussian_sigma,
     bit_source,
     gaussian_for_delta,
     gaussian_for_rho,
     grid_steps,
     grid_to_float,
 )
+from dpwitness.privacy.accounting import analytic_gaussian_sigma, gaussian_half_width, gaussian_sigma_for_rho, laplace_half_width
 
 ArrayLike = float | int | npt.ArrayLike
 
@@ -150,7 +149,7 @@ class Laplace:
 
     def interval(self, alpha: float = 0.05) -> float:
         """Half-width w with P(|noise| > w) = ``alpha`` (α) for one coordinate: b·ln(1/α)."""
-        return self.scale * math.log(1.0 / check_alpha(alpha))
+        return laplace_half_width(self.scale, alpha)
 
     @property
     def guarantee(self) -> str:
@@ -322,7 +321,7 @@ class Gaussian:
         if self.sensitivity == 0:
             return 0.0
         if self.rho is not None:
-            return self.sensitivity / math.sqrt(2.0 * self.rho)
+            return gaussian_sigma_for_rho(self.sensitivity, self.rho)
         assert self.epsilon is not None and self.delta is not None
         return analytic_gaussian_sigma(self.sensitivity, self.epsilon, self.delta)
 
@@ -347,7 +346,7 @@ class Gaussian:
 
     def interval(self, alpha: float = 0.05) -> float:
         """Half-width w with P(|noise| > w) ≈ ``alpha`` (α) for one coordinate: σ·Φ⁻¹(1 − α/2)."""
-        return self.sigma * NormalDist().inv_cdf(1.0 - check_alpha(alpha) / 2.0)
+        return gaussian_half_width(self.sigma, alpha)
 
     @property
     def rho_spent(self) -> float:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -14,6 +13,7 @@ import numpy.typing as npt
 from dpwitness.common.encoding import json_value
 from dpwitness.common.figures import tidy
 from dpwitness.common.validation import check_alpha
+from dpwitness.privacy.accounting import gaussian_half_width, laplace_half_width
 
 if TYPE_CHECKING:
     from dpwitness.mechanisms.additive import Gaussian, Laplace
@@ -91,8 +91,8 @@ class Release:
         if self.mechanism is not None:  # the mechanism's own law (Laplace: b·ln(1/α); Gaussian: σ·z)
             return self.mechanism.interval(self.alpha)
         if self.distribution == "gaussian":
-            return self.scale * NormalDist().inv_cdf(1.0 - check_alpha(self.alpha) / 2.0)
-        return self.scale * math.log(1.0 / check_alpha(self.alpha))
+            return gaussian_half_width(self.scale, self.alpha)
+        return laplace_half_width(self.scale, self.alpha)
 
     @property
     def interval(self) -> Interval:

@@ -1,16 +1,32 @@
-"""Privacy accounting math, in one place for every layer: the zCDP → (ε, δ) conversion.
+"""Privacy math, in one place for every layer: ε/δ/ρ conversions, the analytic Gaussian σ and
+accuracy half-widths.
 
-Calibration (:mod:`dpwitness.noise`), the budget (:mod:`dpwitness.privacy.budget`) and everything that
-reports a δ call :func:`zcdp_delta` here, so the conversion has one implementation, rounded in
-the safe direction (a δ never below the true one). Needs only the standard library.
+Calibration (:mod:`dpwitness.noise`), the mechanisms, the budget (:mod:`dpwitness.privacy.budget`),
+the planner, the reports and the explorer call these functions, so each formula has one
+implementation, rounded in the safe direction: a δ or a ρ never below the true one, an ε for a
+given δ never below the one needed, a σ never below the one needed, and an interval's half-width
+for a stated coverage never below the true quantile. Needs only the standard library.
 """
 
 from __future__ import annotations
 
 import math
 from decimal import Decimal, localcontext
+from fractions import Fraction
+from statistics import NormalDist
 
-from dpwitness.common.validation import check_non_negative_finite
+from dpwitness.common.caching import scoped_cache
+from dpwitness.common.validation import check_alpha, check_non_negative_finite
+
+#: Relative error allowed for libm's erfc and for NormalDist.inv_cdf (both are ≲ 10^-15 where used).
+_LIBM_SLACK = 1e-12
+
+
+def _up(x: float, ulps: int = 1) -> float:
+    """x raised by ``ulps`` units in the last place (towards +∞): covers that many roundings."""
+    for _ in range(ulps):
+        x = math.nextafter(x, math.inf)
+    return x
 
 
 def zcdp_delta(rho: float, epsilon: float) -> float:
@@ -70,3 +86,172 @@ def _approximate_delta(rho: float, epsilon: float) -> float:
     alpha = sum(_best_alpha(rho, epsilon)) / 2
     exponent = (alpha - 1) * (alpha * rho - epsilon) + alpha * math.log1p(-1 / alpha) - math.log(alpha - 1)
     return 1.0 if exponent > 0 else math.exp(exponent)
+
+
+@scoped_cache(256)  # per analyst in the service, like every query-dependent cache
+def zcdp_epsilon(rho: float, delta: float) -> float:
+    """The smallest ε (to ≈ 1e-12 relative, rounded up) with :func:`zcdp_delta`(ρ, ε) ≤ δ.
+
+    Searched in floating point, then confirmed with the rigorous :func:`zcdp_delta` and
+    raised in tiny steps until it holds: the result is never an ε that does not hold.
+
+    :param rho: ρ ≥ 0 (finite); 0 gives ε = 0.
+    :param delta: δ; outside (0, 1) (or not finite) the result is ∞ (0 when ρ = 0).
+    """
+    rho = check_non_negative_finite("rho", rho)
+    if not (math.isfinite(delta) and 0 < delta < 1):
+        return math.inf if rho > 0 else 0.0
+    if rho == 0:
+        return 0.0
+    low, high = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-12  # the classic bound is valid
+    while _approximate_delta(rho, high) > delta:
+        high *= 2
+    while high - low > 1e-13 * high:
+        middle = (low + high) / 2
+        if _approximate_delta(rho, middle) <= delta:
+            high = middle
+        else:
+            low = middle
+    while zcdp_delta(rho, high) > delta:
+        high = high * (1 + 1e-12) + 1e-300
+    return high
+
+
+@scoped_cache(256)
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """The largest ρ (to ≈ 1e-12 relative, rounded down) with :func:`zcdp_delta`(ρ, ε) ≤ δ
+    (searched in floating point, then confirmed rigorously and lowered until it holds).
+
+    :param epsilon: ε ≥ 0 (finite).
+    :param delta: δ; outside (0, 1) (or not finite) the result is 0.
+    """
+    epsilon = check_non_negative_finite("epsilon", epsilon)
+    if not (math.isfinite(delta) and 0 < delta < 1):
+        return 0.0
+    low, high = 0.0, epsilon * epsilon / 2 + epsilon + 1
+    while _approximate_delta(high, epsilon) <= delta:
+        high *= 2
+    while high - low > 1e-13 * high:
+        middle = (low + high) / 2
+        if _approximate_delta(middle, epsilon) <= delta:
+            low = middle
+        else:
+            high = middle
+    while low > 0 and zcdp_delta(low, epsilon) > delta:
+        low *= 1 - 1e-12
+    return low
+
+
+def pure_dp_rho(epsilon: float) -> float:
+    """ρ = ε²/2, rounded up: an ε-DP release is ρ-zCDP (Bun–Steinke 2016, Prop. 1.4).
+
+    :param epsilon: ε ≥ 0 (∞ gives ∞).
+    """
+    if not math.isfinite(epsilon):
+        return epsilon * epsilon / 2
+    return _at_least(epsilon * epsilon / 2, Fraction(epsilon) ** 2 / 2)
+
+
+def gaussian_rho(sensitivity: float, sigma: float) -> float:
+    """ρ = Δ²/2σ², rounded up: the zCDP of Gaussian noise of std σ for L2 shifts ≤ Δ (Bun–Steinke 2016).
+
+    Also exact for the discrete Gaussian N_ℤ(0, σ²) and integer shifts (CKS 2020).
+
+    :param sensitivity: Δ ≥ 0 (0 gives ρ = 0).
+    :param sigma: σ > 0.
+    """
+    if sensitivity == 0:
+        return 0.0
+    return _at_least(sensitivity * sensitivity / (2.0 * sigma * sigma), Fraction(sensitivity) ** 2 / (2 * Fraction(sigma) ** 2))
+
+
+def _at_least(value: float, exact: Fraction) -> float:
+    """``value`` (a float near ``exact``) raised ulp by ulp until it is not below ``exact``."""
+    while Fraction(value) < exact:
+        value = math.nextafter(value, math.inf)
+    return value
+
+
+def gaussian_sigma_for_rho(sensitivity: float, rho: float) -> float:
+    """The smallest float σ with :func:`gaussian_rho`(Δ, σ) ≤ ρ: Δ/√(2ρ), never below it.
+
+    :param sensitivity: Δ > 0.
+    :param rho: ρ > 0.
+    """
+    sigma = sensitivity / math.sqrt(2.0 * rho)
+    while gaussian_rho(sensitivity, sigma) > rho:
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
+
+
+def gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
+    """δ(ε) of Gaussian noise of std σ for an L2 shift Δ, rounded up (Balle & Wang 2018, Thm 8).
+
+    δ = Φ(Δ/2σ − εσ/Δ) − e^ε·Φ(−Δ/2σ − εσ/Δ), the hockey-stick divergence of N(0, σ²) and
+    N(Δ, σ²); the first term is raised and the second lowered by libm's relative error, so the
+    result is never below the true δ.
+
+    :param sigma: σ > 0.
+    :param sensitivity: Δ ≥ 0 (0 gives δ = 0).
+    :param epsilon: ε ≥ 0.
+    """
+    if sensitivity == 0:
+        return 0.0
+    a, b = sensitivity / (2.0 * sigma), epsilon * sigma / sensitivity
+    first = 0.5 * math.erfc((b - a) / math.sqrt(2.0)) * (1.0 + _LIBM_SLACK)
+    second = 0.5 * math.erfc((a + b) / math.sqrt(2.0)) * (1.0 - _LIBM_SLACK)
+    return min(1.0, max(0.0, first - math.exp(epsilon) * second))
+
+
+def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
+    """The σ of the (continuous) analytic Gaussian mechanism (Balle & Wang 2018, Thm 8), never below it.
+
+    The smallest σ (to float precision) with :func:`gaussian_delta`(σ, Δ, ε) ≤ δ, by bisection
+    on σ/Δ (δ decreases in σ); the side returned is always one where the rounded-up δ fits.
+    ≈ 4.2247 for ε = 1, δ = 10^-6, Δ = 1.
+
+    :param sensitivity: Δ, the L2 sensitivity (σ scales with it).
+    :param epsilon: ε > 0.
+    :param delta: δ in (0, 1).
+    """
+    low, high = 1e-9, 1.0
+    while gaussian_delta(high, 1.0, epsilon) > delta:
+        low, high = high, high * 2.0
+    for _ in range(200):
+        middle = math.sqrt(low * high)
+        if middle in (low, high):
+            break
+        if gaussian_delta(middle, 1.0, epsilon) > delta:
+            low = middle
+        else:
+            high = middle
+    sigma = _up(high * sensitivity)
+    while gaussian_delta(sigma, sensitivity, epsilon) > delta:  # the product's rounding, checked
+        sigma = math.nextafter(sigma, math.inf)
+    return sigma
+
+
+def laplace_half_width(scale: float, alpha: float) -> float:
+    """w with P(|X| > w) = α for X ~ Laplace(b): b·ln(1/α), rounded up (never a narrower interval).
+
+    :param scale: b ≥ 0.
+    :param alpha: α strictly between 0 and 1 (else ``ParameterError("alpha", …)``).
+    """
+    alpha = check_alpha(alpha)
+    return 0.0 if scale == 0 else _up(scale * -math.log(alpha), 2)
+
+
+def gaussian_half_width(sigma: float, alpha: float) -> float:
+    """w with P(|X| > w) = α for X ~ N(0, σ²): σ·Φ⁻¹(1 − α/2), rounded up (never a narrower interval).
+
+    Computed as −Φ⁻¹(α/2) (α/2 is exact, 1 − α/2 would round) and raised by the quantile's
+    relative error.
+
+    :param sigma: σ ≥ 0.
+    :param alpha: α strictly between 0 and 1 (else ``ParameterError("alpha", …)``).
+    """
+    alpha = check_alpha(alpha)
+    if sigma == 0:
+        return 0.0
+    z = -NormalDist().inv_cdf(alpha / 2.0) * (1.0 + _LIBM_SLACK)
+    return _up(sigma * z)

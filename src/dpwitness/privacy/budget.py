@@ -31,10 +31,9 @@ from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass, replace
 
-from dpwitness.common.caching import scoped_cache
 from dpwitness.common.errors import BudgetExceeded, ParameterError
 from dpwitness.common.validation import check_non_negative_finite, check_positive_finite
-from dpwitness.privacy.accounting import _approximate_delta, zcdp_delta
+from dpwitness.privacy.accounting import pure_dp_rho, zcdp_delta, zcdp_epsilon, zcdp_rho
 
 #: Relative float slack on every budget comparison (sums of floats).
 _SLACK = 1e-12
@@ -85,7 +84,7 @@ class Spend:
 
     def __post_init__(self) -> None:
         if math.isnan(self.rho):
-            object.__setattr__(self, "rho", self.epsilon * self.epsilon / 2)
+            object.__setattr__(self, "rho", pure_dp_rho(self.epsilon))
         if math.isnan(self.selection_delta):
             object.__setattr__(self, "selection_delta", self.delta)
 
@@ -156,61 +155,7 @@ def check_spend(spend: Spend) -> Spend:
     return spend
 
 
-# --- zCDP → (ε, δ): dpwitness.privacy.accounting (one rigorous conversion for every layer) -----------------
-
-
-@scoped_cache(256)  # per analyst in the service, like every query-dependent cache
-def zcdp_epsilon(rho: float, delta: float) -> float:
-    """The smallest ε (to ≈ 1e-12 relative, rounded up) with :func:`zcdp_delta`(ρ, ε) ≤ δ.
-
-    Searched in floating point, then confirmed with the rigorous :func:`zcdp_delta` and
-    raised in tiny steps until it holds: the result is never an ε that does not hold.
-
-    :param rho: ρ ≥ 0 (finite); 0 gives ε = 0.
-    :param delta: δ; outside (0, 1) (or not finite) the result is ∞ (0 when ρ = 0).
-    """
-    rho = check_non_negative_finite("rho", rho)
-    if not (math.isfinite(delta) and 0 < delta < 1):
-        return math.inf if rho > 0 else 0.0
-    if rho == 0:
-        return 0.0
-    low, high = 0.0, rho + 2 * math.sqrt(rho * math.log(1 / delta)) + 1e-12  # the classic bound is valid
-    while _approximate_delta(rho, high) > delta:
-        high *= 2
-    while high - low > 1e-13 * high:
-        middle = (low + high) / 2
-        if _approximate_delta(rho, middle) <= delta:
-            high = middle
-        else:
-            low = middle
-    while zcdp_delta(rho, high) > delta:
-        high = high * (1 + 1e-12) + 1e-300
-    return high
-
-
-@scoped_cache(256)
-def zcdp_rho(epsilon: float, delta: float) -> float:
-    """The largest ρ (to ≈ 1e-12 relative, rounded down) with :func:`zcdp_delta`(ρ, ε) ≤ δ
-    (searched in floating point, then confirmed rigorously and lowered until it holds).
-
-    :param epsilon: ε ≥ 0 (finite).
-    :param delta: δ; outside (0, 1) (or not finite) the result is 0.
-    """
-    epsilon = check_non_negative_finite("epsilon", epsilon)
-    if not (math.isfinite(delta) and 0 < delta < 1):
-        return 0.0
-    low, high = 0.0, epsilon * epsilon / 2 + epsilon + 1
-    while _approximate_delta(high, epsilon) <= delta:
-        high *= 2
-    while high - low > 1e-13 * high:
-        middle = (low + high) / 2
-        if _approximate_delta(middle, epsilon) <= delta:
-            low = middle
-        else:
-            high = middle
-    while low > 0 and zcdp_delta(low, epsilon) > delta:
-        low *= 1 - 1e-12
-    return low
+# --- zCDP → (ε, δ): zcdp_delta, zcdp_epsilon and zcdp_rho live in dpwitness.privacy.accounting
 
 
 # --- composition against a total ---------------------------------------------------------------

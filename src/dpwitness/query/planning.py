@@ -11,6 +11,7 @@ from typing import Any
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.figures import tidy
 from dpwitness.mechanisms.additive import Gaussian, Laplace
+from dpwitness.privacy.accounting import pure_dp_rho
 from dpwitness.privacy.budget import Spend
 from dpwitness.query.queries import Query
 
@@ -96,7 +97,7 @@ class Plan:
         if charged and all(isinstance(m, Gaussian) and m.rho is not None for _, m in charged):
             self.cost = math.inf  # calibrated to ρ only: a zCDP guarantee, no ε of its own
         # a Laplace part is ε_i-DP, so ε_i²/2-zCDP; a Gaussian part has the ρ of the noise it samples
-        self.rho = math.fsum(m.rho_spent if isinstance(m, Gaussian) else e * e / 2 for e, m in charged)
+        self.rho = math.fsum(m.rho_spent if isinstance(m, Gaussian) else pure_dp_rho(e) for e, m in charged)
         self.selection_delta = 0.0 if self.gaussian else self.delta  # δ of key selection is not zCDP
         # the Gaussian tables' distance from the ideal noise whose ρ is recorded: charged on the zCDP route
         self.tv_distance = math.fsum(m.tv_spent for _, m in charged if isinstance(m, Gaussian))

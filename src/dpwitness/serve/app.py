@@ -371,7 +371,7 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         try:
             with cache_scope(analyst.name):  # what others previewed never makes this one faster
                 query = resolve(session, compiled)
-                result = session.preview(query, **compiled.run_options())
+                result = session.preview(query, **compiled.request.run_options())
         except ParameterError as error:
             raise _parameter_refusal(error) from None
         return PreviewAnswer(table=compiled.table.name, preview=json_value(result.to_dict()))
@@ -451,7 +451,7 @@ def resolve(session: Session, compiled: CompiledQuery) -> queries.Query:
     """The request as the session's one :class:`~dpwitness.query.queries.Query` (the table's declared schema
     fills the keys and bounds, the core derives Δ), then this service's policy: it releases only
     noisy values, so a query whose every part has Δ = 0 under the table's relation is refused."""
-    query = session.query(compiled.statistic, compiled.column, **compiled.session_options())
+    query = session.resolve(compiled.request)
     if all(part.sensitivity == 0 for part in query.parts):
         raise QueryError(
             422,
@@ -464,7 +464,7 @@ def resolve(session: Session, compiled: CompiledQuery) -> queries.Query:
 def _run(session: Session, compiled: CompiledQuery) -> Release:
     try:
         query = resolve(session, compiled)
-        release = session.run(query, **compiled.run_options())
+        release = session.run(query, **compiled.request.run_options())
         session.releases.clear()  # the service keeps no releases in memory
         return release
     except BudgetExceeded as error:

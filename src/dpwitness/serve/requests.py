@@ -20,6 +20,7 @@ from dpwitness.common.errors import ParameterError
 from dpwitness.mechanisms.quantiles import MAX_BINS, check_quantiles
 from dpwitness.privacy.neighbours import check_bounds
 from dpwitness.query.predicates import parse
+from dpwitness.query.resolve import Request
 from dpwitness.serve.config import AnalystConfig, Limits
 from dpwitness.serve.tables import LoadedTable
 
@@ -90,8 +91,9 @@ class QueryError(Exception):
 
 @dataclass(frozen=True)
 class CompiledQuery:
-    """A request checked against the public schema, ready for :class:`dpwitness.session.Session`,
-    whose declared schema (the table's) supplies the keys of ``by`` and the default bounds."""
+    """A request checked against the public schema and this service's limits (its policy), ready
+    for :meth:`dpwitness.session.Session.resolve`, whose declared schema (the table's) supplies the
+    keys of ``by`` and the default bounds."""
 
     table: LoadedTable
     statistic: str
@@ -107,30 +109,25 @@ class CompiledQuery:
     delta: float | None = None
     rho: float | None = None
 
-    def session_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``Session.query``/``Session.preview`` (the query's ε: for ``rho``,
-        the ε of a pure release with that ρ, which only sizes the query; ``run_options`` charge ρ)."""
-        options: dict[str, Any] = {"epsilon": self.epsilon if self.rho is None else math.sqrt(2 * self.rho)}
-        if self.bounds is not None:
-            options["bounds"] = self.bounds
-        if self.by:
-            options["by"] = self.by
-        if self.where is not None:
-            options["where"] = self.where
-        if self.quantiles is not None:
-            options["quantiles"] = self.quantiles
-        if self.bins is not None:
-            options["bins"] = self.bins
-        if self.delta is not None:
-            options["delta"] = self.delta
-        return options
-
-    def run_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``Session.run``/``Session.preview``: how the statistic is released."""
-        options: dict[str, Any] = {"alpha": self.alpha, "mechanism": self.mechanism}
-        if self.rho is not None:
-            options["rho"] = self.rho
-        return options
+    @property
+    def request(self) -> Request:
+        """The request as every face states it (:class:`~dpwitness.query.resolve.Request`), for
+        ``Session.resolve``; its ``run_options`` say how it is released (a ``rho`` request is
+        charged ρ, its ε only sizes the query)."""
+        return Request(
+            self.statistic,
+            self.column,
+            epsilon=self.epsilon if self.rho is None else None,
+            rho=self.rho,
+            bounds=self.bounds,
+            by=self.by,
+            delta=self.delta,
+            quantiles=self.quantiles,
+            bins=self.bins,
+            where=self.where,
+            mechanism=self.mechanism,
+            alpha=self.alpha,
+        )
 
 
 def compile_query(

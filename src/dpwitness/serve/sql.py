@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from dpwitness.common.encoding import json_value
 from dpwitness.common.errors import BudgetExceeded, MissingPart, ParameterError
 from dpwitness.serve.requests import QueryError
-from dpwitness.sql import Answer, SqlError, compile_statement, execute, explain_statement, table_of, target
+from dpwitness.session.sql import execute, explain_statement, target
+from dpwitness.sql import Answer, SqlError, compile_statement, table_of
 
 if TYPE_CHECKING:
     from dpwitness.serve.config import AnalystConfig, Limits
@@ -65,7 +66,6 @@ def answer_sql(
     table = tables.get(name or "")
     if name is None or table is None or not analyst.may_read(name):
         raise QueryError(404, f"no table named {name!r} is available to you (see GET /v1/tables)")
-    columns = table.config.columns
     session = session_for(table)
     lookups = {n: t.frame for n, t in tables.items() if t.config.lookup and n != table.name and analyst.may_read(n)}
     chosen = body.alpha if body.alpha is not None else alpha
@@ -75,10 +75,9 @@ def answer_sql(
             table=table.name,
             schema=session.schema(),
             epsilon=body.epsilon,
-            build=session.query,
+            resolve=session.resolve,
+            declared=session.declared_schema,
             privacy_unit=session.privacy_unit,
-            categories={c: k for c, k in table.keys.items()},
-            bounds={c.name: c.bounds for c in columns.values() if c.bounds is not None},
             public=lookups,
         )
         if len(compiled.by) > limits.max_by_columns:

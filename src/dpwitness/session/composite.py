@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dpwitness.mechanisms.release import Release, _judge
+from dpwitness.privacy.accounting import laplace_half_width
 from dpwitness.query.queries import Key
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ class CompositeRelease(Release):
     @property
     def interval(self) -> Any:
         level = self.alpha / len(self.parts)
-        widths = [p.scale * math.log(1.0 / level) for p in self.parts]
+        widths = [laplace_half_width(p.scale, level) for p in self.parts]
         if isinstance(self.value, dict):
             return {key: self._interval_at([_at(p.value, key) for p in self.parts], widths) for key in self.value}
         return self._interval_at([float(p.value) for p in self.parts], widths)  # type: ignore[arg-type]

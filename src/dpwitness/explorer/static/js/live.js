@@ -9,7 +9,7 @@ import { announce } from "./announce.js";
 import { Panel, refuseAll } from "./answers.js";
 import { drawBeyond } from "./beyond.js";
 import { showCall } from "./code.js";
-import { analyticSigma, gaussianDelta, grid, histogram, laplaceDensity, normalCdf, normalDensity, unitDraw } from "./gauss.js";
+import { grid, histogram, laplaceDensity, normalDensity, unitDraw } from "./gauss.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
 import { LIMITS, within } from "./limits.js";
 import { emptyPlot, linePlot } from "./plot.js";
@@ -38,7 +38,7 @@ let gaussExact = null; // the server's exact discrete Gaussian for gaussExact.ke
 
 function params() {
   const { epsilon, sensitivity, value, d, seed, tamper, releases } = state;
-  return { epsilon, sensitivity, value, d, seed, tamper, releases };
+  return { epsilon, sensitivity, value, d, seed, tamper, releases, gauss_delta: state.gaussDelta };
 }
 
 const sameSetting = (p) => p && p.epsilon === Number(state.epsilon.toPrecision(6)) && p.sensitivity === Number(state.sensitivity.toPrecision(6))
@@ -72,6 +72,7 @@ export async function update() {
       showError(null);
       const fetched = performance.now();
       server = data;
+      if (axes && !axes.gaussFitted) fitAxes(); // the Gaussian's σ has arrived: its axes can be fitted
       drawNumbers(data);
       requestFrame();
       const ms = performance.now() - started;
@@ -211,20 +212,28 @@ export function fitAxes() {
   const f1 = state.value, f2 = state.value - state.d;
   const low = Math.min(f1, f2), high = Math.max(f1, f2);
   const b = state.sensitivity > 0 ? realScale() : Math.max(1, Math.abs(f1) * 1e-3);
-  const sigma = state.sensitivity > 0 ? gaussSigma() : b;
+  const gauss = state.sensitivity > 0 ? gaussPicture() : null;
+  const sigma = gauss ? gauss.sigma : b;
   axes = {
     lo: low - LAPLACE_HALF * b, hi: high + LAPLACE_HALF * b, yMax: 1.15 / (2 * b),
-    glo: low - GAUSS_HALF * sigma, ghi: high + GAUSS_HALF * sigma,
+    glo: low - GAUSS_HALF * sigma, ghi: high + GAUSS_HALF * sigma, gaussFitted: state.sensitivity === 0 || gauss !== null,
   };
   ghost = null;
   $("fit-axes").dataset.needed = "false";
   requestFrame();
 }
 
-// σ of the Gaussian panel: the exact mechanism's once the server has built it, else the analytic one.
-function gaussSigma() {
-  const exact = gaussExact && gaussExact.key === gaussKey() ? gaussExact.data : null;
-  return exact ? exact.sigma : analyticSigma(state.sensitivity, state.epsilon, state.gaussDelta);
+// The Gaussian panel's numbers, computed by the server (dpwitness.privacy.accounting): the analytic
+// Gaussian's σ for (ε, δ) and its δ(ε) for the shift d, from the last answer. While a slider moves,
+// that answer's picture (its ε, σ, d and δ together, so the shaded area is the δ it states) is drawn
+// at the current f(D) until the answer for the new setting arrives.
+function gaussPicture() {
+  return server && server.gaussian ? server.gaussian : null;
+}
+
+// The 95% half-width for a Laplace scale b: the server's, scaled with b (it is proportional to b).
+function halfWidth(b) {
+  return server && server.scale > 0 ? server.half_width * (b / server.scale) : null;
 }
 
 // Share of a Laplace(centre, b) density's mass inside [lo, hi].
@@ -282,7 +291,7 @@ function drawFrame() {
   const title = t("live.plot_density", { f1: fmt(f1), f2: fmt(f2) });
   linePlot($("plot-density"), {
     title, xLabel: t("live.axis_z"), yLabel: t("live.axis_density"), xMin, xMax, yMin: 0, yMax, clip: true,
-    alt: noNoise ? t("alt.density_zero", { f: fmt(f1) }) : t("alt.density", { b: fmt(b), peak: fmt(1 / (2 * b)), w: fmt(b * Math.log(20)) }),
+    alt: noNoise ? t("alt.density_zero", { f: fmt(f1) }) : t("alt.density", { b: fmt(b), peak: fmt(1 / (2 * b)), w: fmt(halfWidth(b)) }),
     series, bins, vlines,
   });
   setText($("cap-density"), title);
@@ -303,7 +312,8 @@ function drawFrame() {
 }
 
 function drawGaussian(noNoise) {
-  const eps = state.epsilon, delta = state.gaussDelta, f1 = state.value, f2 = state.value - state.d;
+  const gauss = noNoise ? null : gaussPicture();
+  const f1 = state.value;
   const box = $("plot-gauss");
   const xMin = axes.glo, xMax = axes.ghi, yMax = 1;
   const z = grid(xMin, xMax, POINTS);
@@ -313,15 +323,19 @@ function drawGaussian(noNoise) {
     setText($("gauss-summary"), t("live.no_noise"));
     return;
   }
-  // L2 sensitivity of a scalar query equals its L1 sensitivity. The analytic σ is computed here
-  // on every frame; once the server has built the project's exact discrete Gaussian for this
-  // setting, its σ (the noise really sampled) is drawn instead.
-  const sigma = gaussSigma();
+  if (!gauss) { // no answer from the server yet: nothing to draw that the library has computed
+    $("plot-gauss-delta").replaceChildren();
+    emptyPlot(box, t("common.loading"));
+    setText($("gauss-summary"), t("common.loading"));
+    return;
+  }
+  // L2 sensitivity of a scalar query equals its L1 sensitivity. σ and δ(ε) for the shift come
+  // from the server (the analytic Gaussian; the exact sampler's σ is stated by the witness below).
+  const { epsilon: eps, delta, sigma, delta_at_shift: hockey } = gauss;
+  const f2 = f1 - gauss.d;
   const factor = Math.exp(eps);
   const p = z.map((v) => normalDensity(v, f1, sigma));
   const q = z.map((v) => factor * normalDensity(v, f2, sigma));
-  const shift = Math.abs(state.d);
-  const hockey = shift > 0 ? gaussianDelta(sigma, shift, eps) : 0;
   // Its own axes (the Gaussian for a small δ is wider than the Laplace), fitted with the others;
   // its height follows the curves so that both are always whole.
   const gaussMax = 1.25 * Math.max(...q, ...p) || 1;

@@ -1,0 +1,166 @@
+"""A session's plan for one query: which mechanism releases it (Laplace, Gaussian at (ε, δ)
+or ρ), the undeclared-key selection it needs, and the preview of its accuracy. Pure: the
+account's total comes in as a value; nothing is read or spent here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dpwitness.common.errors import ParameterError
+from dpwitness.mechanisms.additive import Gaussian, Laplace
+from dpwitness.mechanisms.quantiles import accuracy_note, rank_error
+from dpwitness.noise import EPSILON_RANGE
+from dpwitness.privacy.accounting import laplace_half_width
+from dpwitness.privacy.budget import Budget
+from dpwitness.query.planning import Plan, Preview, max_delta
+from dpwitness.query.queries import Query, Statistic
+from dpwitness.session.composing import release_notes
+
+
+def gaussian_for(
+    query: Query, laplace: tuple[Laplace, ...], wanted: str, total: Budget, rho: float | None = None
+) -> tuple[tuple[Gaussian, ...] | None, str]:
+    """Gaussian mechanisms for ``query`` if ``wanted`` (or if "auto" finds them better than its
+    ``laplace`` mechanisms), and the note; with ``rho``, calibrated to ρ-zCDP (each part its share
+    of ρ). The account's ``total`` must hold a δ or be a ρ total for a Gaussian release."""
+    if wanted == "laplace":
+        return None, ""
+    eligible = (
+        len(query.parts) == 1
+        and query.statistic in (Statistic.COUNT, Statistic.SUM, Statistic.HISTOGRAM)
+        and (query.declared or not query.grouped)
+    )
+    if not eligible:
+        if rho is not None:
+            raise ParameterError("rho", "only for a count, sum or histogram over declared keys (a ρ release is Gaussian)", rho)
+        if wanted == "gaussian":
+            expected = "laplace for this query (gaussian: a count, sum or histogram over declared keys)"
+            raise ParameterError("mechanism", expected, wanted)
+        return None, "mechanism: laplace (auto: the only one for this query)"
+    if rho is not None:
+        gaussians = tuple(
+            Gaussian(sensitivity=p.l2_sensitivity, rho=rho * p.share, changed_coordinates=p.changed_coordinates)
+            for p in query.parts
+        )
+        main = query.parts[-1]
+        return gaussians, (
+            f"mechanism: gaussian at ρ = {rho:g} (zCDP), σ = {gaussians[-1].sigma:.4g}, L2 Δ = {main.l2_sensitivity:.4g}"
+        )
+    if total.delta <= 0 and not total.is_zcdp:
+        if wanted == "gaussian":
+            raise ParameterError(
+                "mechanism",
+                "laplace or auto on this account: its total has no δ and no ρ (a Gaussian release needs "
+                "delta_budget=… or a ρ total)",
+                wanted,
+            )
+        return None, "mechanism: laplace (auto: the account has no δ for a Gaussian release)"
+    # L2 Δ per part, derived with its L1 Δ (Query.parts): k·√g for a unit in ≤ g keys, not g·k
+    gaussians = tuple(
+        Gaussian(
+            sensitivity=p.l2_sensitivity,
+            epsilon=query.epsilon_of(p),
+            delta=query.delta,
+            changed_coordinates=p.changed_coordinates,
+        )
+        for p in query.parts
+    )
+    laplace_variance, gaussian_variance = laplace[-1].variance, gaussians[-1].variance
+    if wanted == "auto" and laplace_variance <= gaussian_variance:
+        why = f"variance {laplace_variance:.4g} ≤ Gaussian {gaussian_variance:.4g} at δ = {query.delta:.3g}"
+        return None, f"mechanism: laplace (auto: {why})"
+    why = f" (auto: variance {gaussian_variance:.4g} < Laplace {laplace_variance:.4g})" if wanted == "auto" else ""
+    main = query.parts[-1]
+    return gaussians, (
+        f"mechanism: gaussian at (ε, δ) = ({query.epsilon:g}, {query.delta:.3g}), σ = {gaussians[-1].sigma:.4g}, "
+        f"L2 Δ = {main.l2_sensitivity:.4g} (L1 Δ = {main.sensitivity:g}){why}"
+    )
+
+
+def selection_exposure(query: Query, max_rows: int | None, total: Budget) -> float | None:
+    """A release of ``query`` over undeclared keys costs δ: it needs a declared ``max_rows``, a δ
+    of at most 1/(10·max_rows) and a δ budget in the account's ``total``. Returns max_rows·δ, the bound on the expected
+    number of unique keys it exposes (None for declared keys)."""
+    if not query.grouped or query.declared:
+        return None
+    if max_rows is None:
+        raise ParameterError(
+            "max_rows",
+            "a declared bound on the table's rows (privacy units with privacy_unit) for a release over "
+            "undeclared keys, whose δ is sized to it; or declare the keys",
+            None,
+        )
+    cap = max_delta(max_rows)
+    if query.delta > cap * (1 + 1e-12):
+        raise ParameterError("delta", f"at most 1/(10·max_rows) = {cap:.3g} for max_rows = {max_rows}", query.delta)
+    if total.delta <= 0:
+        raise ParameterError(
+            "delta_budget", "a total δ > 0 (delta_budget=…) for a release over undeclared keys, which costs δ", 0.0
+        )
+    return max_rows * query.delta
+
+
+def check_part_epsilons(query: Query) -> None:
+    """Each noisy part of ``query``: its share of ε within the range its noise is calibrated for (a mean's two
+    parts get half each by default): the statistic's ε is refused, saying why, before any spend."""
+    low, high = EPSILON_RANGE
+    shares = [query.epsilon_of(p) for p in query.parts]
+    if len(shares) > 1 and not all(low <= e <= high for e in shares):
+        need = max(low / p.share for p in query.parts)
+        top = min(high / p.share for p in query.parts)
+        split = ", ".join(f"{p.aggregate.value} {p.share:g}" for p in query.parts)
+        raise ParameterError(
+            "epsilon",
+            f"in [{need:g}, {top:g}] for this {query.statistic.value}: its {len(shares)} noisy parts share ε ({split}) and "
+            f"each part's noise is calibrated for ε in [{low:g}, {high:g}] (docs/statistics.md)",
+            query.epsilon,
+        )
+
+
+def preview_of(query: Query, plan: Plan, alpha: float, untyped: Sequence[str] = ()) -> Preview:
+    """The scale and interval ``plan`` gives ``query`` at ``alpha`` (``untyped``: the notes on
+    columns read as numbers), stated before any spend."""
+    parts = tuple(
+        {
+            "aggregate": p.aggregate.value,
+            "epsilon": query.epsilon_of(p),
+            "sensitivity": p.sensitivity,
+            "scale": p.sensitivity / query.epsilon_of(p),
+            "half_width": laplace_half_width(p.sensitivity / query.epsilon_of(p), alpha),
+        }
+        for p in query.parts
+    )
+    main = query.parts[-1]
+    scale = main.sensitivity / query.epsilon_of(main)
+    sensitivity = main.sensitivity
+    notes = [*release_notes(query, plan), *untyped]
+    half_width = laplace_half_width(scale, alpha)
+    interval: tuple[float, float] | None = (-half_width, half_width)
+    if query.statistic in (Statistic.MEAN, Statistic.VARIANCE):
+        interval = None
+        notes.append("the interval depends on the private n: ≈ ±(w_sum + |mean − centre|·w_count)/n, see parts")
+    if query.statistic is Statistic.QUANTILE:  # the accuracy is a rank error, stated before the spend
+        assert query.bounds is not None and query.bins is not None and plan.mechanisms[0].noise is not None
+        rank = rank_error(plan.mechanisms[0].noise.scale, query.bins, alpha)
+        interval = None
+        parts = ({**parts[0], "rank_error": rank, "bin_width": (query.bounds[1] - query.bounds[0]) / query.bins},)
+        notes.append(accuracy_note(rank=rank, bounds=query.bounds, bins=query.bins, alpha=alpha))
+    if plan.gaussian:  # σ and the normal interval, not Laplace's b
+        gaussians = [m for m in plan._all if isinstance(m, Gaussian)]
+        parts = tuple(
+            {
+                **{k: v for k, v in part.items() if k != "epsilon" or m.rho is None},  # a ρ part has no ε
+                "mechanism": "gaussian",
+                "sensitivity": m.sensitivity,
+                "scale": m.sigma,
+                "half_width": m.interval(alpha),
+                **({"rho": m.rho} if m.rho is not None else {}),
+            }
+            for part, m in zip(parts, gaussians, strict=True)
+        )
+        scale, sensitivity = gaussians[-1].sigma, gaussians[-1].sensitivity
+        interval = (-gaussians[-1].interval(alpha), gaussians[-1].interval(alpha))
+    return Preview(query.label, plan.cost, sensitivity, scale, interval, alpha, parts, plan.threshold, plan.delta, tuple(notes))
+
+
+__all__ = ["check_part_epsilons", "gaussian_for", "preview_of", "selection_exposure"]

@@ -1,0 +1,159 @@
+"""Answering SQL on a session (``Session.sql``): compile the statement against the session's
+table (:mod:`dpwitness.sql`, which never imports the session), check every query and the budget
+for all of them together, then spend and release each aggregate once and post-process the
+values (:func:`dpwitness.sql.answer.answer_of`). ``EXPLAIN`` previews and spends nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_alpha
+from dpwitness.engines.joins import join_public
+from dpwitness.mechanisms.release import Release
+from dpwitness.query.planning import Preview
+from dpwitness.query.queries import Key
+from dpwitness.sql.answer import Answer, Explanation, answer_of
+from dpwitness.sql.compile import compile_statement, table_name
+from dpwitness.sql.statement import Aggregate, Statement
+
+if TYPE_CHECKING:
+    from dpwitness.session.session import Session
+
+
+def compile_for(
+    session: Session,
+    statement: str,
+    *,
+    epsilon: float | None,
+    name: str | None = None,
+    public: Mapping[str, Any] | None = None,
+) -> Statement:
+    """Compile ``statement`` against ``session``'s table (reads its schema only; spends nothing).
+
+    :param epsilon: the statement's total ε, split evenly over the aggregates without an
+        ``EPSILON(aggregate, ε)`` of their own; None only when every aggregate has one.
+    :param name: the table's name in SQL, a non-empty text; None (default) takes
+        :func:`table_name` of the session's source.
+    :param public: the public tables a JOIN may name (name → Polars DataFrame or CSV/Parquet
+        path); None (default) allows no JOIN.
+    """
+    if name is not None and not (isinstance(name, str) and name):
+        raise ParameterError("name", "the table's name in SQL (a non-empty text)", name)
+    return compile_statement(
+        statement,
+        table=name or table_name(session.source),
+        schema=session.schema(),
+        epsilon=epsilon,
+        resolve=session.resolve,
+        privacy_unit=session.privacy_unit,
+        declared=session.declared_schema,
+        public=public,
+    )
+
+
+def target(session: Session, compiled: Statement) -> Session:
+    """The session the statement's queries run on: ``session``, or over its table joined with the public one.
+
+    :param compiled: the statement from :func:`compile_for`; its JOIN, if any, picks the table.
+    """
+    join, on = compiled.join, compiled.join_on
+    if join is None or on is None:
+        return session
+    return session.over(lambda engine, handle: join_public(engine, handle, join, left=on))
+
+
+def run(
+    session: Session,
+    statement: str,
+    *,
+    epsilon: float | None,
+    alpha: float = 0.05,
+    explain: bool = False,
+    name: str | None = None,
+    public: Mapping[str, Any] | None = None,
+) -> Answer | Explanation:
+    """Answer ``statement`` on ``session`` (``Session.sql``): compile, check every query and the
+    budget for all of them together, then spend and release each aggregate once.
+
+    :param epsilon: the statement's total ε (see :func:`compile_for`).
+    :param alpha: each interval misses the true value with probability ``alpha`` (default
+        0.05, in (0, 1)).
+    :param explain: True returns the :class:`Explanation` (as ``EXPLAIN SELECT …`` does) and
+        spends nothing; default False.
+    :param name: the table's name in SQL (default: :func:`table_name` of the source).
+    :param public: the public tables a JOIN may name (name → Polars DataFrame or CSV/Parquet path).
+    """
+    alpha = check_alpha(alpha)
+    compiled = compile_for(session, statement, epsilon=epsilon, name=name, public=public)
+    over = target(session, compiled)
+    if explain or compiled.explain:
+        return explain_statement(over, compiled, alpha=alpha)
+    over.check_budget(list(compiled.queries))  # every check of every query, and the budget for all: before any spend
+    return execute(over, compiled, alpha=alpha)
+
+
+def explain_statement(session: Session, compiled: Statement, *, alpha: float = 0.05) -> Explanation:
+    """The plan: one :meth:`Session.preview` per aggregate (nothing spent).
+
+    :param session: the session the queries would run on (:func:`target`).
+    :param compiled: the compiled statement.
+    :param alpha: the previewed intervals' miss probability (default 0.05).
+    """
+    previews = tuple(_previewed(session, a, alpha) for a in compiled.aggregates)
+    notes = (compiled.epsilon_note, *compiled.notes)
+    return Explanation(compiled.text, compiled.aggregates, previews, compiled.keys_from, compiled.epsilon, notes)
+
+
+def _previewed(session: Session, aggregate: Aggregate, alpha: float) -> Preview:
+    preview = session.preview(aggregate.query, alpha=alpha)
+    if not aggregate.reuses_keys:
+        return preview
+    return replace(preview, query=preview.query.replace(" over 1 declared keys", " over the keys the first aggregate releases"))
+
+
+def execute(session: Session, compiled: Statement, *, alpha: float = 0.05) -> Answer:
+    """Spend and release each aggregate of a checked statement, then post-process the values.
+
+    :param session: the session the queries run on (:func:`target`), whose account is charged.
+    :param compiled: the compiled statement, its queries and budget already checked.
+    :param alpha: each interval's miss probability (default 0.05).
+    """
+    releases: list[Release] = []
+    aggregates: list[Aggregate] = []
+    keys: tuple[Key, ...] | None = compiled.keys
+    extra = ""
+    for aggregate in compiled.aggregates:
+        query = aggregate.query
+        if aggregate.reuses_keys:
+            if not keys:  # the first aggregate released no group: nothing more to release
+                continue
+            query = replace(query, keys=keys)
+            aggregate = replace(aggregate, query=query)
+        release = session.run(query, alpha=alpha)
+        if compiled.by and keys is None:
+            assert isinstance(release.value, dict)
+            keys = tuple(release.value)
+            cap = _most_keys(compiled)
+            if len(keys) > cap:  # a grouped quantile bins every key: keep the largest released groups
+                value = release.value
+                keys = tuple(sorted(keys, key=lambda k: -float(value[k]))[:cap])
+                extra = (
+                    f"the {cap} groups with the largest released {aggregate.text} are answered (a quantile's cells are capped)"
+                )
+        releases.append(release)
+        aggregates.append(aggregate)
+    return answer_of(compiled, aggregates, releases, keys, alpha, extra=extra)
+
+
+def _most_keys(compiled: Statement) -> int:
+    """The most released keys the later queries can take (a grouped quantile's keys × bins ≤ MAX_CELLS)."""
+    from dpwitness.mechanisms.quantiles import MAX_CELLS
+
+    bins = [a.query.bins for a in compiled.aggregates if a.reuses_keys and a.query.bins]
+    return min((MAX_CELLS // b for b in bins), default=1 << 62)
+
+
+__all__ = ["compile_for", "execute", "explain_statement", "run", "target"]

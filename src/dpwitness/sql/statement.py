@@ -1,0 +1,73 @@
+"""The compiled statement: the queries to release (one :class:`Aggregate` each) and the
+post-processing of their released values. Pure data: nothing read, nothing spent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dpwitness.engines.joins import PublicTable
+from dpwitness.query.queries import Key, Query
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One aggregate call of the statement and the :class:`Query` that releases it.
+
+    ``text`` is the call as SQL (e.g. ``AVG(CLAMP(age, 0, 100))``); ``kind`` one of count, sum,
+    avg, variance, stddev, quantile; ``q`` the quantile's q (MEDIAN 0.5, MIN 0, MAX 1).
+    ``reuses_keys``: the query's keys are those the first aggregate releases (undeclared keys).
+    """
+
+    text: str
+    kind: str
+    query: Query
+    position: int
+    index: int = 0  # the first call's place in the statement's compiled expressions ("agg", index)
+    explicit_epsilon: bool = False
+    reuses_keys: bool = False
+    calls: tuple[int, ...] = ()  # every call this release answers (VAR and STDDEV; several quantiles)
+
+    @property
+    def statistic(self) -> str:
+        return self.query.statistic.value
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A statement compiled against one table's public schema: the queries to release and the
+    post-processing (outputs, HAVING, ORDER BY, LIMIT) of their released values. Pure: nothing
+    read, nothing spent."""
+
+    text: str
+    table: str
+    by: tuple[str, ...]
+    keys: tuple[Key, ...] | None
+    keys_from: str  # "none", "declared: WHERE … IN (…)", "released by the first aggregate (undeclared keys)"
+    aggregates: tuple[Aggregate, ...]
+    outputs: tuple[tuple[str, Any], ...]  # (name, compiled expression)
+    having: Any
+    order: tuple[tuple[Any, bool], ...]  # (expression, descending)
+    limit: int | None
+    offset: int
+    epsilon: float
+    epsilon_note: str
+    explain: bool = False
+    notes: tuple[str, ...] = ()
+    #: The public table the private rows are joined with (None: no JOIN) and the private key column.
+    join: PublicTable | None = None
+    join_on: str | None = None
+    #: (kind, q) of each aggregate call, indexed as the compiled expressions' ("agg", index).
+    calls: tuple[tuple[str, float | None], ...] = ()
+
+    @property
+    def queries(self) -> tuple[Query, ...]:
+        return tuple(a.query for a in self.aggregates)
+
+
+# Compiled expressions over released values (post-processing): small tuples, evaluated per row.
+#   ("agg", i)  ("key", j)  ("num", x)  ("text", s)  ("bool", b)
+#   ("op", sym, a, b)  ("neg", a)  ("round", a, digits)  ("cmp", sym, a, b)  ("and"|"or", a, b)  ("not", a)
+
+
+__all__ = ["Aggregate", "Statement"]

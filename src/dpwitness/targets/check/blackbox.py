@@ -1,0 +1,221 @@
+"""The black-box audit of the worst pair a check found: the released values as the auditor sees them."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from dpwitness.common.errors import ParameterError
+from dpwitness.targets.check.probe import UnnoisedRunner, relative_shift
+from dpwitness.targets.check.report import Finding, ReportBuilder
+from dpwitness.targets.check.script import audit_script, script_event
+from dpwitness.targets.hooks import recording
+from dpwitness.witness.sensitivity import SensitivityResult
+from dpwitness.witness.structured import Runs
+
+if TYPE_CHECKING:
+    from dpwitness.witness.audit import AuditResult
+
+#: Runs per input the audit's first round needs: a function too slow for it within the time
+#: left is audited by replay (values before noise frozen, only the noise sampled).
+FIRST_ROUND_RUNS = 20_000
+
+
+def audit_worst_pair(
+    runner: UnnoisedRunner,
+    report: ReportBuilder,
+    results: Mapping[str, SensitivityResult],
+    pairs: Mapping[str, tuple[Runs, Runs]],
+    columns: Mapping[str, Any],
+    confidence: float,
+    budget: float,
+    probe: Any,
+    force_replay: bool | None = None,
+) -> tuple[AuditResult | None, list[str]]:
+    import numpy as np
+
+    from dpwitness.witness.audit import MechanismError
+    from dpwitness.witness.audit import audit as run_audit
+
+    notes: list[str] = []
+    if report.findings and report.findings[0].kind in ("noise-calls", "shape"):
+        d_runs, d_prime_runs = report.findings[0].d, report.findings[0].d_prime
+    elif results:
+        name = max(results, key=lambda k: (results[k].violated, round(relative_shift(results[k]), 9), -pairs[k][1].rows))
+        d_runs, d_prime_runs = pairs[name]
+    else:
+        d_runs = d_prime_runs = Runs.of_frame(probe)
+        notes.append("no call with a declared Δ: the audit runs on the first table against itself")
+    schema = dict(probe.schema)
+    d, d_prime = d_runs.frame(schema), d_prime_runs.frame(schema)
+    remaining = budget - report.cpu()
+    if remaining < 2:
+        return None, ["no time left for the audit"]
+    fn = runner.fn
+    try:
+        per_run = math.inf
+        for _ in range(3):  # the fastest of three runs: the machine's load should not decide
+            started = time.process_time()
+            with recording("record", runner.adapters, epsilon=runner.epsilon, neighbours=runner.neighbours) as recorder:
+                sample = fn(d)
+            per_run = min(per_run, time.process_time() - started)
+    except Exception as error:
+        return None, [f"audit not run: fn raised {type(error).__name__} on the worst pair"]
+    # When the function returns exactly what its noise calls released, auditing those is auditing the release.
+    numbers = _numbers(sample)
+    released_as_is = numbers is not None and numbers == _numbers(recorder.outputs)
+    float_test = _is_float(sample)
+    by_name = {adapter.name: adapter for adapter in runner.adapters}
+    used = [by_name[c.library] for c in recorder.calls if c.library in by_name]
+    if float_test and released_as_is and used and all(adapter.exact_noise for adapter in used):
+        float_test = False
+        names = ", ".join(dict.fromkeys(adapter.name for adapter in used))
+        notes.append(
+            f"bit patterns not judged: {names} samples its noise exactly and rounds once (its adapter's contract), so "
+            "its float outputs have no porous support; the value families are audited"
+        )
+
+    def freeze(frame: Any) -> list[Callable[[], Any]]:
+        """The pre-noise state of one table: each noise call's own noise, ready to be added again."""
+        with recording("unnoised", runner.adapters, epsilon=runner.epsilon, neighbours=runner.neighbours) as recorder:
+            fn(frame)
+        return [c.replay for c in recorder.calls if c.replay is not None]
+
+    def noise_only(frozen: list[Callable[[], Any]], rng: np.random.Generator) -> Any:
+        return tuple(_released(noise()) for noise in frozen)
+
+    # Replay samples the release itself when the function returns its noise calls' outputs as they
+    # are, every call is replayable and nothing before the noise is random.
+    equivalent = (
+        released_as_is
+        and bool(recorder.calls)
+        and all(c.replay is not None for c in recorder.calls)
+        and not any(adapter.randomised for adapter in used)
+    )
+    mechanism: Callable[..., Any]
+    model = "the function's output"
+    why = ""
+    if force_replay is None:
+        replaying = per_run * 2 * FIRST_ROUND_RUNS > 0.5 * remaining
+        why = f"one run takes {per_run:.2g} s: " if replaying else ""
+        if equivalent and not replaying:
+            frozen = freeze(d)
+            noise_run = math.inf
+            for _ in range(5):
+                started = time.process_time()
+                noise_only(frozen, np.random.default_rng(0))
+                noise_run = min(noise_run, time.process_time() - started)
+            replaying = noise_run < 0.8 * per_run
+            why = (
+                f"the noise alone takes {noise_run:.2g} s a run against {per_run:.2g} s for the function, which "
+                "returns exactly what its noise calls released: "
+                if replaying
+                else ""
+            )
+    else:
+        replaying = force_replay
+    replay: Callable[..., Any] | None = None
+    if replaying:
+        model = "the noise calls' outputs (replay: values before noise frozen, only the library's noise sampled)"
+        notes.append(f"{why}audited by replay, {model}")
+        mechanism, replay = freeze, noise_only
+    else:
+
+        def direct(data: Any, rng: np.random.Generator) -> Any:
+            return fn(data)
+
+        mechanism = direct
+    try:
+        result = run_audit(
+            mechanism,
+            d,
+            d_prime,
+            replay=replay,
+            epsilon=runner.epsilon,
+            delta=report.delta,
+            confidence=confidence,
+            float_test=float_test,
+            max_seconds=max(1.0, remaining - 1.0),  # CPU seconds, as the check's own budget
+            seed=0,
+        )
+    except (MechanismError, ParameterError) as error:
+        return None, [*notes, f"audit not run: {error}"]
+    if result.violated and replaying and not released_as_is:
+        notes.append(
+            f"the noise calls' outputs violate ε (ε_lb = {result.best_epsilon_lower_bound:.4g}); the release is computed "
+            "from them, so this is evidence about the release, not a proof (not a finding)"
+        )
+    elif result.violated:
+        call = report.calls[0] if report.calls else None
+        report.findings.append(
+            Finding(
+                kind="audit",
+                library=call.library if call else "",
+                version=call.version if call else "",
+                site=call.site if call else "",
+                caller=call.caller if call else "",
+                mechanism=call.mechanism if call else "",
+                claimed=runner.epsilon,
+                witnessed=result.best_epsilon_lower_bound,
+                confidence=result.confidence,
+                d=d_runs,
+                d_prime=d_prime_runs,
+                detail=f"black-box audit of {model}: event {result.event}"
+                + (" (float test: the outputs' bit patterns)" if float_test else ""),
+                script=audit_script(
+                    runner,
+                    d_runs,
+                    d_prime_runs,
+                    columns,
+                    schema,
+                    result,
+                    script_event(fn, d, d_prime, per_run=per_run, seconds=max(2.0, 0.5 * (budget - report.cpu()))),
+                ),
+            )
+        )
+    return result, notes
+
+
+def _released(output: Any) -> Any:
+    """One noise call's release as the audit samples it: numbers (a number, an array, a sequence) as
+    a list of floats; bytes, a boolean, text, dicts and sequences of them as they are (the audit
+    encodes them)."""
+    import numpy as np
+
+    if isinstance(output, bytes | bytearray | str | bool | Mapping):
+        return bytes(output) if isinstance(output, bytearray) else output
+    try:
+        return np.asarray(output, dtype=float).ravel().tolist()  # numbers (a null among them: NaN)
+    except (TypeError, ValueError):
+        return output
+
+
+def _numbers(output: Any) -> list[Any] | None:
+    """The values of an output in order (a dict's values by key; numbers as floats, bytes and text
+    as they are), or None when it has others."""
+    import numpy as np
+
+    try:
+        if isinstance(output, Mapping):
+            output = [output[key] for key in sorted(output)]
+        if isinstance(output, bytes | bytearray | str):
+            return [bytes(output) if isinstance(output, bytearray) else output]
+        if isinstance(output, list):
+            parts = [_numbers(part) for part in output]
+            return None if any(p is None for p in parts) else [v for p in parts for v in p or ()]
+        flat = np.asarray(output, dtype=float).ravel()
+        return [float(v) for v in flat]
+    except (TypeError, ValueError):
+        return None
+
+
+def _is_float(output: Any) -> bool:
+    try:
+        import numpy as np
+
+        array = np.asarray(output)
+        return bool(array.dtype.kind == "f")
+    except (TypeError, ValueError):
+        return False

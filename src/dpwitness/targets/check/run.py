@@ -1,0 +1,254 @@
+"""``dw.check`` itself: probe the function, search each noise call's Δ, audit the worst pair, report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_non_negative_finite, check_positive_finite
+from dpwitness.privacy.neighbours import Neighbours
+from dpwitness.targets.check.blackbox import audit_worst_pair
+from dpwitness.targets.check.probe import (
+    CallsChanged,
+    UnnoisedRunner,
+    call_key,
+    calls_finding,
+    find_probe,
+    first_calls_changed,
+    relative_shift,
+)
+from dpwitness.targets.check.report import CheckReport, Finding, ReportBuilder
+from dpwitness.targets.check.script import repro_script
+from dpwitness.targets.hooks import Adapter, AdapterError, registered
+from dpwitness.witness.sensitivity import SensitivityResult, search_claims
+from dpwitness.witness.structured import Runs, structured_search
+
+
+def check(
+    fn: Callable[[Any], Any],
+    *,
+    columns: Mapping[str, Any],
+    epsilon: float,
+    delta: float = 0.0,
+    neighbours: str = "add-remove",
+    trials: int = 200,
+    seed: int | None = 0,
+    structured: bool = True,
+    audit: bool = True,
+    confidence: float = 0.95,
+    max_seconds: float = 100.0,
+    libraries: Sequence[str] | None = None,
+    replay: bool | None = None,
+) -> CheckReport:
+    """Check ``fn`` (a Polars table → a release made by a covered library) against (ε, δ).
+
+    ``columns`` maps each column to a Polars dtype or a list of allowed values (as for
+    :func:`dpwitness.sensitivity_search`); ``neighbours`` is ``"add-remove"`` or
+    ``"replace-one"``; ``trials`` pairs for the small-table search (0: none, the structured
+    search alone; ``seed`` makes the check
+    reproducible; None: fresh); ``structured`` adds the large structured tables; ``audit`` the
+    black-box audit on the worst pair (at ``confidence``); ``max_seconds`` bounds the whole
+    check's CPU time (:func:`time.process_time`, so that the machine's load does not decide the
+    verdict: about half for the searches, the rest for the audit); ``libraries`` limits the
+    adapters (default: every covered library installed here); ``replay`` audits the noise calls'
+    outputs with their pre-noise values frozen (None: when that is faster and the function
+    returns exactly what its noise calls released, or when the function is too slow for the
+    audit's first round in the time left). See the module docstring.
+
+    :param epsilon: the ε the function claims, a finite number > 0 (no default).
+    :param delta: the δ the function claims, in [0, 1); default 0.0 (pure ε-DP).
+    """
+    started, cpu_started = time.perf_counter(), time.process_time()
+    if not callable(fn):
+        raise ParameterError("fn", "a function taking a Polars table and calling a DP library", type(fn).__name__)
+    eps = check_positive_finite("epsilon", epsilon)
+    dlt = check_non_negative_finite("delta", delta)
+    if dlt >= 1:
+        raise ParameterError("delta", "a number in [0, 1)", delta)
+    relation = Neighbours.parse(neighbours).value
+    check_count(
+        "trials",
+        trials,
+        minimum=0,
+        maximum=1_000_000,
+        expected="a whole number from 0 to 1000000 (0: only the structured search)",
+    )
+    budget = check_positive_finite("max_seconds", max_seconds)
+    if not 0 < confidence < 1:
+        raise ParameterError("confidence", "a number strictly between 0 and 1", confidence)
+    known = {adapter.name: adapter for adapter in registered()}
+    if libraries is not None:
+        unknown = [name for name in libraries if name not in known]
+        if unknown:
+            raise ParameterError("libraries", f"names among {sorted(known)}", unknown)
+        absent = [name for name in libraries if not known[name].importable()]
+        if absent:
+            raise ParameterError("libraries", "libraries installed in this interpreter", absent)
+        adapters = tuple(a for a in known.values() if a.name in libraries)
+        candidates: tuple[Adapter, ...] = ()
+    else:  # only the libraries the function imports: a broken package it never uses cannot fail the check
+        import sys
+
+        adapters = tuple(a for a in known.values() if a.module and a.module in sys.modules)
+        candidates = tuple(a for a in known.values() if a not in adapters and a.module)
+    report = ReportBuilder(eps, dlt, relation, started, cpu_started)
+    try:
+        for adapter in adapters:
+            adapter.ensure_installed()
+    except AdapterError as error:
+        return report.done("adapter-error", notes=[str(error)])
+    runner = UnnoisedRunner(fn, adapters, eps, relation, candidates)
+    try:
+        return _check(runner, report, columns, trials, seed, structured, audit, confidence, budget, replay)
+    except AdapterError as error:
+        return report.done("adapter-error", notes=[str(error)])
+
+
+def _check(
+    runner: UnnoisedRunner,
+    report: ReportBuilder,
+    columns: Mapping[str, Any],
+    trials: int,
+    seed: int | None,
+    structured: bool,
+    audit: bool,
+    confidence: float,
+    budget: float,
+    replay: bool | None = None,
+) -> CheckReport:
+    notes: list[str] = []
+    probe, calls, outcomes = find_probe(runner, columns)
+    if probe is None and runner.discover():  # the function imported a covered library as it ran
+        probe, calls, outcomes = find_probe(runner, columns)
+    if probe is None:
+        refusals = [f"the {rows}-row table: {why}" for rows, why in outcomes if why]
+        refused = [why for _, why in outcomes if why and not why.startswith("the function raised")]
+        if refused:
+            return report.done("unsupported", notes=[*refusals, "no table inside the library's contract was found"])
+        if any(not why for _, why in outcomes):
+            return report.done(
+                "not-covered",
+                notes=[
+                    *refusals,
+                    "no noise call of a covered library seen (covered: "
+                    + ", ".join(sorted(a.name for a in registered()))
+                    + "; imported by the function: "
+                    + (", ".join(a.name for a in runner.adapters) or "none")
+                    + ")",
+                ],
+            )
+        raise ParameterError("fn", "a function that runs on tables of the declared columns", "; ".join(dict.fromkeys(refusals)))
+    report.calls = tuple(calls)
+    runner.keys = tuple(call_key(i, c) for i, c in enumerate(calls))
+    claims = {call_key(i, c): c.sensitivity for i, c in enumerate(calls) if c.sensitivity is not None}
+    undeclared = [c for c in calls if c.sensitivity is None]
+    if undeclared:
+        notes.append(f"{len(undeclared)} noise call(s) declare no Δ the hook can read: audited only, not searched")
+    by_call = {call_key(i, c): c for i, c in enumerate(calls)}
+    max_rows = min((a.max_rows for a in runner.adapters if a.max_rows and any(c.library == a.name for c in calls)), default=None)
+    bounds = next((c.bounds for c in calls if c.bounds is not None), None)
+    results: dict[str, SensitivityResult] = {}
+    pairs: dict[str, tuple[Runs, Runs]] = {}
+    largest_seen: dict[str, float] = {}
+    search_seconds = budget * 0.45
+    started = time.process_time()
+    runner.calls(probe)
+    per_run = time.process_time() - started
+    # A slow function gets fewer small-table pairs (about a third of the time, shrinking aside),
+    # so that the structured search and the audit keep theirs.
+    affordable = max(10, int(budget * 0.3 / max(2 * per_run, 1e-9)))
+    if 0 < affordable < trials:
+        notes.append(f"one run takes {per_run:.2g} s: {affordable} small-table pairs instead of {trials}")
+        trials = affordable
+    for norm in ("l1", "l2", "discrete"):
+        group = {k: v for k, v in claims.items() if by_call[k].norm == norm}
+        if not group:
+            continue
+        search_norm = "l2" if norm == "l2" else "l1"  # the discrete distance reaches the search as a 0/1 number
+        try:
+            found = (
+                search_claims(
+                    runner,
+                    columns=columns,
+                    claims=group,
+                    neighbours=report.neighbours,
+                    norm=search_norm,
+                    trials=trials,
+                    seed=seed,
+                )
+                if trials
+                else {}
+            )
+        except CallsChanged as changed:
+            report.findings.append(calls_finding(changed, runner.fn))
+            break
+        except BaseExceptionGroup as group_error:
+            inner = group_error.subgroup(CallsChanged)
+            if inner is None:
+                raise
+            report.findings.append(calls_finding(first_calls_changed(inner), runner.fn))
+            break
+        for name, result in found.items():
+            results[name] = result
+            pairs[name] = (Runs.of_frame(result.d), Runs.of_frame(result.d_prime))
+        remaining = search_seconds - report.cpu()
+        if structured and not any(r.violated for r in found.values()) and remaining > 1:
+            try:
+                grown = structured_search(
+                    runner,
+                    columns=columns,
+                    claims=group,
+                    bounds=bounds,
+                    neighbours=report.neighbours,
+                    norm=search_norm,
+                    max_rows=max_rows,
+                    seconds=remaining,
+                )
+            except CallsChanged as changed:
+                report.findings.append(calls_finding(changed, runner.fn))
+                notes += [f"noise calls changed on the {note}" for note in getattr(changed, "__notes__", ())]
+                break
+            for name, result in grown.results.items():
+                old = results.get(name)
+                if old is None or result.violated or (not old.violated and relative_shift(result) > relative_shift(old)):
+                    results[name] = result
+                    pairs[name] = grown.pairs[name]
+                if result.violated:
+                    notes.append(f"{name}: found on the structured table '{grown.shapes[name]}'")
+            largest_seen.update(grown.largest)
+    report.tried, report.skipped = runner.evaluated, runner.skipped
+    notes += [f"{count} table(s) skipped: {reason}" for reason, count in runner.reasons.items()]
+    for name, result in results.items():
+        if result.violated:
+            call = by_call[name]
+            d, d_prime = pairs[name]
+            report.findings.append(
+                Finding(
+                    kind="sensitivity",
+                    library=call.library,
+                    version=call.version,
+                    site=call.site,
+                    caller=call.caller,
+                    mechanism=call.mechanism,
+                    claimed=result.claimed,
+                    witnessed=result.shift,
+                    largest=largest_seen.get(name),
+                    d=d,
+                    d_prime=d_prime,
+                    detail="the value before noise moved by more than the Δ this call declared "
+                    f"({call.norm.upper()}, {report.neighbours})",
+                    script=repro_script(runner, call, name, d, d_prime, result.claimed, columns),
+                )
+            )
+    audit_result = None
+    if audit:
+        audit_result, audit_notes = audit_worst_pair(runner, report, results, pairs, columns, confidence, budget, probe, replay)
+        notes += audit_notes
+    verdict = "violated" if report.findings else "inconclusive"
+    if not report.findings and audit_result is not None and audit_result.verdict == "ok":
+        verdict = "ok"
+    if not report.findings and runner.evaluated and runner.skipped == runner.evaluated:
+        verdict = "unsupported"
+    return report.done(verdict, notes=notes, audit=audit_result)
