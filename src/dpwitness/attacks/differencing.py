@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.rates import CONFIDENCE, CONSISTENT, rate_check
-from dpwitness.common.errors import ParameterError, check_finite_vector, check_positive_finite
+from dpwitness.common.validation import check_count, check_finite_vector, check_positive_finite
 from dpwitness.mechanisms.additive import Laplace
 from dpwitness.privacy.neighbours import check_bounds
 
@@ -86,12 +86,9 @@ def differencing_attack(
     """
     data = check_finite_vector("values", values)
     low, high = check_bounds(*bounds)
-    if isinstance(target, bool) or not isinstance(target, (int, np.integer)) or not 0 <= target < len(data):
-        raise ParameterError("target", f"a row index in [0, {len(data) - 1}]", target)
-    if isinstance(repeats, bool) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
-        raise ParameterError("repeats", "a whole number ≥ 1", repeats)
-    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 1:
-        raise ParameterError("trials", "a whole number ≥ 1", trials)
+    check_count("target", target, minimum=0, maximum=len(data) - 1, expected=f"a row index in [0, {len(data) - 1}]")
+    check_count("repeats", repeats)
+    check_count("trials", trials)
     clipped = np.clip(data, low, high)
     before, after = math.fsum(clipped[:target]), math.fsum(clipped[: target + 1])
     true_value = float(clipped[target])

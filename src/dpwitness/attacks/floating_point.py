@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.rates import CONFIDENCE, rate_check
-from dpwitness.common.errors import check_finite, check_positive_finite
+from dpwitness.common.validation import check_count, check_finite, check_positive_finite
 from dpwitness.mechanisms.additive import Laplace
 
 FloatArray = npt.NDArray[np.float64]
@@ -148,10 +148,7 @@ def floating_point_attack(
     x1 = check_finite("neighbour", neighbour)
     delta = check_positive_finite("sensitivity", sensitivity)
     eps = check_positive_finite("epsilon", epsilon)
-    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
-        from dpwitness.common.errors import ParameterError
-
-        raise ParameterError("samples", "a whole number ≥ 1", samples)
+    check_count("samples", samples)
     scale = delta / eps
     rng = np.random.default_rng(seed)
     naive_out = (x0 + rng.laplace(0.0, scale, samples), x1 + rng.laplace(0.0, scale, samples))

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.rates import CONFIDENCE, CONSISTENT, EXCEEDS, RateCheck, check_confidence, rate_check, upper_end
-from dpwitness.common.errors import ParameterError, check_finite, check_finite_vector, check_positive_finite
+from dpwitness.common.validation import check_count, check_finite, check_finite_vector, check_positive_finite
 from dpwitness.mechanisms.additive import Laplace
 from dpwitness.privacy.neighbours import Neighbours, check_bounds, sum_sensitivity
 
@@ -198,8 +198,7 @@ def membership_attack(
     low, high = check_bounds(*bounds)
     target = float(np.clip(check_finite("target_value", target_value), low, high))
     eps = check_positive_finite("epsilon", epsilon)
-    if isinstance(trials, bool) or not isinstance(trials, (int, np.integer)) or trials < 10:
-        raise ParameterError("trials", "a whole number ≥ 10", trials)
+    check_count("trials", trials, minimum=10)
     mechanism = Laplace(sensitivity=sum_sensitivity(Neighbours.ADD_REMOVE, low, high), epsilon=eps)
     cohort = len(data) + 1  # public cohort size: the denominator of the released mean
     sum_out = math.fsum(np.clip(data, low, high))

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dpwitness.common.encoding import json_number
 from dpwitness.mechanisms.additive import Laplace
-from dpwitness.witness.audit import json_number
 from dpwitness.witness.cases import (
     MISTAKE_CASES,
     Case,

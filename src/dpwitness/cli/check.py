@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from dpwitness.cli.core import flag_names, user_errors
+from dpwitness.common.encoding import dumps
 from dpwitness.common.errors import IMPORTS_CLEANLY, ParameterError, import_failed
 
 console = Console(highlight=False, emoji=False)
@@ -84,7 +84,7 @@ def check_command(
                 written.append(str(target))
     if as_json:
         payload = {**report.to_dict(), "scripts": written}
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(dumps(payload, indent=2) + "\n")
     else:
         console.print(Text(str(report)), soft_wrap=True)
         for path in written:

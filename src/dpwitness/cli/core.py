@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Iterator
@@ -16,8 +15,10 @@ from rich.text import Text
 
 from dpwitness.attacks.tamper import TAMPERS
 from dpwitness.common.data import adult_column, adult_missing, adult_path, generated_ages
+from dpwitness.common.encoding import dumps
 from dpwitness.common.errors import BudgetExceeded, ExitCode, MissingPart, ParameterError
 from dpwitness.common.figures import tidy
+from dpwitness.common.validation import check_count
 from dpwitness.mechanisms.additive import Gaussian, Laplace
 from dpwitness.privacy.budget import Accountant, Budget
 from dpwitness.privacy.neighbours import (
@@ -69,7 +70,7 @@ def fail(message: str, code: int = ExitCode.BAD_INPUT, *, parameter: str | None 
         error: dict[str, Any] = {"message": message, "exit_code": int(code), "kind": shown}
         if parameter is not None:
             error["parameter"] = parameter
-        sys.stdout.write(json.dumps({"error": error}, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps({"error": error}) + "\n")
     else:
         _stderr.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
     raise typer.Exit(int(code))
@@ -213,7 +214,7 @@ _PYTHON_NAMES = (
 
 
 def _print_json(payload: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(dumps(payload, indent=2) + "\n")
 
 
 def demo() -> None:
@@ -279,8 +280,7 @@ def release(
     """Release VALUE + exact grid noise (Laplace by default, or Gaussian), with its scale, interval and witness."""
     with user_errors():
         mechanism = _mechanism_for(mechanism_name, sensitivity, epsilon, delta, rho)
-        if samples < 1:
-            raise ParameterError("samples", "a whole number ≥ 1", samples)
+        check_count("samples", samples)
         accountant = Accountant()
         releases = []
         for i in range(samples):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from rich.table import Table
 from typer.core import TyperCommand
 
 from dpwitness.cli.core import flag_names, ledger_note, user_errors
+from dpwitness.common.encoding import dumps
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.progress import large_source
 from dpwitness.mechanisms.release import Release
@@ -318,7 +318,7 @@ def query(
         if not asked and raising:
             if as_json:
                 payload = {"raised": _plain_budget(session.total, session.total), **_budget_json(session, store)}
-                sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+                sys.stdout.write(dumps(payload, indent=2) + "\n")
                 return
             console.print(f"raised the total of {name!r} to {_shown_budget(session.total, session.total)}")
             return
@@ -380,7 +380,7 @@ def query(
         )
     if as_json:
         payload = {"releases": [r.to_dict() for r in releases], **_budget_json(session, store)}
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps(payload, indent=2) + "\n")
         return
     if as_csv:
         from dpwitness.mechanisms.release import releases_frame
@@ -432,7 +432,7 @@ def _show_previews(session: Any, queries: list[Query], runs: list[dict[str, Any]
     previews = [session.preview(q, **how) for q, how in zip(queries, runs, strict=True)]
     if as_json:
         payload = {"previews": [p.to_dict() for p in previews], **_budget_json(session, store)}
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dumps(payload, indent=2) + "\n")
         return
     table = Table("statistic", "ε", "Δ", "scale", "interval", "notes", title="Preview (nothing spent)")
     for p in previews:

@@ -20,7 +20,9 @@ from rich.table import Table
 
 from dpwitness.cli.core import fail, user_errors
 from dpwitness.common.data import adult_column, adult_missing, generated_ages
+from dpwitness.common.encoding import dumps
 from dpwitness.common.errors import ExitCode, ParameterError, import_failed, require
+from dpwitness.common.validation import check_count
 
 console = Console(highlight=False, emoji=False)
 attack_app = typer.Typer(
@@ -54,15 +56,7 @@ def _user_errors() -> Iterator[None]:
 
 
 def _print_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False, default=_json_default) + "\n")
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    return str(value)
+    sys.stdout.write(dumps(payload, indent=2) + "\n")
 
 
 def _plot_done(path: Path | None) -> None:
@@ -243,8 +237,7 @@ def differencing_command(
 
     with _user_errors():
         values, source = _column(column or "age")
-        if rows < 1:
-            raise ParameterError("rows", "a whole number ≥ 1", rows)
+        check_count("rows", rows)
         values = values[:rows]
         exact = differencing_attack(values, target=target, bounds=(lower, upper), seed=seed)
         noisy = [
@@ -336,7 +329,7 @@ def _differencing_server(
     for key, value in payload.items():
         grid.add_row(
             str(key),
-            json.dumps(value, default=_json_default, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value),
+            dumps(value) if isinstance(value, (dict, list)) else str(value),
         )
     console.print(grid)
 

@@ -9,6 +9,7 @@ import typer
 
 from dpwitness.cli.core import check_port, fail, user_errors
 from dpwitness.common.errors import ExitCode, ParameterError, require
+from dpwitness.common.validation import check_count
 
 
 def serve(
@@ -35,8 +36,7 @@ def serve(
     from dpwitness.serve.config import load_config
 
     with user_errors():
-        if workers < 1:
-            raise ParameterError("workers", "a whole number ≥ 1", workers)
+        check_count("workers", workers)
         try:
             app = create_app(load_config(config), raise_budgets=raise_budgets)  # validates config, tables, budgets first
         except ParameterError as error:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +11,7 @@ import typer
 from rich.console import Console
 
 from dpwitness.cli.core import ledger_note, user_errors
+from dpwitness.common.encoding import dumps
 from dpwitness.mechanisms.release import NOT_FOR_PRODUCTION
 
 console = Console(highlight=False, emoji=False)
@@ -85,7 +85,7 @@ def sql(
     note = ledger_note(store)  # the same line as `query`'s: without --ledger the budget lasts for this call only
     if as_json:
         payload = {**answer.to_dict(), **({"budget_note": note} if note is not None else {})}
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+        sys.stdout.write(dumps(payload, indent=2) + "\n")
         return
     if as_csv and isinstance(answer, Answer):
         frame = answer.to_polars()

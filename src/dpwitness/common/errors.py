@@ -1,15 +1,13 @@
-"""Errors that name what was wrong. Raised before any noise is drawn or budget spent."""
+"""Errors that name what was wrong. Raised before any noise is drawn or budget spent.
+
+The checks that raise them for a parameter live in :mod:`dpwitness.common.validation`."""
 
 from __future__ import annotations
 
 import importlib
-import math
 from enum import IntEnum
 from types import ModuleType
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 
 class ParameterError(ValueError):
@@ -121,56 +119,3 @@ class ExitCode(IntEnum):
     INTERNAL = 5
     #: nothing to judge: ``check`` saw no noise call of a covered library
     NOT_COVERED = 6
-
-
-def check_positive_finite(parameter: str, value: Any) -> float:
-    """``value`` as a float if it is a finite number > 0, else ``ParameterError`` naming ``parameter``."""
-    number = check_finite(parameter, value, "a finite number > 0")
-    if number <= 0:
-        raise ParameterError(parameter, "a finite number > 0", value)
-    return number
-
-
-def check_non_negative_finite(parameter: str, value: Any) -> float:
-    """``value`` as a float if it is a finite number ≥ 0, else ``ParameterError`` naming ``parameter``."""
-    number = check_finite(parameter, value, "a finite number ≥ 0")
-    if number < 0:
-        raise ParameterError(parameter, "a finite number ≥ 0", value)
-    return number
-
-
-def check_finite(parameter: str, value: Any, expected: str = "a finite number") -> float:
-    """``value`` as a float if it is a finite number (not a bool), else ``ParameterError`` naming
-    ``parameter`` and saying it was ``expected`` (default "a finite number")."""
-    if isinstance(value, bool):
-        raise ParameterError(parameter, expected, value)
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(parameter, expected, value) from None
-    if not math.isfinite(number):
-        raise ParameterError(parameter, expected, value)
-    return number
-
-
-def check_alpha(alpha: Any) -> float:
-    """``alpha`` (an interval's miss probability) as a float strictly between 0 and 1, else ``ParameterError("alpha", …)``."""
-    number = check_finite("alpha", alpha, "a number strictly between 0 and 1")
-    if not 0.0 < number < 1.0:
-        raise ParameterError("alpha", "a number strictly between 0 and 1", alpha)
-    return number
-
-
-def check_finite_vector(parameter: str, values: Any) -> npt.NDArray[np.float64]:
-    """A non-empty 1-D array of finite numbers.
-
-    :param parameter: the parameter named in the error.
-    :param values: anything numpy reads as a 1-D float array.
-    """
-    try:
-        data = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ParameterError(parameter, "a 1-D list of numbers", values) from None
-    if data.ndim != 1 or data.size == 0 or not np.all(np.isfinite(data)):
-        raise ParameterError(parameter, "a non-empty 1-D list of finite numbers", f"shape {data.shape}")
-    return data

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpwitness.common.errors import ParameterError, require
-from dpwitness.io.schema import POLARS_TYPES
+from dpwitness.io.schema import POLARS_READERS, POLARS_TYPES
 from dpwitness.query.queries import ColumnKind
 
 #: The join key's column in a prepared public table (dropped after the join).
@@ -60,7 +60,7 @@ def prepare_public(frame: Any, *, key: str, private_kind: ColumnKind, columns: M
     a float…) is written as text as every engine writes it, and a text key is read as a number or
     a boolean as every engine reads a cell; what is not valid is null (dropped), never an error."""
     pl = require("polars", "polars", "public tables")
-    from dpwitness.io.cells import polars_boolean, polars_integer, polars_number, polars_text
+    from dpwitness.io.cells import polars_text
 
     target = getattr(pl, POLARS_TYPES.get(private_kind, "String"))
     source = frame.schema[key]
@@ -68,7 +68,7 @@ def prepare_public(frame: Any, *, key: str, private_kind: ColumnKind, columns: M
     if target == pl.String:
         value = polars_text(value, source)
     elif source == pl.String:
-        value = {pl.Int64: polars_integer, pl.Float64: polars_number, pl.Boolean: polars_boolean}[target](value)
+        value = POLARS_READERS[private_kind](value)
     else:
         value = value.cast(target, strict=False)
     keyed = frame.select(value.alias(JOIN_KEY), *(pl.col(c).alias(n) for c, n in columns.items())).filter(

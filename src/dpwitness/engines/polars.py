@@ -25,9 +25,9 @@ import polars as pl
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.engines import SelectionKey, declared_keys
-from dpwitness.io.cells import polars_boolean, polars_integer, polars_number, polars_text, write
+from dpwitness.io.cells import polars_number, polars_text, write
 from dpwitness.io.reader import scan_polars
-from dpwitness.io.schema import POLARS_TYPES, polars_kind
+from dpwitness.io.schema import POLARS_READERS, POLARS_TYPES, polars_kind
 from dpwitness.mechanisms.quantiles import bin_scale
 from dpwitness.query.predicates import to_polars
 from dpwitness.query.queries import Aggregate, Aggregates, ColumnKind, Query, Schema, parse_dtypes
@@ -194,9 +194,6 @@ def _as_number(column: str) -> pl.Expr:
     return polars_number(pl.col(column)).alias(column)
 
 
-_READERS = {ColumnKind.INTEGER: polars_integer, ColumnKind.FLOAT: polars_number, ColumnKind.BOOLEAN: polars_boolean}
-
-
 def _declare(column: str, kind: ColumnKind, dtype: pl.DataType) -> pl.Expr:
     """A declared type, never strict (a cell that does not fit becomes null, never an error): text is
     read and a typed value written as text under the cell grammar (:mod:`dpwitness.io.cells`)."""
@@ -204,7 +201,7 @@ def _declare(column: str, kind: ColumnKind, dtype: pl.DataType) -> pl.Expr:
     if kind is ColumnKind.STRING:
         return polars_text(expr, dtype).alias(column)
     if dtype == pl.String:
-        return _READERS[kind](expr).alias(column)
+        return POLARS_READERS[kind](expr).alias(column)
     return expr.cast(getattr(pl, POLARS_TYPES[kind]), strict=False).alias(column)
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from dpwitness.common.encoding import json_value
 from dpwitness.explorer import beyond, compute, planner, redteam
 from dpwitness.explorer.strings import DEFAULT_LANGUAGE, languages, strings
 
@@ -26,7 +27,7 @@ Tamper = Annotated[bool, Query(description="red team: invert the calibration (sc
 
 
 def _safe(payload: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = compute.json_safe(payload)
+    result: dict[str, Any] = json_value(payload)
     return result
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,6 +13,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from dpwitness import __version__
+from dpwitness.common.encoding import dumps
 from dpwitness.common.errors import BudgetExceeded, ParameterError
 from dpwitness.explorer import compute, warm
 from dpwitness.explorer.api import router
@@ -63,7 +63,7 @@ def page_html() -> str:
         (STATIC / "vendor" / "katex" / "katex.min.css").read_text(encoding="utf-8").replace("url(fonts/", f"url({KATEX_FONTS}")
     )
     html = html.replace(KATEX_LINK, f"<style>\n{katex}</style>", 1)
-    limits = json.dumps(compute.limits())
+    limits = dumps(compute.limits())
     html = html.replace(LIMITS_MARK, f'<script type="application/json" id="dpw-limits">{limits}</script>', 1)
     return html.replace(STYLESHEET_LINK, f"<style>\n{css}</style>", 1)
 

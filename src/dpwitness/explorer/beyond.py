@@ -12,7 +12,8 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from dpwitness.common.errors import ParameterError, check_positive_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_positive_finite
 from dpwitness.explorer.compute import ALPHA, MAX_EPSILON, MIN_EPSILON, mechanism
 from dpwitness.explorer.planner import advantage, posterior
 from dpwitness.privacy.accounting import laplace_half_width, zcdp_epsilon, zcdp_rho
@@ -79,8 +80,7 @@ def composition(epsilon: float, delta: float, releases: int) -> dict[str, Any]:
     """Total ε of k releases, each (ε, δ): basic composition (kε at total δ = kδ) against zCDP
     (each release ρ = the largest ρ whose zCDP implies (ε, δ); k releases kρ; the total ε at the
     same total δ = kδ from :func:`zcdp_epsilon`)."""
-    if isinstance(releases, bool) or not 1 <= releases <= MAX_RELEASES:
-        raise ParameterError("releases", f"a whole number in [1, {MAX_RELEASES}]", releases)
+    check_count("releases", releases, maximum=MAX_RELEASES, expected=f"a whole number in [1, {MAX_RELEASES}]")
     rho = zcdp_rho(epsilon, delta)
     ks = list(range(1, releases + 1))
     basic = [k * epsilon for k in ks]

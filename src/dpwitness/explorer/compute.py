@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.attacks.tamper import inverted_laplace
-from dpwitness.common.errors import ParameterError, check_finite, check_non_negative_finite, check_positive_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_finite, check_non_negative_finite, check_positive_finite
 from dpwitness.mechanisms.additive import Laplace
 from dpwitness.privacy.accounting import analytic_gaussian_sigma, gaussian_delta, laplace_half_width
 from dpwitness.privacy.budget import Accountant
@@ -98,15 +99,11 @@ def shift_param(value: Any, sensitivity: float) -> float:
 
 
 def seed_param(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
-        raise ParameterError("seed", f"a whole number in [0, {MAX_SEED}]", value)
-    return value
+    return check_count("seed", value, minimum=0, maximum=MAX_SEED, expected=f"a whole number in [0, {MAX_SEED}]")
 
 
 def count_param(value: Any, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ParameterError(name, f"a whole number in [{low}, {high}]", value)
-    return value
+    return check_count(name, value, minimum=low, maximum=high, expected=f"a whole number in [{low}, {high}]")
 
 
 # --- the mechanism and its witness, cached per rounded (Δ, ε, tamper) -------------------------
@@ -537,21 +534,6 @@ def myths(epsilon: float = 1.0) -> dict[str, Any]:
         "factors": [{"epsilon": e, "factor": math.exp(e)} for e in (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)],
         "uncalibrated": {"sensitivity": sum_delta, "scale": unit_noise.scale, "real_epsilon": unit_noise.privacy_loss(sum_delta)},
     }
-
-
-def json_safe(value: Any) -> Any:
-    """JSON-ready: numpy to Python, non-finite floats to None (JSON has no NaN or ∞)."""
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return json_safe(value.tolist())
-    if isinstance(value, np.generic):
-        return json_safe(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 #: Age groups of the spreadsheet for the vector (histogram) example; each person is in one.

@@ -21,7 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from dpwitness.common.data import ADULT_ROWS, adult_path, generated_ages
-from dpwitness.common.errors import BudgetExceeded, ParameterError, check_positive_finite
+from dpwitness.common.errors import BudgetExceeded, ParameterError
+from dpwitness.common.validation import check_positive_finite
 from dpwitness.privacy.accounting import analytic_gaussian_sigma
 from dpwitness.privacy.budget import Ledger
 from dpwitness.session import Session

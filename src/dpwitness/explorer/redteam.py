@@ -16,7 +16,8 @@ import numpy.typing as npt
 from dpwitness.attacks.differencing import differencing_attack
 from dpwitness.attacks.floating_point import floating_point_attack, naive_can_produce, numpy_laplace_noise
 from dpwitness.attacks.membership import membership_attack
-from dpwitness.explorer.compute import BOUNDS, CURVE_POINTS, PEOPLE, json_safe, mechanism, realised_scale
+from dpwitness.common.encoding import json_value
+from dpwitness.explorer.compute import BOUNDS, CURVE_POINTS, PEOPLE, mechanism, realised_scale
 from dpwitness.privacy.neighbours import Neighbours, count_sensitivity
 
 #: A clearly fictional clinic: patient number → diagnosed with diabetes (1) or not (0).
@@ -128,8 +129,8 @@ def membership_simulation(epsilon: float, trials: int, seed: int) -> dict[str, A
         "advantage": float(result.advantage),
         "tpr_at_1pct": tpr,
         "tpr_at_1pct_interval": [max(0.0, centre - half), min(1.0, centre + half)],
-        "bound": json_safe(result.bound),
-        "result": json_safe(result.to_dict()),
+        "bound": json_value(result.bound),
+        "result": json_value(result.to_dict()),
     }
 
 
@@ -191,10 +192,10 @@ def differencing(epsilon: float | None, seed: int) -> dict[str, Any]:
     payload["attack"] = {
         "available": True,
         "success_probability": float(result.success_probability),
-        "bound": json_safe(result.bound),
+        "bound": json_value(result.bound),
         "trials": int(result.trials),
-        "target_loss": json_safe(result.target_loss),
-        "result": json_safe(result.to_dict()),
+        "target_loss": json_value(result.target_loss),
+        "result": json_value(result.to_dict()),
     }
     return payload
 
@@ -204,7 +205,7 @@ def differencing(epsilon: float | None, seed: int) -> dict[str, Any]:
 def floating_point(epsilon: float, samples: int, seed: int) -> dict[str, Any]:
     """Mironov's leak: how often one output identifies the input, naive sampler vs the project's."""
     result = floating_point_attack(value=0.0, neighbour=1.0, sensitivity=1.0, epsilon=epsilon, samples=samples, seed=seed)
-    data = json_safe(result.to_dict())
+    data = json_value(result.to_dict())
     return {
         "call": (
             "from dpwitness.attacks.floating_point import floating_point_attack\n"

@@ -34,7 +34,7 @@ from typing import Any
 
 from dpwitness.common.errors import ParameterError, require
 from dpwitness.io.reader import Dialect, dialect_for, header
-from dpwitness.io.schema import ColumnKind
+from dpwitness.io.schema import POLARS_READERS, ColumnKind
 
 #: How many line numbers each finding lists.
 FIRST_LINES = 5
@@ -146,10 +146,8 @@ def _is_utf8(data: bytes) -> bool:
 def _cell_findings(path: Path, dialect: Dialect, kinds: Mapping[str, ColumnKind]) -> list[Finding]:
     """Per column: the cells the engines will read as missing under its type (one pass, in Polars)."""
     pl = require("polars", "polars", "the file check's type counts")
-    from dpwitness.io.cells import polars_boolean, polars_integer, polars_number
+    from dpwitness.io.cells import polars_number
     from dpwitness.io.reader import scan_polars
-
-    readers = {ColumnKind.INTEGER: polars_integer, ColumnKind.FLOAT: polars_number, ColumnKind.BOOLEAN: polars_boolean}
 
     frame = scan_polars(path, separator=dialect.separator).with_row_index("_dpw_line", offset=2)
     checks: dict[str, tuple[str, Any]] = {}
@@ -159,8 +157,8 @@ def _cell_findings(path: Path, dialect: Dialect, kinds: Mapping[str, ColumnKind]
             fails = present & polars_number(pl.col(name)).is_null()  # the cell grammar's number
             numbers = (present & polars_number(pl.col(name)).is_not_null()).sum()
             checks[name] = ("string", (fails, numbers, present.sum()))
-        elif kind in (ColumnKind.INTEGER, ColumnKind.FLOAT, ColumnKind.BOOLEAN):
-            checks[name] = (kind.value, (present & readers[kind](pl.col(name)).is_null(), None, None))
+        elif kind in POLARS_READERS:
+            checks[name] = (kind.value, (present & POLARS_READERS[kind](pl.col(name)).is_null(), None, None))
     if not checks:
         return []
     exprs = []

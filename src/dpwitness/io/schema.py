@@ -25,16 +25,21 @@ import itertools
 import math
 import os
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpwitness.common.errors import ParameterError, require
+from dpwitness.common.validation import check_count
+from dpwitness.io.cells import SPACES, polars_boolean, polars_integer, polars_number
 from dpwitness.privacy.neighbours import check_bounds
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: The format of a schema file (the ``schema_version`` key); a later format gets a new number.
 SCHEMA_VERSION = 1
@@ -86,6 +91,14 @@ POLARS_TYPES = {
     ColumnKind.FLOAT: "Float64",
     ColumnKind.STRING: "String",
     ColumnKind.BOOLEAN: "Boolean",
+}
+
+#: The cell-grammar reader (:mod:`dpwitness.io.cells`) of text declared as each typed kind, in the
+#: order a text column's narrowest type is tried (one map for every Polars table, check and join).
+POLARS_READERS: dict[ColumnKind, Callable[[pl.Expr], pl.Expr]] = {
+    ColumnKind.INTEGER: polars_integer,
+    ColumnKind.FLOAT: polars_number,
+    ColumnKind.BOOLEAN: polars_boolean,
 }
 
 #: Polars integer types that fit in Int64 (what Spark's ``long`` holds); wider ones are ``other``.
@@ -382,8 +395,13 @@ class Schema:
         """
         if not isinstance(bounds, bool):
             raise ParameterError("bounds", "True or False", bounds)
-        if isinstance(categories, bool) or not isinstance(categories, int) or not 0 <= categories <= MAX_CATEGORIES:
-            raise ParameterError("categories", f"a whole number of distinct values from 0 (none) to {MAX_CATEGORIES}", categories)
+        check_count(
+            "categories",
+            categories,
+            minimum=0,
+            maximum=MAX_CATEGORIES,
+            expected=f"a whole number of distinct values from 0 (none) to {MAX_CATEGORIES}",
+        )
         pl = require("polars", "polars", "Schema.infer")
         # The Polars engine's own opening (the one reader), looked up by name like every engine.
         engine = require("dpwitness.engines.polars", "polars", "Schema.infer").ENGINE
@@ -426,24 +444,19 @@ _TYPES = "one of integer, float, string, boolean"
 
 def _text_kinds(pl: Any, frame: Any, names: list[str]) -> dict[str, ColumnKind]:
     """The narrowest declarable type that every non-empty cell of each text column fits (one pass)."""
-    from dpwitness.io.cells import SPACES, polars_boolean, polars_integer, polars_number
-
     exprs = []
     for name in names:  # each type as the engines will read the cells once it is declared (the cell grammar)
         cell = pl.col(name)
         present = cell.is_not_null() & (cell.str.strip_chars(SPACES) != "")
-        exprs += [
-            present.sum().alias(f"present:{name}"),
-            (present & polars_integer(cell).is_not_null()).sum().alias(f"integer:{name}"),
-            (present & polars_number(cell).is_not_null()).sum().alias(f"float:{name}"),
-            (present & polars_boolean(cell).is_not_null()).sum().alias(f"boolean:{name}"),
-        ]
+        exprs.append(present.sum().alias(f"present:{name}"))
+        for kind, read in POLARS_READERS.items():
+            exprs.append((present & read(cell).is_not_null()).sum().alias(f"{kind.value}:{name}"))
     counts = frame.select(exprs).collect().row(0, named=True)
     kinds: dict[str, ColumnKind] = {}
     for name in names:
         present = counts[f"present:{name}"]
         kinds[name] = ColumnKind.STRING
-        for kind in (ColumnKind.INTEGER, ColumnKind.FLOAT, ColumnKind.BOOLEAN):
+        for kind in POLARS_READERS:
             if present > 0 and counts[f"{kind.value}:{name}"] == present:
                 kinds[name] = kind
                 break

@@ -13,11 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.common.errors import (
-    ParameterError,
-    check_non_negative_finite,
-    check_positive_finite,
-)
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_non_negative_finite, check_positive_finite
 from dpwitness.mechanisms.release import Release
 from dpwitness.noise import (
     EPSILON_RANGE,
@@ -67,12 +64,6 @@ def check_laplace_parameters(sensitivity: float, epsilon: float) -> None:
             raise ParameterError("sensitivity", f"such that the scale Δ/ε is in [{low:g}, {high:g}]", sensitivity)
 
 
-def _count(name: str, count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ParameterError(name, "a whole number ≥ 1", count)
-    return count
-
-
 @dataclass(frozen=True, kw_only=True)
 class Laplace:
     """Release f(D) + Lap(Δ/ε) on a power-of-two grid.
@@ -99,7 +90,7 @@ class Laplace:
         if self.changed_coordinates is None:
             object.__setattr__(self, "changed_coordinates", self.dimension)
         for name in ("dimension", "changed_coordinates"):
-            _count(name, getattr(self, name))
+            object.__setattr__(self, name, check_count(name, getattr(self, name)))
         check_laplace_parameters(sensitivity, epsilon)
         object.__setattr__(self, "sensitivity", sensitivity)
         object.__setattr__(self, "epsilon", epsilon)
@@ -255,8 +246,7 @@ def _validated_value(value: ArrayLike, dimension: int) -> npt.NDArray[np.float64
 def _validated_size(size: int | None) -> int | None:
     if size is None:
         return None
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise ParameterError("size", "a whole number ≥ 1 or None", size)
+    check_count("size", size, expected="a whole number ≥ 1 or None")
     return int(size)
 
 
@@ -286,7 +276,7 @@ class Gaussian:
         if self.changed_coordinates is None:
             object.__setattr__(self, "changed_coordinates", self.dimension)
         for name in ("dimension", "changed_coordinates"):
-            _count(name, getattr(self, name))
+            object.__setattr__(self, name, check_count(name, getattr(self, name)))
         if self.rho is not None:
             if self.epsilon is not None or self.delta is not None:
                 raise ParameterError("rho", "given alone: either (epsilon, delta) or rho, not both", self.rho)

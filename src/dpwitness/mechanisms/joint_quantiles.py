@@ -51,7 +51,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.common.errors import ParameterError, check_alpha, check_finite, check_positive_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_alpha, check_finite, check_positive_finite
 from dpwitness.mechanisms.release import Release
 from dpwitness.noise import BitSource, bit_source, draw_log_categorical
 from dpwitness.privacy.neighbours import Neighbours, check_bounds

@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.common.errors import ParameterError, check_alpha, check_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_alpha, check_count, check_finite
 from dpwitness.mechanisms.release import Release
 from dpwitness.noise import GridLaplace
 
@@ -83,8 +84,7 @@ def check_quantiles(value: Any) -> tuple[float, ...]:
 
 def check_bins(value: Any) -> int:
     """The ``bins=`` given (``value``): a whole number from 2 to :data:`MAX_BINS`, else ``ParameterError("bins", …)``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 2 <= value <= MAX_BINS:
-        raise ParameterError("bins", f"a whole number from 2 to {MAX_BINS}", value)
+    check_count("bins", value, minimum=2, maximum=MAX_BINS)
     return int(value)
 
 

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.common.errors import check_alpha
+from dpwitness.common.encoding import json_value
 from dpwitness.common.figures import tidy
+from dpwitness.common.validation import check_alpha
 from dpwitness.privacy.accounting import gaussian_half_width, laplace_half_width
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class Release:
         data: dict[str, Any] = {
             "kind": type(self).__name__,
             "query": self.query,
-            "value": _plain(self.value),
+            "value": json_value(self.value),
             "epsilon": tidy(self.epsilon) if math.isfinite(self.epsilon) else None,
             "rho": None if self.rho is None else tidy(self.rho),
             "delta": tidy(self.delta),
@@ -159,7 +160,7 @@ class Release:
             "variance": self.scale**2 if self.distribution == "gaussian" else 2.0 * self.scale**2,
             "distribution": self.distribution,
             "alpha": self.alpha,
-            "interval": _plain(self.interval),
+            "interval": json_value(self.interval),
             "neighbours": self.neighbours,
             "randomness": self.randomness,
             "seeded": self.seeded,
@@ -181,7 +182,7 @@ class Release:
         rows = []
         for key, value in self.value.items():
             low, high = intervals[key]
-            row: dict[str, Any] = dict(zip(names, (_plain(k) for k in _key_parts(key)), strict=True))
+            row: dict[str, Any] = dict(zip(names, (_python(k) for k in _key_parts(key)), strict=True))
             rows.append({**row, "value": float(value), "low": float(low), "high": float(high)})
         return rows
 
@@ -309,13 +310,6 @@ def _revived(value: Any) -> Any:
     return float(value)
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+def _python(key_part: Any) -> Any:
+    """A key's part as a Python value (a numpy scalar unwrapped; a date or a text kept as it is)."""
+    return key_part.item() if isinstance(key_part, np.generic) else key_part

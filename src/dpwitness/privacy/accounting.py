@@ -16,7 +16,7 @@ from fractions import Fraction
 from statistics import NormalDist
 
 from dpwitness.common.caching import scoped_cache
-from dpwitness.common.errors import check_alpha, check_non_negative_finite
+from dpwitness.common.validation import check_alpha, check_non_negative_finite
 
 #: Relative error allowed for libm's erfc and for NormalDist.inv_cdf (both are ≲ 10^-15 where used).
 _LIBM_SLACK = 1e-12

@@ -31,7 +31,8 @@ from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass, replace
 
-from dpwitness.common.errors import BudgetExceeded, ParameterError, check_non_negative_finite, check_positive_finite
+from dpwitness.common.errors import BudgetExceeded, ParameterError
+from dpwitness.common.validation import check_non_negative_finite, check_positive_finite
 from dpwitness.privacy.accounting import pure_dp_rho, zcdp_delta, zcdp_epsilon, zcdp_rho
 
 #: Relative float slack on every budget comparison (sums of floats).

@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass
 from enum import StrEnum
 
-from dpwitness.common.errors import ParameterError, check_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_finite
 
 
 class Neighbours(StrEnum):
@@ -89,8 +90,7 @@ def mean_sensitivity_public_n(lower: float, upper: float, n: int) -> float:
     :param n: the public number of records, a whole number ≥ 1.
     """
     low, high = check_bounds(lower, upper)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ParameterError("n", "a whole number ≥ 1", n)
+    check_count("n", n)
     return (high - low) / n
 
 
@@ -148,8 +148,8 @@ class ContributionBound:
         :param unit: False when there is no privacy unit: one row, one group (default True).
         """
         for name, value in (("max_contributions", max_contributions), ("max_groups", max_groups)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ParameterError(name, "a whole number ≥ 1", value)
+            if value is not None:
+                check_count(name, value)
         if not unit:
             return cls(1, 1, 1)
         if max_groups is None:

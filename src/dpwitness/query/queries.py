@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from dpwitness.common.errors import ParameterError, check_positive_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_positive_finite
 
 # The schema (column kinds, declared bounds and categories) lives in dpwitness.io.schema; re-exported here.
 from dpwitness.io.schema import DECLARABLE as DECLARABLE
@@ -171,15 +172,15 @@ class Query:
                 raise ParameterError("bins", f"at most {MAX_CELLS} bins over all keys (keys × bins)", len(self.cells))
         if self.privacy_unit is not None and not (isinstance(self.privacy_unit, str) and self.privacy_unit):
             raise ParameterError("privacy_unit", "a column name or None", self.privacy_unit)
-        _check_whole("max_contributions", self.max_contributions)
+        check_count("max_contributions", self.max_contributions)
         if self.join_multiplicity is not None:
-            _check_whole("join_multiplicity", self.join_multiplicity)
+            check_count("join_multiplicity", self.join_multiplicity)
         if self.privacy_unit is None and self.max_contributions != 1:
             raise ParameterError(
                 "max_contributions", "1 unless privacy_unit names the column that identifies a person", self.max_contributions
             )
         if self.max_groups is not None:
-            _check_whole("max_groups", self.max_groups)
+            check_count("max_groups", self.max_groups)
             if self.privacy_unit is None:
                 raise ParameterError("max_groups", "None unless privacy_unit is set", self.max_groups)
         if not (isinstance(self.delta, float | int) and 0 < self.delta < 1):
@@ -536,11 +537,6 @@ def _names(parameter: str, value: str | Sequence[str] | None) -> tuple[str, ...]
     if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
         raise ParameterError(parameter, "a column name or a sequence of distinct column names", value)
     return names
-
-
-def _check_whole(parameter: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ParameterError(parameter, "a whole number ≥ 1", value)
 
 
 # --- every derivation, for the sensitivity search ----------------------------------------------

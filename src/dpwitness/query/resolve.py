@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dpwitness.common.errors import ParameterError, check_positive_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_positive_finite
 from dpwitness.io.schema import Schema
 from dpwitness.mechanisms.quantiles import check_quantiles
 from dpwitness.privacy.budget import Budget
@@ -136,9 +137,7 @@ def check_max_rows(max_rows: Any) -> int:
     :param max_rows: the value given as ``max_rows=``; a bool, a non-integer or a number < 1
         raises :class:`~dpwitness.common.errors.ParameterError` naming ``max_rows``.
     """
-    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-        raise ParameterError("max_rows", "a whole number ≥ 1 (a declared bound on rows or units, not a count)", max_rows)
-    return max_rows
+    return check_count("max_rows", max_rows, expected="a whole number ≥ 1 (a declared bound on rows or units, not a count)")
 
 
 def check_rho_option(rho: Any, total: Budget | None) -> float:

@@ -38,6 +38,7 @@ from pydantic import BaseModel, Field
 
 from dpwitness import __version__
 from dpwitness.common.caching import cache_scope
+from dpwitness.common.encoding import json_value
 from dpwitness.common.errors import BudgetExceeded, ParameterError
 from dpwitness.mechanisms.release import Release
 from dpwitness.privacy.budget import Budget, Ledger, guarantee, remaining
@@ -47,7 +48,7 @@ from dpwitness.serve.cache import CachedAggregates
 from dpwitness.serve.config import AnalystConfig, ServiceConfig
 from dpwitness.serve.ledger import LABEL_PREFIX, GroupCommitLedger
 from dpwitness.serve.limits import BodySizeLimit, RateLimiter
-from dpwitness.serve.requests import CompiledQuery, QueryError, QueryRequest, compile_query, json_safe
+from dpwitness.serve.requests import CompiledQuery, QueryError, QueryRequest, compile_query
 from dpwitness.serve.sql import SqlRequest, answer_sql
 from dpwitness.serve.tables import LoadedTable, load_table
 from dpwitness.session import Session
@@ -373,7 +374,7 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
                 result = session.preview(query, **compiled.request.run_options())
         except ParameterError as error:
             raise _parameter_refusal(error) from None
-        return PreviewAnswer(table=compiled.table.name, preview=json_safe(result.to_dict()))
+        return PreviewAnswer(table=compiled.table.name, preview=json_value(result.to_dict()))
 
     @app.post(
         "/v1/sql",
@@ -487,7 +488,7 @@ def _public_release(release: Release) -> dict[str, Any]:
         interval = release.interval
         assert isinstance(interval, dict)
         data["interval"] = {_key(k): list(v) for k, v in interval.items()}
-    safe: dict[str, Any] = json_safe(data)
+    safe: dict[str, Any] = json_value(data)
     return safe
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 
-from dpwitness.common.errors import BudgetExceeded, ParameterError, check_alpha, check_positive_finite
+from dpwitness.common.errors import BudgetExceeded, ParameterError
+from dpwitness.common.validation import check_alpha, check_positive_finite
 from dpwitness.mechanisms.quantiles import check_quantiles
 from dpwitness.mechanisms.release import Release
 from dpwitness.privacy.neighbours import check_bounds

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpwitness.common.errors import ParameterError, check_positive_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_positive_finite
 from dpwitness.io.schema import DECLARABLE, ColumnKind, Schema
 from dpwitness.privacy.budget import Budget, check_total
 from dpwitness.privacy.neighbours import Neighbours, check_bounds
@@ -325,6 +326,4 @@ def _table(value: Any, where: str) -> dict[str, Any]:
 
 def _whole(body: dict[str, Any], key: str, default: int, *, minimum: int = 1) -> int:
     value = body.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ParameterError(key, f"a whole number ≥ {minimum}", value)
-    return value
+    return check_count(key, value, minimum=minimum)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+
+from dpwitness.common.encoding import dumps
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -89,7 +90,7 @@ class BodySizeLimit:
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
-    payload = json.dumps({"detail": message}).encode()
+    payload = dumps({"detail": message}).encode()
     await send(
         {
             "type": "http.response.start",

@@ -250,17 +250,3 @@ def _bounds(requested: list[float] | None, declared: tuple[float, float] | None)
         return check_bounds(requested[0], requested[1])  # the core's rule, on every face
     except ParameterError as error:
         raise QueryError(422, str(error)) from None
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with NaN and ±∞ (not JSON) as null and mapping keys as text, for every JSON answer.
-
-    :param value: a float, a mapping, a list/tuple of these, or any other JSON value.
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value

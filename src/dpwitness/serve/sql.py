@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dpwitness.common.encoding import json_value
 from dpwitness.common.errors import BudgetExceeded, MissingPart, ParameterError
-from dpwitness.serve.requests import QueryError, json_safe
+from dpwitness.serve.requests import QueryError
 from dpwitness.session.sql import execute, explain_statement, target
 from dpwitness.sql import Answer, SqlError, compile_statement, table_of
 
@@ -92,7 +93,7 @@ def answer_sql(
             # the cache keys a shape by the query, not by the table it is joined with: read the join afresh
             over.engine = getattr(over.engine, "engine", over.engine)
         if body.explain or compiled.explain:
-            return {"table": table.name, "plan": json_safe(explain_statement(over, compiled, alpha=chosen).to_dict())}
+            return {"table": table.name, "plan": json_value(explain_statement(over, compiled, alpha=chosen).to_dict())}
         over.check_budget(list(compiled.queries))
         answer: Answer = execute(over, compiled, alpha=chosen)
         session.releases.clear()  # the service keeps no releases in memory
@@ -105,7 +106,7 @@ def answer_sql(
         raise QueryError(422, shown) from None
     data = answer.to_dict()
     data["rows"] = [[_key(cell) for cell in row] for row in data["rows"]]
-    return {"table": table.name, "answer": json_safe(data)}
+    return {"table": table.name, "answer": json_value(data)}
 
 
 def _key(cell: Any) -> Any:

@@ -11,8 +11,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
 
-from dpwitness.common.errors import ParameterError, check_alpha
+from dpwitness.common.errors import ParameterError
 from dpwitness.common.progress import large_source, progress
+from dpwitness.common.validation import check_alpha
 from dpwitness.engines import Engine, engine_for
 from dpwitness.io.reader import Dialect
 from dpwitness.io.schema import load_schema, untyped_notes

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.common.errors import ParameterError, check_alpha
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_alpha
 from dpwitness.engines.joins import join_public
 from dpwitness.mechanisms.release import Release
 from dpwitness.query.planning import Preview

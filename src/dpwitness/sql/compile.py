@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NoReturn
 
-from dpwitness.common.errors import ParameterError, check_positive_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_positive_finite
 from dpwitness.engines.joins import PublicTable, prepare_public, read_public
 from dpwitness.io.schema import polars_kind
 from dpwitness.query.predicates import And, Compare, In, Literal, Node, to_text

@@ -44,8 +44,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.common.errors import ParameterError, check_non_negative_finite, require
+from dpwitness.common.errors import ParameterError, require
 from dpwitness.common.progress import Bar, progress
+from dpwitness.common.validation import check_count, check_non_negative_finite
 from dpwitness.privacy.neighbours import Neighbours
 
 if TYPE_CHECKING:
@@ -201,12 +202,11 @@ def search_claims(
     relation = Neighbours.parse(neighbours)
     if norm not in NORMS:
         raise ParameterError("norm", "'l1' (Laplace) or 'l2' (Gaussian)", norm)
-    if isinstance(trials, bool) or not isinstance(trials, int) or not 0 <= trials <= MAX_TRIALS:
-        raise ParameterError("trials", f"a whole number from 1 to {MAX_TRIALS}", trials)
+    check_count("trials", trials, minimum=0, maximum=MAX_TRIALS, expected=f"a whole number from 1 to {MAX_TRIALS}")
     if trials == 0 and not pairs:
         raise ParameterError("trials", f"a whole number from 1 to {MAX_TRIALS}", trials)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ParameterError("seed", "a whole number ≥ 0 or None", seed)
+    if seed is not None:
+        check_count("seed", seed, minimum=0, expected="a whole number ≥ 0 or None")
     if not claims:
         raise ParameterError("claims", "at least one output with its Δ", claims)
     bounds = {name: check_non_negative_finite("claimed", value) for name, value in claims.items()}
@@ -246,8 +246,8 @@ class _Layout:
         if unit is not None and not (isinstance(unit, str) and unit):
             raise ParameterError("privacy_unit", "a column name or None", unit)
         for name, value in (("max_contributions", max_contributions), ("max_groups", max_groups)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise ParameterError(name, "a whole number ≥ 1", value)
+            if value is not None:
+                check_count(name, value)
         if max_contributions is None:
             raise ParameterError("max_contributions", "a whole number ≥ 1", max_contributions)
         if unit is None and max_contributions != 1:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpwitness.common.encoding import json_cell
 from dpwitness.common.errors import ParameterError
 from dpwitness.witness.sensitivity import RELATIVE_TOLERANCE, SensitivityResult, search_claims
 
@@ -81,7 +82,7 @@ class Runs:
 
     def to_dicts(self) -> list[dict[str, Any]]:
         """The runs as data: [{"row": {column: value}, "times": n}, …] (NaN and ±∞ as strings)."""
-        return [{"row": {c: _json_value(v) for c, v in zip(self.columns, row, strict=True)}, "times": n} for row, n in self.runs]
+        return [{"row": {c: json_cell(v) for c, v in zip(self.columns, row, strict=True)}, "times": n} for row, n in self.runs]
 
     @classmethod
     def of_frame(cls, frame: pl.DataFrame) -> Runs:
@@ -112,12 +113,6 @@ def _same_row(a: Sequence[Any], b: Sequence[Any]) -> bool:
         x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
         for x, y in zip(a, b, strict=True)
     )
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
 
 
 @dataclass(frozen=True)

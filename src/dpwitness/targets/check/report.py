@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dpwitness.common.encoding import json_number
 from dpwitness.common.errors import ExitCode
 from dpwitness.targets.hooks import NoiseCall
 from dpwitness.witness.structured import Runs
@@ -70,9 +70,9 @@ class Finding:
             "site": self.site,
             "caller": self.caller,
             "mechanism": self.mechanism,
-            "claimed": _json(self.claimed),
-            "witnessed": _json(self.witnessed),
-            "largest": None if self.largest is None else _json(self.largest),
+            "claimed": json_number(self.claimed),
+            "witnessed": json_number(self.witnessed),
+            "largest": None if self.largest is None else json_number(self.largest),
             "confidence": self.confidence,
             "d": self.d.to_dicts(),
             "d_prime": self.d_prime.to_dicts(),
@@ -195,7 +195,3 @@ class ReportBuilder:
             pairs_tried=self.tried,
             pairs_skipped=self.skipped,
         )
-
-
-def _json(value: float) -> float | str:
-    return value if math.isfinite(value) else str(value)

@@ -6,7 +6,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from dpwitness.common.errors import ParameterError, check_non_negative_finite, check_positive_finite
+from dpwitness.common.errors import ParameterError
+from dpwitness.common.validation import check_count, check_non_negative_finite, check_positive_finite
 from dpwitness.privacy.neighbours import Neighbours
 from dpwitness.targets.check.blackbox import audit_worst_pair
 from dpwitness.targets.check.probe import (
@@ -67,8 +68,13 @@ def check(
     if dlt >= 1:
         raise ParameterError("delta", "a number in [0, 1)", delta)
     relation = Neighbours.parse(neighbours).value
-    if isinstance(trials, bool) or not isinstance(trials, int) or not 0 <= trials <= 1_000_000:
-        raise ParameterError("trials", "a whole number from 0 to 1000000 (0: only the structured search)", trials)
+    check_count(
+        "trials",
+        trials,
+        minimum=0,
+        maximum=1_000_000,
+        expected="a whole number from 0 to 1000000 (0: only the structured search)",
+    )
     budget = check_positive_finite("max_seconds", max_seconds)
     if not 0 < confidence < 1:
         raise ParameterError("confidence", "a number strictly between 0 and 1", confidence)

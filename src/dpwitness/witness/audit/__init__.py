@@ -33,9 +33,10 @@ The package by job: :mod:`~dpwitness.witness.audit.result` (what an audit found)
 (the tight mode) and :mod:`~dpwitness.witness.audit.run` (the audit loop).
 """
 
+from dpwitness.common.encoding import json_number
 from dpwitness.witness.audit.decide import agree_with_bounds
 from dpwitness.witness.audit.encode import Encoder
-from dpwitness.witness.audit.result import AuditResult, MechanismError, json_number
+from dpwitness.witness.audit.result import AuditResult, MechanismError
 from dpwitness.witness.audit.run import audit, audit_laplace
 from dpwitness.witness.audit.sample import Mechanism, Sampler, accepts_size
 

@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from dpwitness.common.encoding import json_number
+
 
 class MechanismError(RuntimeError):
     """The audited callable misbehaved (raised, returned NaN, an unusable object…)."""
@@ -113,15 +115,3 @@ class AuditResult:
             tight = f"; tight mode: {self.tight_reason}"
         reason = f". {self.reason}" if self.reason else ""
         return head + tail + event + pair + tight + reason
-
-
-def json_number(value: float) -> float | str | None:
-    """A float for JSON: ±∞ as the strings "inf"/"-inf", NaN as None.
-
-    :param value: any float; a finite one is returned unchanged.
-    """
-    if math.isnan(value):
-        return None
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value

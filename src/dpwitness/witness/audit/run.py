@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpwitness.common.errors import ParameterError, check_finite, check_positive_finite, require
+from dpwitness.common.errors import ParameterError, require
 from dpwitness.common.progress import progress as progress_display
+from dpwitness.common.validation import check_count, check_finite, check_positive_finite
 from dpwitness.witness.audit.decide import Measured, family_power, fast_verdict, float_blind, measure_events, powerful, precise
 from dpwitness.witness.audit.encode import FloatArray, pad
 from dpwitness.witness.audit.result import AuditResult, MechanismError
@@ -56,8 +57,9 @@ def _validate(epsilon: float, delta: float, samples: int | None, confidence: flo
     conf = check_finite("confidence", confidence, "a number strictly between 0 and 1")
     if not 0.0 < conf < 1.0:
         raise ParameterError("confidence", "a number strictly between 0 and 1", confidence)
-    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 10):
-        raise ParameterError("samples", "a whole number ≥ 10 (runs per input) or None to let the auditor choose", samples)
+    if samples is not None:
+        expected = "a whole number ≥ 10 (runs per input) or None to let the auditor choose"
+        check_count("samples", samples, minimum=10, expected=expected)
     return eps, dlt, conf
 
 
@@ -169,8 +171,7 @@ def audit(
         )
     if not 0.0 < search_fraction < 1.0:
         raise ParameterError("search_fraction", "a number strictly between 0 and 1", search_fraction)
-    if isinstance(max_samples, bool) or not isinstance(max_samples, int) or max_samples < 10:
-        raise ParameterError("max_samples", "a whole number ≥ 10", max_samples)
+    check_count("max_samples", max_samples, minimum=10)
     wall_started, started = time.perf_counter(), time.process_time()
     if replay is not None:
         if not callable(replay):

@@ -1,8 +1,12 @@
+// The server's JSON convention (dpwitness.common.encoding): ±∞ arrive as "inf"/"-inf", NaN as null.
+const infinite = (key, value) => (value === "inf" ? Infinity : value === "-inf" ? -Infinity : value);
+export const readJSON = async (response) => JSON.parse(await response.text(), infinite);
+
 // GET a JSON endpoint; a 4xx answer becomes an Error carrying the server's parameter and code
 // (the page words it from its own strings table: see i18n.errorText).
 export async function getJSON(path, params = {}, signal = undefined) {
   const response = await fetch(apiUrl(path, params), { signal });
-  const body = await response.json();
+  const body = await readJSON(response);
   if (!response.ok) throw refusal(response, body);
   return body;
 }

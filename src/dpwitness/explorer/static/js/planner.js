@@ -2,6 +2,7 @@
 // expected error against ε and the plan's disclosure risk, then release it through a real
 // dpwitness.Session whose ledger refuses a second release once the plan's budget is spent.
 import { Panel } from "./answers.js";
+import { readJSON } from "./api.js";
 import { announce } from "./announce.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
 import { linePlot } from "./plot.js";
@@ -95,7 +96,7 @@ async function release() {
   setText($("plan-status"), t("common.loading"));
   const query = new URLSearchParams({ plan_id: planId, ...Object.fromEntries(Object.entries(params()).map(([k, v]) => [k, String(v)])) });
   const response = await fetch(`/api/planner/release?${query}`, { method: "POST" });
-  const body = await response.json();
+  const body = await readJSON(response);
   if (!response.ok) {
     setText($("plan-status"), response.status === 409 ? t("plan.refused_spent") : t("error.parameter", { name: t(`param.${body.parameter}`) }));
     $("plan-status").dataset.state = response.status === 409 ? "refused" : "error";
