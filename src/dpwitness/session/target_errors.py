@@ -30,7 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from dpwitness.common.errors import BudgetExceeded, ParameterError, check_alpha, check_finite
+from dpwitness.common.errors import BudgetExceeded, ParameterError
+from dpwitness.common.validation import check_alpha, check_count, check_finite
 from dpwitness.mechanisms.additive import Gaussian
 from dpwitness.privacy.accounting import (
     analytic_gaussian_sigma,
@@ -229,9 +230,7 @@ def _check_min_rows(min_rows: Any, query: Query) -> int | None:
         if min_rows is not None:
             raise ParameterError("min_rows", "None for a count, sum or histogram (only a mean's error depends on n)", min_rows)
         return None
-    if isinstance(min_rows, bool) or not isinstance(min_rows, int) or min_rows < 1:
-        raise ParameterError("min_rows", "a whole number ≥ 1, a public lower bound on the rows a mean averages", min_rows)
-    return min_rows
+    return check_count("min_rows", min_rows, expected="a whole number ≥ 1, a public lower bound on the rows a mean averages")
 
 
 def _first_guess(
