@@ -85,7 +85,10 @@ def get_neighbour(query: str = "sum", relation: str = "add-remove", row: int = 1
 
 
 @router.get("/walkthrough/tails")
-def get_tails(epsilon: Epsilon = 1.0, sensitivity: Sensitivity = 1.0, d: Annotated[float | None, Query(description="d = f(D) − f(D′), |d| ≤ Δ (Δ if left out)")] = None
+def get_tails(
+    epsilon: Epsilon = 1.0,
+    sensitivity: Sensitivity = 1.0,
+    d: Annotated[float | None, Query(description="d = f(D) − f(D′), |d| ≤ Δ (Δ if left out)")] = None,
 ) -> dict[str, Any]:
     """Log densities of Laplace and Gaussian (same variance) for f(D′) = 0 and f(D) = d (Δ if not given), and their log ratios."""
     eps, delta = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
