@@ -32,6 +32,8 @@ from typing import Any
 
 import pytest
 
+from dpwitness.privacy import accounting
+
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -52,12 +54,12 @@ STEPS = 14
 #: What each step must show, whatever the language: the issue's missing ideas, one selector each.
 STEP_CONTENT = {
     3: ["#set-form", "#step-body path.set-area"],  # the set form of the definition, S shaded
-    4: ["#step-body path[data-series='p(z | D₁)']", "#step-body path[data-series='p(z | D₂)']"],  # two densities overlaid
+    4: ["#step-body path[data-series='p(z | D)']", "#step-body path[data-series='p(z | D′)']"],  # two densities overlaid
     5: ["#density-formula", "#step-body path[data-hist]"],  # the formula; exact releases, their mean (unbiased)
     7: ["#edge-pictures svg:nth-of-type(1)", "#edge-pictures figure:nth-child(5) svg"],  # a picture of the edge cases
     8: ["#step-body .formula", "#step-body path[data-hist]"],  # log-ratios add; k releases, kε
     9: ["#step-body path.set-area", "#step-body svg.short"],  # the worked example's 95 % band; the trap
-    10: ["#step-body table", "#step-body path[data-series]"],  # D₁ and D₂, overlapping noisy Q5 − Q4
+    10: ["#step-body table", "#step-body path[data-series]"],  # D and D′, overlapping noisy Q5 − Q4
     11: ["#step-body table", "#step-body circle.dot"],  # the vector: one draw per coordinate
     12: ["#step-body svg.summary rect.box"],  # the summary figure
     13: ["#step-body table.symbols"],  # the symbols
@@ -278,7 +280,7 @@ def test_language_switch_and_unknown_language_fallback(browser: Any, server: dic
         page.select_option("#lang", "zh")
     page.wait_for_function("window.dpwExplorer && window.dpwExplorer.ready", timeout=20_000)
     assert "lang=zh" in page.url and _text(page, "h1") == "dpwitness 探索器"
-    assert "声称成立" in _text(page, "#badge")
+    assert "满足所声称的" in _text(page, "#badge")  # 声称 as a verb (issue 29)
     assert page.evaluate("document.documentElement.lang") == "zh-CN"
     # the failed /api/strings?lang=xx is the expected 422 that triggers the fallback
     assert all("422" in problem for problem in problems), problems
@@ -478,8 +480,8 @@ def test_zero_sensitivity_keeps_every_panel_working(browser: Any, server: dict[s
 # --- red team -----------------------------------------------------------------------------------------
 def test_noisy_differencing_shows_one_consistent_story_on_d1_and_d2(browser: Any, server: dict[str, Any]) -> None:
     page, problems = _open(browser, server["url"], 1366)
-    assert _text(page, "#diabetes thead").split() == ["Patient", "D₁", "D₂"]
-    assert "D₂, exact" in _text(page, "#diff-result-d2") and "Q5 − Q4 = 0" in _text(page, "#diff-result-d2")
+    assert _text(page, "#diabetes thead").split() == ["Patient", "D", "D′"]
+    assert "D′, exact" in _text(page, "#diff-result-d2") and "Q5 − Q4 = 0" in _text(page, "#diff-result-d2")
     page.click("#diff-noisy")
     page.wait_for_function("document.getElementById('diff-result').textContent.includes('noisy')")
     for selector, truth in (("#diff-result", 1), ("#diff-result-d2", 0)):
@@ -1313,12 +1315,15 @@ def test_beyond_inverse_controls_dots_loss_histogram_and_zcdp(browser: Any, serv
     assert 85 <= int(page.get_attribute("#plot-dots", "data-inside") or 0) <= 100
     assert page.locator("#plot-dots > g:not(.legend) circle.dot").count() == 100
     assert float(page.get_attribute("#plot-loss", "data-max") or 0) <= 1.65068 * (1 + 1e-6)
-    # kε against zCDP: zCDP far below kε after 50 releases
+    # kε against zCDP, for Laplace releases (ρ = ε²/2 each) at one stated δ = 10⁻⁵ (issue 29: not δ = min(kδ, 0.5))
     page.focus("#releases")
     page.keyboard.press("End")
     page.wait_for_function("document.getElementById('kzcdp-text').textContent.startsWith('k = 50')")
-    match = re.search(r"basic composition says ε = ([\d.]+) .* zCDP says ε = ([\d.]+)", _text(page, "#kzcdp-text"))
-    assert match and float(match.group(2)) < 0.5 * float(match.group(1)), _text(page, "#kzcdp-text")
+    text = _text(page, "#kzcdp-text")
+    eps = float(page.input_value("#epsilon-n"))
+    expected = accounting.zcdp_epsilon(50 * accounting.pure_dp_rho(eps), 1e-5)
+    assert float(page.get_attribute("#plot-kzcdp", "data-zcdp") or 0) == pytest.approx(expected, rel=1e-9), text
+    assert "δ = 10⁻⁵" in text and "δ = 0.5" not in text, text
     assert problems == []
     page.context.close()
 
@@ -1341,9 +1346,8 @@ def test_statements_are_right_and_consistent(browser: Any, server: dict[str, Any
     # the differencing pair: which person loses what
     _go_to_step(page, 10)
     step = _text(page, "#step-result")
-    assert (
-        "Patient 5 is in both queries, so the pair costs them 2ε" in step and "Q4 and Q5 draw their noise independently" in step
-    )
+    assert "Patient 5 is only in Q5 (Q4 = x₁ + … + x₄), so the pair costs them ε = 0.5," in step, step  # ε, not 2ε
+    assert "patients 1–4 are in both queries, so the pair costs each of them 2ε = 1" in step and "independently" in step
     # membership: Δ = 100 is the clamp's bound, the oldest person is 71; trials and an interval
     page.click("#membership-run")
     page.wait_for_function("document.getElementById('membership-sim').textContent.includes('interval')", timeout=60_000)
@@ -1374,3 +1378,183 @@ def test_new_controls_work_by_touch_on_a_phone(browser: Any, server: dict[str, A
     assert page.locator("#plot-density + details table").count() == 1
     assert problems == []
     context.close()
+
+
+# --- issue 29: every statement true, ε and Δ reachable from every step, one setting on screen, layout ------
+#: Texts of the svgs matched by a selector whose box leaves their svg's box (clipped), with the svg's id.
+CLIPPED_TEXTS = """(selector) => {
+  const out = [];
+  for (const svg of document.querySelectorAll(selector)) {
+    const frame = svg.getBoundingClientRect();
+    if (!frame.width) continue;
+    for (const text of svg.querySelectorAll('text')) {
+      const box = text.getBoundingClientRect();
+      if (!box.width || !text.textContent.trim()) continue;
+      if (box.left < frame.left - 1 || box.right > frame.right + 1 || box.top < frame.top - 1 || box.bottom > frame.bottom + 1)
+        out.push([svg.id || svg.closest('figure')?.querySelector('figcaption')?.textContent.slice(0, 30), text.textContent]);
+    }
+  }
+  return out;
+}"""
+#: Pairs of elements (two selectors) whose boxes overlap.
+OVERLAPS = """([a, b]) => {
+  const out = [];
+  const boxes = (s) => [...document.querySelectorAll(s)]
+    .map(n => [n, n.getBoundingClientRect()]).filter(([, r]) => r.width);
+  for (const [na, ra] of boxes(a)) for (const [nb, rb] of boxes(b)) {
+    if (na === nb) continue;
+    const [ta, tb] = [na.textContent, nb.textContent];
+    const meets = ra.left < rb.right - 0.5 && rb.left < ra.right - 0.5 && ra.top < rb.bottom - 0.5 && rb.top < ra.bottom - 0.5;
+    if (meets) out.push([ta, tb]);
+  }
+  return out;
+}"""
+
+
+def _in_viewport(page: Any, selector: str, width: int, height: int) -> None:
+    box = page.locator(selector).first.bounding_box()
+    assert box is not None, selector
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, (selector, box)
+    assert box["y"] >= 0 and box["y"] + box["height"] <= height + 0.5, (selector, box)
+
+
+def test_issue29_statements_on_the_page_follow_the_servers_formulas(browser: Any, server: dict[str, Any]) -> None:
+    page, problems = _open(browser, server["url"], 1280)
+    # the mean privacy loss is the exact KL divergence |d|/b + e^(−|d|/b) − 1 (was a 2000-release average, 0.09441)
+    b = float(_text(page, "#out-scale-real"))
+    kl = float(page.get_attribute("#plot-loss", "data-kl") or 0)
+    assert kl == pytest.approx(accounting.laplace_kl_divergence(1.0, b), rel=1e-6)  # b as shown: the realised scale, rounded
+    assert "0.1065" in _text(page, "#loss-text")
+    # step 4: the d slider moves every picture and the text: the log ratio is ε·d/Δ (was "0.5" at d = 0.7)
+    _go_to_step(page, 4)
+    page.focus("#walk-shift")
+    for _ in range(6):
+        page.keyboard.press("ArrowLeft")  # d = 1 − 6·0.05 = 0.7
+    page.wait_for_function("document.getElementById('step-result') && document.getElementById('step-result').dataset.d === '0.7'")
+    assert float(page.get_attribute("#step-result", "data-log-ratio") or 0) == pytest.approx(0.5 * 0.7 / 1)
+    assert "= 0.35" in _text(page, "#step-result")
+    tents = page.locator("#step-body svg").nth(1)
+    assert "f = d" in (tents.text_content() or "")
+    # the tamper detail at ε = Δ: the inversion changes nothing (was "scale 1 instead of 1")
+    _set_number(page, "#epsilon-n", "1")
+    before = _version(page)
+    page.check("#tamper")
+    page.wait_for_function(f"window.dpwExplorer.liveVersion > {before}")
+    detail = _text(page, "#tamper-detail")
+    assert "changes nothing" in detail and "instead of" not in detail, detail
+    page.uncheck("#tamper")
+    # Δ = 0: steps 3, 4 and 5 say that no noise is needed (b = 0), never a silent Δ = 1 (b = 2, variance 8)
+    _set_number(page, "#sensitivity-n", "0")
+    for step in (3, 4, 5):
+        _go_to_step(page, step)
+        page.wait_for_selector("#step-result.no-noise")
+        text = _text(page, "#step-result")
+        assert "no noise is needed" in text and "b = Δ/ε = 0" in text, (step, text)
+        assert page.locator("#step-body svg").count() == 0
+    assert problems == []
+    page.context.close()
+
+
+@pytest.mark.parametrize("width", [375, 1280])
+def test_issue29_epsilon_and_delta_reachable_from_every_step_and_pending_until_answered(
+    browser: Any, server: dict[str, Any], width: int
+) -> None:
+    height = 800
+    page, problems = _open(browser, server["url"], width, height=height)
+    for step in (1, 3, 8, 12):
+        _go_to_step(page, step)
+        page.evaluate("document.querySelector('#step .step-nav').scrollIntoView({block: 'end'})")
+        for selector in ("#epsilon", "#epsilon-n", "#sensitivity-n"):
+            _in_viewport(page, selector, width, height)
+    # a change: every view that shows the previous setting is marked pending in the same task, until answered
+    _go_to_step(page, 3)
+    marked = page.evaluate(
+        """() => {
+          const box = document.getElementById('epsilon-n');
+          box.value = '2.75';
+          box.dispatchEvent(new Event('input'));
+          const views = ['#step-body', '#live .results', '#badge', '#plot-kzcdp'];
+          return views.map(s => document.querySelector(s).classList.contains('pending'));
+        }"""
+    )
+    assert marked == [True, True, True, True]
+    page.wait_for_function("document.querySelectorAll('.pending').length === 0", timeout=30_000)
+    assert "ε = 2.75" in _text(page, "#step-result")
+    assert "epsilon=2.75" in _text(page, "#live-call")
+    assert "ε = 2.75" in _text(page, "#badge-detail")
+    assert problems == []
+    page.context.close()
+
+
+def test_issue29_refused_epsilon_moves_the_slider_and_never_writes_nan(browser: Any, server: dict[str, Any]) -> None:
+    page, problems = _open(browser, server["url"], 1280)
+    page.fill("#epsilon-n", "1000")
+    page.wait_for_selector("#live-error:not([hidden])")
+    assert page.input_value("#epsilon") == "400" and page.get_attribute("#epsilon", "data-refused") == "true"
+    page.fill("#epsilon-n", "")
+    page.wait_for_selector("#live-error:not([hidden])")
+    assert page.get_attribute("#epsilon", "data-refused") == "true"
+    _go_to_step(page, 2)  # writes the URL (after its 150 ms debounce)
+    page.wait_for_function("location.search.includes('step=2')")
+    assert "NaN" not in page.url and "eps=" not in page.url, page.url
+    _set_number(page, "#epsilon-n", "2")
+    position = round((math.log10(2) + 2) / 4 * 400)
+    assert page.input_value("#epsilon") == str(position) and page.get_attribute("#epsilon", "data-refused") == "false"
+    page.wait_for_function("location.search.includes('eps=2')")
+    assert "NaN" not in page.url
+    assert problems == []
+    page.context.close()
+
+
+@pytest.mark.parametrize(("width", "lang"), [(375, "en"), (375, "zh"), (1280, "en"), (1280, "zh")])
+def test_issue29_layout_nothing_clipped_or_overlapping(browser: Any, server: dict[str, Any], width: int, lang: str) -> None:
+    page, problems = _open(browser, server["url"], width, height=900, query=f"?lang={lang}")
+    # step 12: compact boxes with readable text, each line inside its box, arrows only between boxes
+    _go_to_step(page, 12)
+    figure = page.locator("#step-body svg.summary")
+    box = figure.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
+    layout = page.evaluate(
+        """() => {
+          const svg = document.querySelector('#step-body svg.summary');
+          const rects = [...svg.querySelectorAll('rect.box')].map(r => r.getBoundingClientRect());
+          const texts = [...svg.querySelectorAll('text')]
+            .map(t => [t.getBoundingClientRect(), parseFloat(getComputedStyle(t).fontSize)]);
+          const arrows = [...svg.querySelectorAll('path.arrow')].map(p => p.getBoundingClientRect());
+          const inside = (a, b) => a.left >= b.left - 0.5 && a.right <= b.right + 0.5
+            && a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5;
+          const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+          return {
+            heights: rects.map(r => r.height),
+            outside: texts.filter(([t]) => !rects.some(r => inside(t, r))).length,
+            small: texts.filter(([box, size]) => size < 14 || box.height < 14).length, // as drawn: no viewBox shrinking
+            crossed: arrows.filter(a => texts.some(([t]) => meets(a, t))).length,
+          };
+        }"""
+    )
+    assert max(layout["heights"]) <= 90 and layout["outside"] == 0 and layout["small"] == 0 and layout["crossed"] == 0, layout
+    # step 11: the released table's last column (rounded: post-processing is free) inside the page
+    _go_to_step(page, 11)
+    page.wait_for_selector("#younger table")
+    last = page.locator("#younger table th:last-child").first
+    last.scroll_into_view_if_needed()
+    cell = last.bounding_box()
+    assert cell is not None and cell["x"] + cell["width"] <= width + 0.5, cell
+    # step 7's and step 9's axes, and the live panel's legend: every label inside its plot
+    clipped = page.evaluate(CLIPPED_TEXTS, "#plot-density, #plot-ratio")
+    for step in (7, 9):
+        _go_to_step(page, step)
+        clipped += page.evaluate(CLIPPED_TEXTS, "#step-body svg")
+    assert clipped == [], clipped
+    # step 8 at k = 1: the ε and kε labels side by side, never on top of each other
+    _go_to_step(page, 8)
+    assert page.evaluate(OVERLAPS, ["#step-body text.hlabel", "#step-body text.hlabel"]) == []
+    # the floating-point picture: its legend never covers the ∞ markers
+    page.click("#fp-run")
+    page.wait_for_selector("#fp-doubles-figure:not([hidden])", timeout=60_000)
+    page.locator("#plot-fp-doubles").scroll_into_view_if_needed()
+    assert page.evaluate(OVERLAPS, ["#plot-fp-doubles text.cells-legend", "#plot-fp-doubles text.cell-mark"]) == []
+    assert page.evaluate(CLIPPED_TEXTS, "#plot-fp-doubles") == []
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    assert problems == []
+    page.context.close()

@@ -6,6 +6,7 @@ import math
 from decimal import Decimal, getcontext, localcontext
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 import dpwitness.explorer.planner as planner
@@ -160,3 +161,14 @@ def test_every_interval_is_the_accounting_half_width() -> None:
     assert laplace.interval(0.05) == accounting.laplace_half_width(laplace.scale, 0.05)
     assert gauss.interval(0.05) == accounting.gaussian_half_width(gauss.sigma, 0.05)
     assert laplace.release(3.0, seed=1).half_width == accounting.laplace_half_width(laplace.scale, 0.05)
+
+
+@pytest.mark.parametrize(("shift", "scale"), [(1.0, 2.0), (-0.7, 0.3), (0.01, 1.0), (5.0, 1.0)])
+def test_laplace_kl_divergence_is_the_integral_of_the_privacy_loss(shift: float, scale: float) -> None:
+    """KL(Lap(0, b) ‖ Lap(−d, b)) = |d|/b + e^(−|d|/b) − 1, checked against E[L] by quadrature."""
+    z = np.linspace(-60 * scale - abs(shift), 60 * scale + abs(shift), 2_000_001)
+    density = np.exp(-np.abs(z) / scale) / (2 * scale)
+    loss = (np.abs(z + shift) - np.abs(z)) / scale
+    numeric = float(np.sum(density * loss) * (z[1] - z[0]))
+    assert accounting.laplace_kl_divergence(shift, scale) == pytest.approx(numeric, rel=1e-5, abs=1e-13)
+    assert accounting.laplace_kl_divergence(0.0, scale) == 0.0

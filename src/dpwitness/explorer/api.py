@@ -86,9 +86,15 @@ def get_neighbour(query: str = "sum", relation: str = "add-remove", row: int = 1
 
 
 @router.get("/walkthrough/tails")
-def get_tails(epsilon: Epsilon = 1.0, sensitivity: Sensitivity = 1.0) -> dict[str, Any]:
-    """Log densities of Laplace and Gaussian (same variance) for two neighbours, and their log ratios."""
-    return _safe(compute.tails(compute.sensitivity_param(sensitivity), compute.epsilon_param(epsilon)))
+def get_tails(
+    epsilon: Epsilon = 1.0,
+    sensitivity: Sensitivity = 1.0,
+    d: Annotated[float | None, Query(description="d = f(D) − f(D′), |d| ≤ Δ (Δ if left out)")] = None,
+) -> dict[str, Any]:
+    """Log densities of Laplace and Gaussian (same variance) for f(D′) = 0 and f(D) = d (Δ if not given), and their log ratios."""
+    eps, delta = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
+    shift = None if d is None else compute.shift_param(d, delta)
+    return _safe(compute.tails(delta, eps, shift))
 
 
 @router.get("/walkthrough/derivation")
@@ -174,11 +180,11 @@ def get_inverse(
 @router.get("/beyond/composition")
 def get_beyond_composition(
     epsilon: Epsilon = 0.5,
-    delta: Annotated[float, Query(description="δ of each release")] = 1e-6,
-    releases: Annotated[int, Query(description="k, the number of releases")] = 50,
+    releases: Annotated[int, Query(description="k, the number of Laplace releases")] = 50,
+    delta: Annotated[float, Query(description="the one δ at which the zCDP total is stated")] = beyond.COMPARISON_DELTA,
 ) -> dict[str, Any]:
-    """kε against zCDP composition for k releases, each (ε, δ)."""
-    return _safe(beyond.composition(compute.epsilon_param(epsilon), compute.delta_param(delta), releases))
+    """kε against zCDP composition (ρ = ε²/2 each, stated at one fixed δ) for k Laplace releases."""
+    return _safe(beyond.composition(compute.epsilon_param(epsilon), releases, compute.delta_param(delta)))
 
 
 @router.get("/walkthrough/younger-than-20")

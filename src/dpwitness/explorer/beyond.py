@@ -1,8 +1,9 @@
 """Beyond the source documents (after ViP, PETS 2022): the numbers behind the "beyond" panel.
 
 Inverse controls (a target error or risk → the ε that meets it, checked forwards with the project's
-own mechanism and risk bounds) and k-fold composition, basic (kε, kδ) against zCDP (ρ adds up, then
-converted with :func:`dpwitness.privacy.accounting.zcdp_epsilon`). The frequency framing and the privacy-loss
+own mechanism and risk bounds) and k-fold composition of Laplace releases, basic (kε, δ = 0) against
+zCDP (ρ = ε²/2 each, kρ in all, converted with :func:`dpwitness.privacy.accounting.zcdp_epsilon` at
+one fixed, stated δ). The frequency framing and the privacy-loss
 histogram use the live panel's 2000 exact releases (``/api/live``).
 """
 
@@ -16,7 +17,7 @@ from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_count, check_positive_finite
 from dpwitness.explorer.compute import ALPHA, MAX_EPSILON, MIN_EPSILON, mechanism
 from dpwitness.explorer.planner import advantage, posterior
-from dpwitness.privacy.accounting import laplace_half_width, zcdp_epsilon, zcdp_rho
+from dpwitness.privacy.accounting import laplace_half_width, pure_dp_rho, zcdp_epsilon
 
 #: What a target may be, and its range.
 TARGETS = {"error": (1e-9, 1e12), "posterior": (0.0100001, 0.999), "advantage": (1e-6, 0.999)}
@@ -75,14 +76,30 @@ def inverse(target: str, value: float, sensitivity: float) -> dict[str, Any]:
     }
 
 
+#: The one δ at which the zCDP total is stated: fixed and shown, so that k = 1 and k = 50 are
+#: compared at the same δ (never a δ that grows with k).
+COMPARISON_DELTA = 1e-5
+
+
 @lru_cache(maxsize=64)
-def composition(epsilon: float, delta: float, releases: int) -> dict[str, Any]:
-    """Total ε of k releases, each (ε, δ): basic composition (kε at total δ = kδ) against zCDP
-    (each release ρ = the largest ρ whose zCDP implies (ε, δ); k releases kρ; the total ε at the
-    same total δ = kδ from :func:`zcdp_epsilon`)."""
+def composition(epsilon: float, releases: int, delta: float = COMPARISON_DELTA) -> dict[str, Any]:
+    """Total ε of k Laplace releases, each ε-DP (δ = 0): basic composition kε (still pure, δ = 0)
+    against zCDP (each release ρ = ε²/2, :func:`pure_dp_rho`; k releases kρ; stated as ε at the one
+    fixed ``delta`` by :func:`zcdp_epsilon`). Both bounds hold, so the total is the smaller one;
+    ``crossover`` is the first k where zCDP's is smaller (None if it never is up to ``releases``)."""
     check_count("releases", releases, maximum=MAX_RELEASES, expected=f"a whole number in [1, {MAX_RELEASES}]")
-    rho = zcdp_rho(epsilon, delta)
+    rho = pure_dp_rho(epsilon)
     ks = list(range(1, releases + 1))
     basic = [k * epsilon for k in ks]
-    zcdp = [zcdp_epsilon(k * rho, min(0.5, k * delta)) for k in ks]
-    return {"epsilon": epsilon, "delta": delta, "rho": rho, "k": ks, "basic": basic, "zcdp": zcdp}
+    zcdp = [zcdp_epsilon(k * rho, delta) for k in ks]
+    crossover = next((k for k, a, z in zip(ks, basic, zcdp, strict=True) if z < a), None)
+    return {
+        "epsilon": epsilon,
+        "delta": delta,
+        "rho": rho,
+        "k": ks,
+        "basic": basic,
+        "zcdp": zcdp,
+        "best": [min(a, z) for a, z in zip(basic, zcdp, strict=True)],
+        "crossover": crossover,
+    }

@@ -19,7 +19,7 @@ from dpwitness.attacks.tamper import inverted_laplace
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_count, check_finite, check_non_negative_finite, check_positive_finite
 from dpwitness.mechanisms.additive import Laplace
-from dpwitness.privacy.accounting import analytic_gaussian_sigma, gaussian_delta, laplace_half_width
+from dpwitness.privacy.accounting import analytic_gaussian_sigma, gaussian_delta, laplace_half_width, laplace_kl_divergence
 from dpwitness.privacy.budget import Accountant
 from dpwitness.privacy.neighbours import (
     Neighbours,
@@ -135,7 +135,19 @@ def _witness_payload(sensitivity: float, epsilon: float, tamper: bool) -> dict[s
         "tamper": tamper,
         "realised_scale": realised_scale(mech),
         "claimed_scale": mech.scale,
+        "scale_as_claimed": scale_as_claimed(mech),
     }
+
+
+#: Relative gap between the realised and the claimed scale that is only the grid's rounding: the
+#: sampler's m is an integer and its budget is lowered in steps of 2^-26·ε (noise.laplace), so an
+#: honest realised scale is up to ~7e-8 above b = Δ/ε (measured over ε in [0.01, 100]); 2^-22 ≈ 2.4e-7.
+SCALE_TOLERANCE = 2.0**-22
+
+
+def scale_as_claimed(mech: Laplace) -> bool:
+    """Does the sampler draw with the claimed scale b = Δ/ε, up to the grid's rounding (SCALE_TOLERANCE)?"""
+    return abs(realised_scale(mech) - mech.scale) <= SCALE_TOLERANCE * mech.scale
 
 
 def realised_scale(mech: Laplace) -> float:
@@ -303,6 +315,8 @@ def live(
         "params": {"epsilon": epsilon, "sensitivity": sensitivity, "value": value, "d": shift, "seed": seed, "tamper": tamper},
         **summary(sensitivity, epsilon),
         "privacy_loss_d": mech.privacy_loss(abs(shift)),
+        # the mean loss over releases (exact, at the scale really sampled): KL = |d|/b + e^(−|d|/b) − 1
+        "kl_divergence": 0.0 if mech.noise is None else laplace_kl_divergence(shift, realised_scale(mech)),
         **claimed_and_real(sensitivity, epsilon, shift, tamper),
         "release": released,
         "many_releases": many_releases(value, sensitivity, epsilon, seed, tamper),
@@ -386,25 +400,30 @@ def neighbour(query: str, relation: str, row: int, replacement: float) -> dict[s
     }
 
 
-def tails(sensitivity: float, epsilon: float) -> dict[str, Any]:
-    """Log densities of Laplace and of a Gaussian with the same variance, for f = 0 and f = Δ.
+def tails(sensitivity: float, epsilon: float, shift: float | None = None) -> dict[str, Any]:
+    """Log densities of Laplace and of a Gaussian with the same variance, for f(D′) = 0 and f(D) = d
+    (d = Δ unless given), and their log ratios.
 
-    Laplace: log p is a tent, the log ratio stays within ±ε. Gaussian: log p is a parabola,
-    the log ratio (2zΔ − Δ²)/(2σ²) is a line, unbounded in the tails.
+    Laplace: log p is a tent, the log ratio stays within ±ε·|d|/Δ (reached in the tails). Gaussian:
+    log p is a parabola, the log ratio (2zd − d²)/(2σ²) is a line, unbounded in the tails.
     """
     if sensitivity == 0:
         raise ParameterError("sensitivity", "> 0 here (with Δ = 0 there is no noise to draw)", sensitivity)
+    d = sensitivity if shift is None else shift
     mech = mechanism(sensitivity, epsilon)
     b = mech.scale
     sigma = mech.std
-    z = np.linspace(-10.0 * b, sensitivity + 10.0 * b, CURVE_POINTS)
-    laplace = [(-np.abs(z - f) / b - math.log(2.0 * b)) for f in (0.0, sensitivity)]
-    gauss = [(-((z - f) ** 2) / (2.0 * sigma**2) - math.log(sigma * math.sqrt(2.0 * math.pi))) for f in (0.0, sensitivity)]
-    laplace_ratio = mech.log_density_ratio(z, sensitivity, 0.0)
+    z = np.linspace(min(0.0, d) - 10.0 * b, max(0.0, d) + 10.0 * b, CURVE_POINTS)
+    laplace = [(-np.abs(z - f) / b - math.log(2.0 * b)) for f in (0.0, d)]
+    gauss = [(-((z - f) ** 2) / (2.0 * sigma**2) - math.log(sigma * math.sqrt(2.0 * math.pi))) for f in (0.0, d)]
+    laplace_ratio = mech.log_density_ratio(z, d, 0.0)
     return {
         "z": z.tolist(),
-        "f1": sensitivity,
+        "f1": d,
         "f2": 0.0,
+        "d": d,
+        # the Laplace log ratio's far-tail value |d|/b = ε·|d|/Δ (the claimed calibration's loss for d)
+        "tail_log_ratio": abs(d) / b,
         "scale": b,
         "sigma": sigma,
         "epsilon": epsilon,

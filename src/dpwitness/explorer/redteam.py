@@ -141,11 +141,11 @@ DIFFERENCING_TRIALS = 20_000
 
 @lru_cache(maxsize=128)
 def differencing(epsilon: float | None, seed: int) -> dict[str, Any]:
-    """Q5 − Q4 on the fictional clinic D₁ and on D₂ (patient 5's bit flipped to 0).
+    """Q5 − Q4 on the fictional clinic D and on D′ (patient 5's bit flipped to 0).
 
-    Q4 counts the diagnosed among patients 1-4, Q5 among patients 1-5. Exact answers tell D₁
-    from D₂ with certainty. The noisy answers are releases of the core mechanism (count,
-    add/remove: Δ = 1) at ε each, seeds ``seed`` and ``seed + 1`` (the same seeds on D₁ and D₂:
+    Q4 counts the diagnosed among patients 1-4, Q5 among patients 1-5. Exact answers tell D
+    from D′ with certainty. The noisy answers are releases of the core mechanism (count,
+    add/remove: Δ = 1) at ε each, seeds ``seed`` and ``seed + 1`` (the same seeds on D and D′:
     the same noise draws, only the data differ). The attacker's estimate is the displayed
     noisy Q5 − noisy Q4 and its guess the nearer of 0 and 1, so the page never shows numbers
     that disagree; the success rate over many pairs comes from ``dpwitness.attacks.differencing``.

@@ -19,14 +19,25 @@ export class Panel {
   // key(): the inputs the panel's question is built from. follows(): does the question depend on
   // the live setting (ε, Δ, f(D), …)? refused(): clears what the panel drew from a refused setting.
   // moved(): what to show when an answer is dropped because an input it was asked for moved.
-  constructor({ key, follows = () => true, refused = () => {}, moved = () => {} }) {
+  // views(): the elements that show the panel's answer; between a change of the setting and the
+  // answer for it they are marked pending (dimmed, aria-busy), so that no number, picture or call on
+  // screen passes for the new setting while it still shows the previous one.
+  constructor({ key, follows = () => true, refused = () => {}, moved = () => {}, views = () => [] }) {
     this.key = key;
     this.follows = follows;
     this.refused = refused;
     this.moved = moved;
+    this.views = views;
+    this.shownKey = null;
     this.generation = 0;
     this.turn = null;
     panels.push(this);
+  }
+
+  // The panel has drawn its answer for the current setting: its views are no longer pending.
+  shown() {
+    this.shownKey = this.key();
+    setPending(this.views(), false);
   }
 
   // A new question: the previous one's answer will be dropped (and its request aborted).
@@ -74,12 +85,28 @@ class Turn {
   }
 }
 
+function setPending(nodes, pending) {
+  for (const node of nodes) {
+    if (!node) continue;
+    node.classList.toggle("pending", pending);
+    if (pending) node.setAttribute("aria-busy", "true");
+    else node.removeAttribute("aria-busy");
+  }
+}
+
+// The live setting has changed: every view that shows an answer for another setting is marked pending
+// at once (in the same task as the change, before any request), until its panel draws the new answer.
+export function markPending() {
+  for (const panel of panels) if (panel.follows() && panel.key() !== panel.shownKey) setPending(panel.views(), true);
+}
+
 // The live setting was refused (in the page or by the server): nothing asked for it may be drawn.
 export function refuseAll() {
   for (const panel of panels) {
     if (!panel.follows()) continue;
     panel.drop();
     panel.refused();
+    setPending(panel.views(), false); // "not computed" is what is true for the refused setting
   }
 }
 

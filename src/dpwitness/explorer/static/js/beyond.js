@@ -16,10 +16,11 @@ const inversePanel = new Panel({
   follows: errorTarget,
   refused: () => { inverse = null; $("inv-result").textContent = t("common.not_computed"); $("inv-use").disabled = true; },
 });
-// kε against zCDP (asked for the setting's ε, δ and k); the dots and the loss histogram are drawn
-// from the live panel's answer and cleared with it.
+// kε against zCDP (asked for the setting's ε and k; zCDP stated at the server's one fixed δ); the
+// dots and the loss histogram are drawn from the live panel's answer and cleared with it.
 const compositionPanel = new Panel({
-  key: () => `${state.epsilon}|${state.gaussDelta}|${state.releases}`,
+  key: () => `${state.epsilon}|${state.releases}`,
+  views: () => [$("plot-kzcdp"), $("kzcdp-text")],
   refused: () => {
     for (const id of ["plot-dots", "plot-loss", "plot-kzcdp"]) emptyPlot($(id), t("common.not_computed"));
     for (const id of ["dots-text", "loss-text", "kzcdp-text"]) $(id).textContent = t("common.not_computed");
@@ -87,14 +88,16 @@ export function drawBeyond(data) {
   const share = counts.map((c) => c / losses.length);
   const mean = losses.reduce((s, v) => s + v, 0) / losses.length;
   const max = Math.max(...losses);
+  const kl = data.kl_divergence; // the exact expectation, from the server (privacy.accounting)
   linePlot($("plot-loss"), {
     title: t("beyond.loss_title"), xLabel: t("beyond.loss_axis"), yLabel: t("beyond.share"), xMin: edges[0], xMax: edges[21], yMin: 0, yMax: Math.max(...share) * 1.15,
-    alt: t("beyond.loss_text", { n: losses.length, max, eps: state.epsilon, mean }),
+    alt: t("beyond.loss_text", { n: losses.length, max, eps: state.epsilon, mean, kl }),
     bins: { edges, counts: share, cls: "hist", label: t("beyond.loss_label", { n: losses.length }) },
     series: [{ x: [state.epsilon, state.epsilon], y: [0, Math.max(...share) * 1.15], cls: "bound", label: "ε" }],
   });
   $("plot-loss").dataset.max = String(max);
-  setText($("loss-text"), t("beyond.loss_text", { n: losses.length, max, eps: state.epsilon, mean }));
+  $("plot-loss").dataset.kl = String(kl);
+  setText($("loss-text"), t("beyond.loss_text", { n: losses.length, max, eps: state.epsilon, mean, kl }));
 }
 
 async function composition() {
@@ -103,21 +106,29 @@ async function composition() {
   const turn = compositionPanel.begin();
   let data;
   try {
-    data = await turn.get("beyond/composition", { epsilon: state.epsilon, delta: state.gaussDelta, releases: Math.max(50, Math.min(100, k)) });
+    data = await turn.get("beyond/composition", { epsilon: state.epsilon, releases: Math.max(50, Math.min(100, k)) });
   } catch (error) {
     emptyPlot($("plot-kzcdp"), errorText(error));
     $("kzcdp-text").textContent = errorText(error);
     return;
   }
-  if (!data) return; // for an ε, δ or k that has changed, or a refused setting
+  if (!data) return; // for an ε or k that has changed, or a refused setting
   const i = Math.min(k, data.k.length) - 1;
+  const which = data.crossover === null
+    ? t("beyond.kzcdp_basic_smaller", { kmax: data.k.length })
+    : t("beyond.kzcdp_zcdp_smaller", { crossover: data.crossover, delta: data.delta });
+  const text = t("beyond.kzcdp_text", { k: data.k[i], eps: data.epsilon, basic: data.basic[i], krho: data.k[i] * data.rho, zcdp: data.zcdp[i], delta: data.delta, which });
+  // at k = 1 the two dots can sit close together: their labels are the legend's, never on the dots
   linePlot($("plot-kzcdp"), {
     title: t("beyond.kzcdp_title"), xLabel: t("step8.axis_k"), yLabel: t("step8.axis_total"), yMin: 0, legend: true,
-    alt: t("beyond.kzcdp_text", { k: data.k[i], basic: data.basic[i], zcdp: data.zcdp[i], delta: data.delta, kdelta: data.k[i] * data.delta }),
-    series: [{ x: data.k, y: data.basic, cls: "s1", label: t("beyond.basic") }, { x: data.k, y: data.zcdp, cls: "s0", label: t("beyond.zcdp") }],
+    alt: text,
+    series: [{ x: data.k, y: data.basic, cls: "s1", label: t("beyond.basic") }, { x: data.k, y: data.zcdp, cls: "s0", label: t("beyond.zcdp_at", { delta: data.delta }) }],
     points: [{ x: data.k[i], y: data.basic[i], cls: "dot s1" }, { x: data.k[i], y: data.zcdp[i], cls: "dot s0" }],
   });
-  setText($("kzcdp-text"), t("beyond.kzcdp_text", { k: data.k[i], basic: data.basic[i], zcdp: data.zcdp[i], delta: data.delta, kdelta: data.k[i] * data.delta }));
+  $("plot-kzcdp").dataset.zcdp = String(data.zcdp[i]);
+  $("plot-kzcdp").dataset.basic = String(data.basic[i]);
+  setText($("kzcdp-text"), text);
+  compositionPanel.shown();
 }
 
 export function initBeyond() {

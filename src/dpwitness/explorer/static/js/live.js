@@ -6,7 +6,7 @@
 // mechanism) when the gesture ends or "Fit axes" is pressed. A value outside the server's range
 // is refused in the page: every number and picture it would change says "not computed".
 import { announce } from "./announce.js";
-import { Panel, refuseAll } from "./answers.js";
+import { Panel, markPending, refuseAll } from "./answers.js";
 import { drawBeyond } from "./beyond.js";
 import { showCall } from "./code.js";
 import { grid, histogram, laplaceDensity, normalDensity, unitDraw } from "./gauss.js";
@@ -45,7 +45,11 @@ const sameSetting = (p) => p && p.epsilon === Number(state.epsilon.toPrecision(6
   && p.value === Number(state.value.toPrecision(6)) && p.tamper === state.tamper;
 
 // The live panel's numbers and the exact Gaussian: each answer only for the setting it was asked for.
-const livePanel = new Panel({ key: () => JSON.stringify(params()) });
+//: What the live answer draws (numbers, badge, call, the dots and the loss histogram): pending until it arrives.
+const livePanel = new Panel({
+  key: () => JSON.stringify(params()),
+  views: () => [document.querySelector("#live .results"), $("badge"), $("plot-dots"), $("plot-loss"), $("dots-text"), $("loss-text")],
+});
 const gaussPanel = new Panel({ key: () => gaussKey() });
 
 // --- the server: one request at a time, always for the latest setting ------------------------
@@ -74,6 +78,7 @@ export async function update() {
       server = data;
       if (axes && !axes.gaussFitted) fitAxes(); // the Gaussian's σ has arrived: its axes can be fitted
       drawNumbers(data);
+      livePanel.shown();
       requestFrame();
       const ms = performance.now() - started;
       probe.redraws.push(ms);
@@ -152,7 +157,7 @@ function drawNumbers(data) {
   $("out-loss").textContent = fmt(r.loss_d);
   $("out-worst-claimed").textContent = fmt(data.composition.each); // ε claimed per release: 0 when Δ = 0 (no noise, nothing spent)
   $("out-worst").textContent = fmt(r.worst_log_ratio);
-  const mismatch = data.params.tamper && Math.abs(r.scale - c.scale) > 1e-9 * Math.max(1, c.scale);
+  const mismatch = data.params.tamper && !data.witness.scale_as_claimed; // the server's test, at the grid's tolerance
   $("numbers").classList.toggle("tampered", mismatch);
   const k = data.composition;
   $("out-composition").textContent =
@@ -190,7 +195,7 @@ function drawBadge(w) {
   }));
   const tamper = $("tamper-detail");
   tamper.hidden = !w.tamper;
-  const same = w.tamper && Math.abs(w.realised_scale - w.claimed_scale) <= 1e-9 * Math.max(1, w.claimed_scale);
+  const same = w.tamper && w.scale_as_claimed; // the server's test, at the grid's tolerance
   if (w.tamper) setText(tamper, same ? t("red.tamper_same", { real: w.realised_scale }) : t("red.tamper_on", { real: w.realised_scale, claimed: w.claimed_scale, worst: w.worst_log_ratio }));
 }
 
@@ -422,6 +427,7 @@ function changedByUser() {
   validate();
   syncControls();
   if (!state.valid) return;
+  markPending();
   clearGaussWitness();
   scheduleGaussian();
   const now = performance.now();
@@ -465,7 +471,12 @@ export const positionToEpsilon = (pos) => Number((10 ** (logLow() + (pos / POSIT
 // the tamper switch is off and disabled where there is no noise to tamper with (Δ = 0).
 export function syncControls() {
   const eps = $("epsilon"), sens = $("sensitivity");
-  if (within("epsilon", state.epsilon)) eps.value = String(epsilonToPosition(state.epsilon));
+  // A refused ε: the slider goes to the end it passed (a number beyond the range) or is marked refused
+  // (no number at all), never left at the previous setting's position.
+  const [low, high] = LIMITS.epsilon;
+  if (Number.isFinite(state.epsilon)) eps.value = String(epsilonToPosition(Math.min(Math.max(state.epsilon, low), high)));
+  eps.dataset.refused = String(!within("epsilon", state.epsilon));
+  sens.dataset.refused = String(!within("sensitivity", state.sensitivity));
   eps.setAttribute("aria-valuetext", Number.isFinite(state.epsilon) ? `ε = ${fmt(state.epsilon)}` : t("common.not_computed"));
   const sensMax = Number(sens.max);
   if (Number.isFinite(state.sensitivity)) sens.value = String(Math.min(Math.max(state.sensitivity, 0), sensMax));

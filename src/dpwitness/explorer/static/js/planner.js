@@ -109,7 +109,7 @@ async function release() {
   const rows = [];
   for (const answer of body.answers) {
     if (answer.value !== null && typeof answer.value === "object") {
-      for (const [key, value] of Object.entries(answer.value)) rows.push([t("plan.answer_key", { query: t(`plan.${answer.name}`), key }), answer.epsilon, value, answer.interval[key]]);
+      for (const [key, value] of Object.entries(answer.value)) rows.push([t("plan.answer_key", { query: t(`plan.${answer.name}`), key, name: t(`plan.category.${key}`) }), answer.epsilon, value, answer.interval[key]]);
     } else rows.push([t(`plan.${answer.name}`), answer.epsilon, answer.value, answer.interval]);
     if (answer.mechanism === "gaussian") rows[rows.length - 1][0] += ` (${t("plan.mech_gaussian")})`;
   }
@@ -117,7 +117,7 @@ async function release() {
     const tr = document.createElement("tr");
     for (const text of [label, fmt(eps), fmt(value, 6), interval ? `${fmt(interval[0], 6)} … ${fmt(interval[1], 6)}` : "—"]) {
       const td = document.createElement("td");
-      setText(td, text); // a category is the data's own value: set as code (never translated)
+      setText(td, text); // a category is named in the page's language (English: the data's own value, as code)
       tr.append(td);
     }
     return tr;

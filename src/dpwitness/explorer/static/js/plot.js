@@ -89,7 +89,7 @@ function frame(svg, spec, xr, yr) {
   const { width, height } = blank(svg, labelOf(spec));
   if (spec.ylog) svg.dataset.ylog = "true"; else delete svg.dataset.ylog;
   const left = spec.yLabel ? 58 : 16;
-  const rows = layoutLegend(spec.legendItems || [], width - left - 12);
+  const rows = layoutLegend(spec.legendItems || [], width - left - 12, svg);
   const m = { left, right: 12, top: 10 + 16 * rows.count, bottom: 40 };
   const w = width - m.left - m.right, h = height - m.top - m.bottom;
   const tx = (v) => (spec.xlog ? Math.log10(v) : v);
@@ -102,31 +102,69 @@ function frame(svg, spec, xr, yr) {
   const xt = spec.xCategories ? spec.xCategories.map((_, i) => i + 1) : spec.xlog ? decadeTicks(xr[0], xr[1]) : ticks(xr[0], xr[1], Math.max(2, Math.floor(w / 80)));
   for (const v of xt) {
     el("line", { class: "grid", x1: sx(v), x2: sx(v), y1: m.top, y2: m.top + h }, axis);
-    el("text", { x: sx(v), y: m.top + h + 16, "text-anchor": "middle", class: "tick x" }, axis, spec.xCategories ? spec.xCategories[v - 1] : tickLabel(v));
+    keepInside(el("text", { x: sx(v), y: m.top + h + 16, "text-anchor": "middle", class: "tick x" }, axis, spec.xCategories ? spec.xCategories[v - 1] : tickLabel(v)), width);
   }
   if (!spec.noY) {
     const yt = spec.ylog ? decadeTicks(yr[0], yr[1]) : ticks(yr[0], yr[1], Math.max(2, Math.floor(h / 45)));
     for (const v of yt) {
       el("line", { class: "grid", x1: m.left, x2: m.left + w, y1: sy(v), y2: sy(v) }, axis);
-      el("text", { x: m.left - 6, y: sy(v) + 4, "text-anchor": "end", class: "tick y" }, axis, tickLabel(v));
+      fitLength(el("text", { x: m.left - 6, y: sy(v) + 4, "text-anchor": "end", class: "tick y" }, axis, tickLabel(v)), m.left - 20);
     }
   }
   el("line", { x1: m.left, x2: m.left + w, y1: m.top + h, y2: m.top + h }, axis);
   if (!spec.noY) el("line", { x1: m.left, x2: m.left, y1: m.top, y2: m.top + h }, axis);
-  if (spec.xLabel) el("text", { x: m.left + w / 2, y: height - 6, "text-anchor": "middle" }, axis, spec.xLabel);
+  if (spec.xLabel) {
+    const label = el("text", { x: m.left + w / 2, y: height - 6, "text-anchor": "middle", class: "axis-label x" }, axis, spec.xLabel);
+    fitLength(label, width - 4);
+    keepInside(label, width);
+  }
   if (spec.yLabel) {
-    el("text", { x: 12, y: m.top + h / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${m.top + h / 2})` }, axis, spec.yLabel);
+    const label = el("text", { x: 12, y: m.top + h / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${m.top + h / 2})`, class: "axis-label y" }, axis, spec.yLabel);
+    const middle = m.top + h / 2;
+    fitLength(label, 2 * Math.min(middle, height - middle) - 4); // centred on the axis, within the svg's height
   }
   svg.dataset.plotTop = String(m.top);
   return { sx, sy, m, w, h, width, height, rows };
 }
 
+// The width a text takes in this svg at the legend's size (measured; estimated while not laid out).
+function textWidth(svg, text, cls = "") {
+  const probe = el("text", { x: 0, y: -100, class: cls }, svg, text);
+  let width = 0;
+  try { width = probe.getComputedTextLength(); } catch { width = 0; }
+  probe.remove();
+  return width > 0 ? width : [...plain(text)].reduce((s, ch) => s + (ch.charCodeAt(0) > 0x2e80 ? 12 : 6.5), 0);
+}
+
+// Keep a (non-rotated) text inside [1, width − 1] horizontally: a tick or a label at the plot's edge
+// is moved in, never clipped by the svg's box.
+function keepInside(node, width) {
+  let box;
+  try { box = node.getBBox(); } catch { return; }
+  if (!(box.width > 0)) return;
+  const x = Number(node.getAttribute("x"));
+  if (box.x < 1) node.setAttribute("x", String(x + (1 - box.x)));
+  else if (box.x + box.width > width - 1) node.setAttribute("x", String(x - (box.x + box.width - (width - 1))));
+}
+
+// Fit a text into `room` pixels along its line: a smaller font, then squeezed (never cut off).
+function fitLength(node, room) {
+  let length = 0;
+  try { length = node.getComputedTextLength(); } catch { return; }
+  if (!(length > room) || !(room > 0)) return;
+  const size = parseFloat(getComputedStyle(node).fontSize) || 12;
+  const smaller = Math.max(9, (size * room) / length);
+  node.style.fontSize = `${smaller}px`;
+  try { length = node.getComputedTextLength(); } catch { return; }
+  if (length > room) { node.setAttribute("textLength", String(room)); node.setAttribute("lengthAdjust", "spacingAndGlyphs"); }
+}
+
 // Place legend items left to right above the plot area, wrapping when the plot is narrow.
-function layoutLegend(items, width) {
+function layoutLegend(items, width, svg = null) {
   const placed = [];
   let x = 0, row = 0;
   for (const item of items) {
-    const cost = 30 + [...item.label].reduce((s, ch) => s + (ch.charCodeAt(0) > 0x2e80 ? 12 : 6.5), 0);
+    const cost = 30 + (svg ? textWidth(svg, item.label, "legend-probe") : [...item.label].reduce((s, ch) => s + (ch.charCodeAt(0) > 0x2e80 ? 12 : 6.5), 0));
     if (x > 0 && x + cost > width) { x = 0; row += 1; }
     placed.push({ ...item, x, row });
     x += cost;
@@ -141,7 +179,7 @@ function legend(svg, f) {
     if (item.swatch === "rect") el("rect", { class: item.cls, x, y: y - 5, width: 18, height: 10 }, g);
     else if (item.swatch === "dot") el("circle", { class: item.cls, cx: x + 9, cy: y, r: 4 }, g);
     else el("line", { class: item.cls, x1: x, x2: x + 18, y1: y, y2: y }, g);
-    el("text", { x: x + 22, y: y + 4, class: item.id ? `label-${item.id}` : "" }, g, item.label);
+    fitLength(el("text", { x: x + 22, y: y + 4, class: item.id ? `label-${item.id}` : "" }, g, item.label), f.width - (x + 22) - 2);
   }
 }
 
@@ -325,10 +363,16 @@ export function linePlot(svg, spec) {
       flush();
       el("path", { class: a.cls, d, "data-area": a.id || "" }, body);
     }
+    const labelled = []; // [y, right end] of the reference lines' labels already placed
     for (const line of spec.hlines || []) {
       if (!(line.y >= yr[0] && line.y <= yr[1])) continue;
       el("line", { class: line.cls || "bound", x1: f.m.left, x2: f.m.left + f.w, y1: f.sy(line.y), y2: f.sy(line.y), "data-h": line.id || "" }, body);
-      if (line.label) el("text", { x: f.m.left + f.w - 4, y: f.sy(line.y) - 4, "text-anchor": "end", class: "hlabel" }, body, line.label);
+      if (!line.label) continue;
+      // two lines close together (ε and kε at k = 1): the second label goes left of the first
+      let right = f.m.left + f.w - 4;
+      for (const [y, end] of labelled) if (Math.abs(y - f.sy(line.y)) < 14) right = Math.min(right, end - 10);
+      el("text", { x: right, y: f.sy(line.y) - 4, "text-anchor": "end", class: "hlabel" }, body, line.label);
+      labelled.push([f.sy(line.y), right - textWidth(svg, line.label, "hlabel")]);
     }
     for (const line of spec.vlines || []) {
       el("line", { class: line.cls || "marker", x1: f.sx(line.x), x2: f.sx(line.x), y1: f.m.top, y2: f.m.top + f.h, "data-v": line.id || "" }, body);
@@ -418,25 +462,31 @@ export function bars(svg, spec) {
   attachTable(svg, { caption: spec.title || "", head: [plain(spec.xLabel || ""), ""], rows: spec.bars.map((b) => [plain(b.label), b.text || tickLabel(b.value)]) });
 }
 
-// A diagram of boxes joined by arrows, left to right (wrapping to a column when narrow).
+// A diagram of boxes joined by arrows, left to right (a column when narrow). The svg is sized to
+// its boxes (never 240 px tall boxes with small text, never arrows drawn across the text), and each
+// box is as wide as its longest line needs.
+const FLOW_LINE = 20, FLOW_PAD = 12, FLOW_GAP = 22;
 export function flow(svg, spec) {
   if (observer) observer.observe(svg);
   render(svg, () => {
-    const { width, height } = blank(svg, labelOf(spec));
     const n = spec.boxes.length;
-    const vertical = width < 560;
-    const gap = 18;
-    const bw = vertical ? width - 20 : (width - gap * (n - 1) - 10) / n;
-    const bh = vertical ? (height - gap * (n - 1) - 10) / n : height - 20;
+    const most = Math.max(...spec.boxes.map((b) => b.lines.length));
+    const bh = most * FLOW_LINE + 2 * FLOW_PAD;
+    const { width } = blank(svg, labelOf(spec));
+    const vertical = width < 720;
+    const wanted = vertical ? n * bh + (n - 1) * FLOW_GAP + 4 : bh + 8;
+    svg.style.height = `${wanted}px`;
+    svg.setAttribute("viewBox", `0 0 ${width} ${wanted}`); // drawn at its real size: 15 px text is 15 px
+    const bw = vertical ? Math.min(width - 4, 360) : (width - FLOW_GAP * (n - 1) - 4) / n;
     spec.boxes.forEach((b, i) => {
-      const x = vertical ? 10 : 5 + i * (bw + gap), y = vertical ? 5 + i * (bh + gap) : 10;
+      const x = vertical ? (width - bw) / 2 : 2 + i * (bw + FLOW_GAP), y = vertical ? 2 + i * (bh + FLOW_GAP) : 4;
       el("rect", { x, y, width: bw, height: bh, rx: 8, class: `box ${b.cls || ""}` }, svg);
-      const lines = b.lines;
-      lines.forEach((line, j) => {
-        el("text", { x: x + bw / 2, y: y + bh / 2 + (j - (lines.length - 1) / 2) * 16 + 4, "text-anchor": "middle", class: j === 0 ? "box-title" : "" }, svg, line);
+      b.lines.forEach((line, j) => {
+        el("text", { x: x + bw / 2, y: y + FLOW_PAD + FLOW_LINE * (j + 0.5) + 5 + ((most - b.lines.length) * FLOW_LINE) / 2, "text-anchor": "middle", class: j === 0 ? "box-title flow-text" : "flow-text" }, svg, line);
       });
       if (i < n - 1) {
-        const d = vertical ? `M${x + bw / 2},${y + bh}v${gap - 2}m-5,-6l5,6l5,-6` : `M${x + bw},${y + bh / 2}h${gap - 2}m-6,-5l6,5l-6,5`;
+        // in the gap between two boxes only: from one box's edge to the next one's
+        const d = vertical ? `M${x + bw / 2},${y + bh + 2}V${y + bh + FLOW_GAP - 2}m-5,-6l5,6l5,-6` : `M${x + bw + 2},${y + bh / 2}H${x + bw + FLOW_GAP - 2}m-6,-5l6,5l-6,5`;
         el("path", { class: "arrow", d }, svg);
       }
     });
@@ -448,7 +498,7 @@ export function cells(svg, spec) {
   if (observer) observer.observe(svg);
   render(svg, () => {
     const { width, height } = blank(svg, labelOf(spec));
-    const left = 70, top = 22, n = spec.columns, rows = spec.rows.length;
+    const left = 70, top = 40, n = spec.columns, rows = spec.rows.length; // row 1: the legend; row 2: the ∞ marks
     const cw = (width - left - 8) / n, ch = Math.min(28, (height - top - 30) / rows);
     spec.rows.forEach((row, r) => {
       el("text", { x: left - 6, y: top + r * ch + ch * 0.65, "text-anchor": "end" }, svg, row.label);
@@ -459,8 +509,11 @@ export function cells(svg, spec) {
     (spec.marked || []).forEach((m, i) => {
       if (m) el("text", { x: left + i * cw + cw / 2, y: top - 6, "text-anchor": "middle", class: "cell-mark" }, svg, "∞");
     });
-    el("text", { x: left, y: top + rows * ch + 18, class: "small" }, svg, spec.xLabel || "");
-    el("text", { x: width - 8, y: 14, "text-anchor": "end", class: "small" }, svg, spec.legend || "");
+    // the axis label from the svg's left edge, on two lines (split after its comma) where one is too long
+    const below = top + rows * ch + 18, room = width - 8, label = spec.xLabel || "";
+    const parts = textWidth(svg, label, "small") > room && label.includes(", ") ? [label.slice(0, label.indexOf(", ") + 1), label.slice(label.indexOf(", ") + 2)] : [label];
+    parts.forEach((part, i) => fitLength(el("text", { x: 4, y: below + 14 * i, class: "small" }, svg, part), room));
+    fitLength(el("text", { x: width - 4, y: 13, "text-anchor": "end", class: "small cells-legend" }, svg, spec.legend || ""), width - 8);
   });
   attachTable(svg, { caption: spec.title || "", head: ["", ...spec.rows.map((r) => plain(r.label))], rows: spec.rows[0].on.map((_, i) => [String(i), ...spec.rows.map((r) => (r.on[i] ? "✔" : "—"))]) });
 }

@@ -139,7 +139,7 @@ async function differencing(noisy) {
   });
   $("diabetes").querySelector("tbody").replaceChildren(...rows);
   for (const [name, id] of [["d1", "diff-result"], ["d2", "diff-result-d2"]]) {
-    const part = data[name], label = name === "d1" ? "D₁" : "D₂";
+    const part = data[name], label = name === "d1" ? "D" : "D′";
     const e = part.exact, n = part.noisy;
     setText($(id), noisy
       ? t("red.differencing_noisy_result", { db: label, eps: data.epsilon, b: n.scale, q5: n.q5, q4: n.q4, diff: n.difference, guess: n.guess, verdict: t(n.right ? "red.right" : "red.wrong") })

@@ -32,7 +32,8 @@ export function setStep(n) {
 export function queryString(lang) {
   const query = new URLSearchParams();
   if (lang) query.set("lang", lang);
-  for (const [short, key] of Object.entries(KEYS)) if (state[key] !== DEFAULTS[key]) query.set(short, String(state[key]));
+  // a value the page refused (an empty box: NaN) is never written: the URL keeps only what can be read back
+  for (const [short, key] of Object.entries(KEYS)) if (state[key] !== DEFAULTS[key] && Number.isFinite(state[key])) query.set(short, String(state[key]));
   if (state.tamper) query.set("tamper", "1");
   if (step !== 1) query.set("step", String(step));
   return query.toString();

@@ -187,10 +187,19 @@ async function stepSensitivity(body, turn) {
   });
 }
 
-// The live panel's setting, for the steps that follow it.
+// The live panel's setting, for the steps that follow it (Δ > 0: the steps that draw noise say
+// what is true at Δ = 0 instead, never a silent Δ = 1).
 function live() {
-  const eps = state.epsilon, delta = state.sensitivity > 0 ? state.sensitivity : 1;
-  return { eps, delta, b: delta / eps, f1: state.value, f2: state.value - (state.sensitivity > 0 ? state.d : delta) };
+  const eps = state.epsilon, delta = state.sensitivity;
+  return { eps, delta, b: delta / eps, f1: state.value, f2: state.value - state.d };
+}
+
+// Δ = 0: no noise is needed (b = 0); said in place of a step's pictures. True if so.
+function noNoise(body) {
+  if (state.sensitivity > 0) return false;
+  body.append(h("p", { id: "step-result", class: "no-noise" }, t("walk.no_noise")));
+  codeBlock(body, `from dpwitness import Laplace\nmechanism = Laplace(sensitivity=0, epsilon=${fmt(state.epsilon)})\nmechanism.scale, mechanism.privacy_loss(0)  # 0, 0: no noise, nothing spent`);
+  return true;
 }
 
 function twoDensities(body, caption, { eps, b, f1, f2 }, extra = {}) {
@@ -199,19 +208,20 @@ function twoDensities(body, caption, { eps, b, f1, f2 }, extra = {}) {
   linePlot(figure(body, caption), {
     title: caption, xLabel: t("live.axis_z"), yLabel: t("live.axis_density"), yMin: 0, yMax: 1.15 / (2 * b),
     alt: t("alt.two_densities", { f1: fmt(f1), f2: fmt(f2), b: fmt(b), eps: fmt(eps) }),
-    series: [{ x: z, y: p1, cls: "s0", label: "p(z | D₁)" }, { x: z, y: p2, cls: "s1", label: "p(z | D₂)" }],
+    series: [{ x: z, y: p1, cls: "s0", label: "p(z | D)" }, { x: z, y: p2, cls: "s1", label: "p(z | D′)" }],
     ...extra(z, p1, p2),
   });
   return z;
 }
 
 async function stepDefinition(body) {
+  if (noNoise(body)) return;
   const L = live();
   const { eps, b, f1, f2 } = L;
   body.append(h("p", { class: "formula", id: "set-form" }, t("step3.set_form")), h("p", { class: "formula" }, t("step3.density_form")));
   body.append(h("p", { id: "side-knowledge" }, t("step3.side_knowledge")), h("p", { id: "discrete" }, t("step3.discrete")));
-  // The set S = [s, s + w] (the learner drags both, in units of b from f(D₁)): its two probabilities from the Laplace CDF.
-  localSlider(t("step3.s_start"), "s0", { min: -6, max: 6, step: 0.25, text: (v) => `s = f(D₁) ${v < 0 ? "−" : "+"} ${fmt(Math.abs(v))}·b` });
+  // The set S = [s, s + w] (the learner drags both, in units of b from f(D)): its two probabilities from the Laplace CDF.
+  localSlider(t("step3.s_start"), "s0", { min: -6, max: 6, step: 0.25, text: (v) => `s = f(D) ${v < 0 ? "−" : "+"} ${fmt(Math.abs(v))}·b` });
   localSlider(t("step3.s_width"), "sw", { min: 0.25, max: 8, step: 0.25, text: (v) => `w = ${fmt(v)}·b` });
   const s0 = f1 + local.s0 * b, s1 = s0 + local.sw * b;
   const cdf = (x, c) => (x < c ? 0.5 * Math.exp((x - c) / b) : 1 - 0.5 * Math.exp(-(x - c) / b));
@@ -220,8 +230,8 @@ async function stepDefinition(body) {
   body.querySelector("#step-result").dataset.ratio = String(pr1 / pr2);
   twoDensities(body, t("step3.plot_set"), L, (z, p1, p2) => ({
     areas: [
-      { x: z, low: z.map(() => 0), high: z.map((v, i) => (v >= s0 && v <= s1 ? p1[i] : 0)), cls: "set-area", label: `Pr[A(D₁) ∈ S] = ${fmt(pr1)}` },
-      { x: z, low: z.map(() => 0), high: z.map((v, i) => (v >= s0 && v <= s1 ? p2[i] : 0)), cls: "set-area2", label: `Pr[A(D₂) ∈ S] = ${fmt(pr2)}` },
+      { x: z, low: z.map(() => 0), high: z.map((v, i) => (v >= s0 && v <= s1 ? p1[i] : 0)), cls: "set-area", label: `Pr[A(D) ∈ S] = ${fmt(pr1)}` },
+      { x: z, low: z.map(() => 0), high: z.map((v, i) => (v >= s0 && v <= s1 ? p2[i] : 0)), cls: "set-area2", label: `Pr[A(D′) ∈ S] = ${fmt(pr2)}` },
     ],
   }));
   const z = grid(Math.min(f1, f2) - 8 * b, Math.max(f1, f2) + 8 * b, 241);
@@ -230,19 +240,22 @@ async function stepDefinition(body) {
   linePlot(figure(body, t("step3.plot_ratio")), {
     title: t("step3.plot_ratio"), xLabel: t("live.axis_z"), yLabel: t("live.axis_ratio"), ylog: true, yMin: Math.min(0.1, 1 / cap / 2), yMax: Math.max(10, cap * 2),
     alt: t("alt.ratio_cap", { cap: fmt(cap) }),
-    series: [{ x: z, y: ratio, cls: "s4", label: "p(z | D₁) / p(z | D₂)" }],
+    series: [{ x: z, y: ratio, cls: "s4", label: "p(z | D) / p(z | D′)" }],
     hlines: [{ y: cap, label: `e^ε = ${fmt(cap)}` }, { y: 1 / cap, label: `e^−ε = ${fmt(1 / cap)}` }],
   });
   codeBlock(body, `from dpwitness import Laplace\nmechanism = Laplace(sensitivity=${fmt(L.delta)}, epsilon=${fmt(eps)})\nmechanism.privacy_loss(${fmt(Math.abs(f1 - f2))})  # ≤ ε`);
 }
 
 async function stepLaplace(body, turn) {
+  if (noNoise(body)) return;
   liveSlider(t("step4.slide_d"), "shift", { min: -1, max: 1, step: 0.05, value: state.dRatio, text: (r) => t("live.d_value", { d: fmt(r * state.sensitivity), r: fmt(r) }) });
   const L = live();
-  const data = await turn.get("walkthrough/tails", { epsilon: state.epsilon, sensitivity: state.sensitivity || 1 });
+  // every picture and the text for the same d (the slider's): f(D) = d, f(D′) = 0 in the server's tails
+  const data = await turn.get("walkthrough/tails", { epsilon: state.epsilon, sensitivity: state.sensitivity, d: state.d });
   if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   const last = data.z.length - 1;
-  body.append(h("p", { id: "step-result" }, t("step4.result", { b: data.scale, sigma: data.sigma, lap: data.laplace_log_ratio[last], gauss: data.gauss_log_ratio[last] })));
+  const result = t("step4.result", { b: data.scale, sigma: data.sigma, d: data.d, lap: data.tail_log_ratio, gauss: data.gauss_log_ratio[last] });
+  body.append(h("p", { id: "step-result", "data-d": String(data.d), "data-log-ratio": String(data.tail_log_ratio) }, result));
   twoDensities(body, t("step4.plot_densities"), L, () => ({}));
   const lows = [...data.laplace_log_density_1, ...data.laplace_log_density_2];
   linePlot(figure(body, t("step4.plot_log")), {
@@ -258,14 +271,15 @@ async function stepLaplace(body, turn) {
   const span = Math.max(...data.gauss_log_ratio.map(Math.abs), data.epsilon) * 1.05;
   linePlot(figure(body, t("step4.plot_ratio")), {
     title: t("step4.plot_ratio"), xLabel: t("live.axis_z"), yLabel: t("live.axis_log_ratio"), yMin: -span, yMax: span, legend: true,
-    alt: t("step4.result", { b: data.scale, sigma: data.sigma, lap: data.laplace_log_ratio[last], gauss: data.gauss_log_ratio[last] }),
+    alt: result,
     series: [{ x: data.z, y: data.laplace_log_ratio, cls: "s0", label: t("plot.laplace") }, { x: data.z, y: data.gauss_log_ratio, cls: "s2", label: t("plot.gauss") }],
     hlines: [{ y: data.epsilon, label: "+ε" }, { y: -data.epsilon, label: "−ε" }],
   });
 }
 
 async function stepFormula(body, turn) {
-  const data = await turn.get("live", { ...state, sensitivity: state.sensitivity || 1, tamper: false, releases: 1 });
+  if (noNoise(body)) return;
+  const data = await turn.get("live", { ...state, tamper: false, releases: 1 });
   if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   const b = data.claimed.scale, f = data.params.value, many = data.many_releases;
   const mean = many.reduce((s, v) => s + v, 0) / many.length;
@@ -317,8 +331,8 @@ async function stepDerivation(body, turn) {
     title: t("step6.plot"), xLabel: t("live.axis_z"), yLabel: "log p(z)",
     alt: t("step6.line3", { gap: data.distance_gap, b: data.scale, log: data.log_ratio }),
     series: [
-      { x: zs, y: zs.map((v) => logp(v, data.f1)), cls: "s0", label: "log p(z | D₁)" },
-      { x: zs, y: zs.map((v) => logp(v, data.f2)), cls: "s1", label: "log p(z | D₂)" },
+      { x: zs, y: zs.map((v) => logp(v, data.f1)), cls: "s0", label: "log p(z | D)" },
+      { x: zs, y: zs.map((v) => logp(v, data.f2)), cls: "s1", label: "log p(z | D′)" },
       { x: [data.z, data.z], y: [Math.min(l1, l2), Math.max(l1, l2)], cls: "arrow longest", label: t("step6.gap_label", { log: fmt(data.log_ratio) }) },
     ],
     vlines: [{ x: data.z, cls: "marker", label: `z = ${fmt(data.z)}` }],
@@ -410,7 +424,7 @@ async function stepWorked(body, turn) {
   box.append(
     h("p", { class: "formula" }, t("step9.numbers", { delta: data.sensitivity, b: data.scale, std: data.std, w: data.half_width })),
     h("p", {}, t("step9.public_n", { n: data.n })),
-    h("p", {}, t("step9.trap1", { delta: trap.sensitivity, b: trap.scale, std: trap.std, factor: trap.factor })),
+    h("p", { id: "trap1" }, t("step9.trap1", { delta: trap.sensitivity, b: trap.scale, std: trap.std, factor: trap.factor, n: data.n, w: data.half_width, wrong: data.half_width * trap.factor })),
     h("p", {}, t("step9.trap2", { sdelta: p.sum_sensitivity, sb: p.sum_scale, cdelta: p.count_sensitivity, cb: p.count_scale, half: p.epsilon_each })),
     h("p", { class: "muted" }, t("step9.witness", { delta: data.sensitivity, eps: data.epsilon, verdict: data.witness_ok ? t("badge.ok") : t("badge.bad") })),
   );
@@ -424,7 +438,7 @@ async function stepWorked(body, turn) {
     series: [{ x: z, y: z.map((v) => laplaceDensity(v, mu, b)), cls: "s0", label: t("step9.release_density") }],
   });
   bars(figure(body, t("step9.plot"), "plot short"), {
-    title: t("step9.plot"), xLabel: t("step9.axis"), log: true, alt: t("step9.trap1", { delta: trap.sensitivity, b: trap.scale, std: trap.std, factor: trap.factor }),
+    title: t("step9.plot"), xLabel: t("step9.axis"), log: true, alt: t("step9.trap1", { delta: trap.sensitivity, b: trap.scale, std: trap.std, factor: trap.factor, n: data.n, w: data.half_width, wrong: data.half_width * trap.factor }),
     bars: [{ label: t("step9.correct"), value: data.half_width }, { label: t("step9.wrong"), value: data.half_width * trap.factor }],
   });
 }
@@ -432,7 +446,7 @@ async function stepWorked(body, turn) {
 function stepDifferencing(body) {
   const eps = state.epsilon, b = 1 / eps;
   body.append(
-    table([["Q4 = x₁ + … + x₄", "2", "2"], ["Q5 = x₁ + … + x₅", "3", "2"], ["Q5 − Q4 = x₅", "1", "0"]], ["", "D₁", "D₂"]),
+    table([["Q4 = x₁ + … + x₄", "2", "2"], ["Q5 = x₁ + … + x₅", "3", "2"], ["Q5 − Q4 = x₅", "1", "0"]], ["", "D", "D′"]),
     h("p", { id: "step-result" }, t("step10.result", { eps, total: 2 * eps, b })),
   );
   // Noisy Q5 − Q4 is the true difference plus the difference of two Laplace(b) draws, whose
@@ -517,7 +531,7 @@ function stepSummary(body) {
   flow(figure(body, t("step12.plot"), "plot summary"), {
     title: t("step12.plot"), alt: t("step12.alt", { delta, eps, b }),
     boxes: [
-      { lines: [t("step12.box_data"), "D₁ ~ D₂"] },
+      { lines: [t("step12.box_data"), "D ~ D′"] },
       { lines: [t("step12.box_query"), `f(D), Δ = ${fmt(delta)}`] },
       { lines: [t("step12.box_noise"), `b = Δ/ε = ${fmt(b)}`], cls: "noise" },
       { lines: [t("step12.box_release"), "f(D) + Lap(b)"] },
@@ -568,6 +582,7 @@ const walkPanel = new Panel({
   key: () => `${current}|${STEPS[current].live ? settingKey() : ""}`,
   follows: () => STEPS[current].live,
   refused: () => render(), // a live step says at once that it is not computed for this setting
+  views: () => [$("step-body"), $("step-controls")],
 });
 
 export async function render() {
@@ -600,6 +615,7 @@ export async function render() {
   $("step-controls").replaceWith(myControls);
   $("step-body").replaceWith(myBody);
   $("step").dataset.step = String(current + 1);
+  walkPanel.shown();
   if (focused && focused.startsWith("walk-") && document.getElementById(focused)) document.getElementById(focused).focus();
 }
 
