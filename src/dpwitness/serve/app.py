@@ -59,7 +59,7 @@ log = logging.getLogger("dpwitness.serve")
 #: ``delta_budget``: the analyst's own total has no δ (or ρ) for a Gaussian release (their configuration, not data).
 _REQUEST_PARAMETERS = {
     *("epsilon", "bounds", "column", "by", "keys", "alpha", "statistic", "categories", "split", "delta", "where"),
-    *("mechanism", "delta_budget", "rho", "q", "bins"),
+    *("mechanism", "delta_budget", "rho", "q", "bins", "joint"),
 }
 
 

@@ -57,7 +57,13 @@ class QueryRequest(BaseModel):
     q: float | list[float] | None = Field(
         default=None, description="quantile only: q in [0, 1], or a list of them released from one histogram (0.5: the median)"
     )
-    bins: int | None = Field(default=None, ge=2, le=MAX_BINS, description="quantile only: bins of [L, U] (default 64)")
+    bins: int | None = Field(
+        default=None, ge=2, le=MAX_BINS, description="quantile only: bins of [L, U] (default 64; 4096 with joint)"
+    )
+    joint: bool = Field(
+        default=False,
+        description="quantile only: release the levels q (strictly increasing in (0, 1)) in one JointExp draw, ε charged once",
+    )
     where: str | None = Field(
         default=None,
         max_length=2000,
@@ -102,7 +108,7 @@ class TableRequest:
     def shape(self) -> tuple[Any, ...]:
         """What makes two requests compute the same aggregates (the first of each shape runs alone)."""
         r = self.request
-        return (self.table.name, r.statistic, r.column, r.bounds, r.by, r.epsilon, r.rho, r.quantiles, r.bins, r.where)
+        return (self.table.name, r.statistic, r.column, r.bounds, r.by, r.epsilon, r.rho, r.quantiles, r.bins, r.joint, r.where)
 
 
 def compile_query(request: QueryRequest, *, analyst: AnalystConfig, tables: dict[str, LoadedTable], alpha: float) -> TableRequest:
@@ -123,8 +129,9 @@ def compile_query(request: QueryRequest, *, analyst: AnalystConfig, tables: dict
             bounds=None if request.bounds is None else (request.bounds[0], request.bounds[1]),
             by=None if request.by is None else tuple(request.by),
             delta=request.delta,
-            quantiles=request.q,
+            quantiles=tuple(request.q) if isinstance(request.q, list) else request.q,
             bins=request.bins,
+            joint=request.joint,
             where=request.where,
             mechanism=request.mechanism,
             alpha=alpha if request.alpha is None else request.alpha,

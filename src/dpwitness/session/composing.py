@@ -92,9 +92,7 @@ def compose(
     )
 
 
-def _joint(
-    query: Query, plan: Plan, exact: Aggregates, stream: np.random.SeedSequence | None, *, seed: int | None
-) -> Release:
+def _joint(query: Query, plan: Plan, exact: Aggregates, stream: np.random.SeedSequence | None, *, seed: int | None) -> Release:
     """JointExp over the engine's exact count per bin (no Laplace noise on them): every level in one
     draw, calibrated to the query's Δ (k rows per unit: k × one row's) and charged ``query.epsilon`` once."""
     assert query.quantiles is not None and query.bins is not None and query.bounds is not None
@@ -111,7 +109,7 @@ def _joint(
         query=query.label,
         sensitivity=query.parts[0].sensitivity,
     )
-    values = [float(v) for v in release.value]
+    values = [float(v) for v in np.atleast_1d(np.asarray(release.value, dtype=np.float64))]
     value: Any = values[0] if len(values) == 1 else dict(zip(query.quantiles, values, strict=True))
     return replace(
         release,

@@ -147,7 +147,8 @@ def preview_of(query: Query, plan: Plan, alpha: float, untyped: Sequence[str] = 
         )
         interval, scale = None, 2.0 * main.sensitivity / query.epsilon
         width = (query.bounds[1] - query.bounds[0]) / query.bins
-        parts = ({**parts[0], "scale": scale, "half_width": None, "rank_error": rank, "bin_width": width},)
+        kept = {k: v for k, v in parts[0].items() if k != "half_width"}  # no value interval: a rank bound
+        parts = ({**kept, "scale": scale, "rank_error": rank, "bin_width": width},)
         notes.append(
             f"JointExp: all {len(query.quantiles)} levels in one draw over {query.bins} bins of width {width:.4g}, "
             f"ε charged once; with probability ≥ {1 - alpha:g} the levels' rank errors sum to ≤ {rank:.4g} rows "
