@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import typer
+from blocked_imports import blocking_site, run_without
 from typer.main import get_command
 from typer.testing import CliRunner
 
@@ -29,16 +30,6 @@ pytestmark = pytest.mark.slow  # real subprocesses: not in the fast default
 runner = CliRunner()
 #: A type placeholder as typer prints it: <bool>, <float>, <list[str]>, <path>…
 PLACEHOLDER = re.compile(r"<(bool|int|float|str|path|text|list\[[a-z]+\])>", re.IGNORECASE)
-BLOCKER = """
-import os, sys
-BLOCKED = tuple(filter(None, os.environ.get("DPWITNESS_TEST_BLOCK", "").split(",")))
-class Blocker:
-    def find_spec(self, name, path=None, target=None):
-        if any(name == b or name.startswith(b + ".") for b in BLOCKED):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-sys.meta_path.insert(0, Blocker())
-"""
 MECHANISM = (
     "import numpy as np\n"
     "def laplace(d, rng, size):\n"
@@ -178,19 +169,8 @@ def test_audit_plot_with_neighbour_search_reports_runs_per_input(tmp_path: Path)
 # --- missing optional parts: a real import failure in a subprocess ------------------------------------
 
 
-def run_without(blocked: str, args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    site = tmp_path / "site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(BLOCKER)
-    env = {**os.environ, "PYTHONPATH": str(site), "DPWITNESS_TEST_BLOCK": blocked, "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "dpwitness", *args], env=env, capture_output=True, text=True, timeout=120)
-
-
 def test_the_blocker_really_blocks(tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(BLOCKER)
-    env = {**os.environ, "PYTHONPATH": str(site), "DPWITNESS_TEST_BLOCK": "scipy"}
+    env = {**os.environ, "PYTHONPATH": str(blocking_site(tmp_path)), "DPWITNESS_TEST_BLOCK": "scipy"}
     probe = subprocess.run([sys.executable, "-c", "import scipy.stats"], env=env, capture_output=True, text=True)
     assert probe.returncode != 0 and "ModuleNotFoundError" in probe.stderr
 

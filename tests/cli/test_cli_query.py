@@ -170,3 +170,18 @@ def test_the_table_says_which_neighbour_relation_was_used(people: Path, relation
     result = runner.invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert f"neighbours: {said}" in result.output
+
+
+def test_joint_quantiles_one_draw_one_spend(people: Path) -> None:
+    """--joint: the --quantile's levels in one JointExp draw, ε charged once; bad levels refused before any spend."""
+    flags = ["query", str(people), "--epsilon", "1", "--seed", "3", "--json"]
+    result = runner.invoke(app, [*flags, "--quantile", "age:0:100:0.25,0.5,0.75", "--joint"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    (release,) = payload["releases"]
+    assert release["distribution"] == "exponential" and release["epsilon"] == 1.0 and release["sensitivity"] == 1.5
+    assert len(release["value"]) == 3 and "(joint)" in release["query"]
+    refused = runner.invoke(app, [*flags, "--quantile", "age:0:100:0.75,0.25", "--joint"])
+    assert refused.exit_code == 2 and "strictly increasing" in refused.output
+    alone = runner.invoke(app, [*flags, "--median", "age:0:100", "--joint"])
+    assert alone.exit_code == 2 and "--joint" in alone.output

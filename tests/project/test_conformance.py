@@ -80,6 +80,13 @@ REQUESTS: list[tuple[str, dict[str, Any], str | None, list[str], dict[str, Any]]
         ["--histogram", "town"],
         {"statistic": "histogram", "column": "town"},
     ),
+    (  # SQL has no joint form yet (docs/statistics.md)
+        "joint quantiles",
+        {"statistic": "quantile", "column": "age", "quantiles": [0.25, 0.5, 0.75], "joint": True},
+        None,
+        ["--quantile", "age:0:100:0.25,0.5,0.75", "--joint"],
+        {"statistic": "quantile", "column": "age", "q": [0.25, 0.5, 0.75], "joint": True},
+    ),
 ]
 
 #: What every face states about a release: the resolved query and its calibration.
@@ -244,4 +251,24 @@ def test_every_face_refuses_the_same_requests_before_any_spend(
     before = service.get("/v1/budget", headers=headers).json()["spent"]
     refused = _served(service, body)
     assert refused.status_code == 422, refused.text
+    assert service.get("/v1/budget", headers=headers).json()["spent"] == before
+
+
+@pytest.mark.parametrize("levels", [[0.5, 0.25], [0.0, 0.5], [0.5, 1.0]], ids=["decreasing", "zero", "one"])
+def test_joint_quantile_levels_are_refused_alike_on_every_face(
+    files: tuple[Path, Path], service: Any, levels: list[float]
+) -> None:
+    """Levels not strictly increasing in (0, 1): one message naming q (the CLI: its --quantile), nothing spent."""
+    table, schema = files
+    session = dw.Session(table, epsilon=10.0, seed=SEED, schema=SCHEMA)
+    with pytest.raises(dw.ParameterError) as python:
+        session.quantile("age", levels, epsilon=1.0, joint=True)
+    assert python.value.parameter == "q" and session.spent.epsilon == 0
+    flags = ["--quantile", "age:0:100:" + ",".join(map(str, levels)), "--joint"]
+    cli = CliRunner().invoke(app, ["query", str(table), "--schema", str(schema), "--epsilon", "1", *flags])
+    assert cli.exit_code == 2 and python.value.expected in " ".join(cli.output.split()), cli.output
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    before = service.get("/v1/budget", headers=headers).json()["spent"]
+    refused = _served(service, {"statistic": "quantile", "column": "age", "q": levels, "joint": True})
+    assert refused.status_code == 422 and refused.json()["detail"] == str(python.value), refused.text
     assert service.get("/v1/budget", headers=headers).json()["spent"] == before

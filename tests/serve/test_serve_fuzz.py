@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from dpwitness.common.errors import ParameterError
-from dpwitness.serve.app import _REQUEST_PARAMETERS
+from dpwitness.query.queries import Query
+from dpwitness.serve.app import _REQUEST_PARAMETERS, resolve
 from dpwitness.serve.config import AnalystConfig, Limits, load_config
 from dpwitness.serve.process import ServerProcess, write_config
-from dpwitness.serve.requests import CompiledQuery, QueryError, QueryRequest, compile_query
+from dpwitness.serve.requests import QueryError, QueryRequest, TableRequest, compile_query
 from dpwitness.serve.tables import LoadedTable, load_table
 from dpwitness.session import Session
 
@@ -63,7 +64,7 @@ def config_file(folder: Path) -> Path:
 def parser_setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, LoadedTable], AnalystConfig, Limits, Session]:
     config = load_config(config_file(tmp_path_factory.mktemp("parser")))
     tables = {name: load_table(table) for name, table in config.tables.items()}
-    session = Session(tables["people"].frame, epsilon=1e9)
+    session = Session(tables["people"].frame, epsilon=1e9, schema=tables["people"].schema)
     return tables, config.analysts["fuzzer"], config.limits, session
 
 
@@ -92,17 +93,22 @@ near_valid = st.fixed_dictionaries(
 )
 
 
-def parse(body: Any, setup: tuple[dict[str, LoadedTable], AnalystConfig, Limits, Session]) -> CompiledQuery | int:
-    """What the server does with a body before spending: a compiled query or a 4xx status."""
-    tables, analyst, limits, _ = setup
+def parse(body: Any, setup: tuple[dict[str, LoadedTable], AnalystConfig, Limits, Session]) -> tuple[TableRequest, Query] | int:
+    """What the server does with a body before spending: the resolved query that passed the
+    service's policy, or a 4xx status."""
+    tables, analyst, limits, session = setup
     try:
         request = QueryRequest.model_validate(body)
     except ValidationError:
         return 422
     try:
-        return compile_query(request, analyst=analyst, tables=tables, limits=limits, alpha=0.05)
+        compiled = compile_query(request, analyst=analyst, tables=tables, alpha=0.05)
+        return compiled, resolve(session, compiled, limits)
     except QueryError as error:
         return error.status
+    except ParameterError as error:  # the resolver's refusal: a 422 naming the request's parameter
+        assert error.parameter in _REQUEST_PARAMETERS, error
+        return 422
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -114,18 +120,12 @@ def test_parser_refuses_cleanly_or_yields_a_query_the_session_accepts(
     if isinstance(outcome, int):
         assert 400 <= outcome < 500
         return
-    assert math.isfinite(outcome.epsilon) and outcome.epsilon > 0
-    assert outcome.bounds is None or (math.isfinite(outcome.bounds[0]) and outcome.bounds[0] < outcome.bounds[1])
-    assert outcome.keys is None or 0 < len(outcome.keys) <= 10
-    session = parser_setup[3]
-    try:
-        query = session.resolve(outcome.request)
-    except ParameterError as error:  # e.g. ε so small that Δ/ε overflows: refused as a 422, naming ε
-        assert error.parameter in _REQUEST_PARAMETERS
-        return
-    assert query.epsilon == outcome.epsilon
-    if outcome.epsilon in (0.1, 0.5, 1.0):  # the first use of an ε builds tables: keep those few
-        session.preview(query, alpha=outcome.alpha)
+    compiled, query = outcome
+    assert math.isfinite(query.epsilon) and query.epsilon > 0
+    assert query.bounds is None or (math.isfinite(query.bounds[0]) and query.bounds[0] < query.bounds[1])
+    assert query.keys is None or 0 < len(query.keys) <= 10
+    if query.epsilon in (0.1, 0.5, 1.0):  # the first use of an ε builds tables: keep those few
+        parser_setup[3].preview(query, alpha=compiled.request.alpha)
 
 
 # --- the live API, with schemathesis -----------------------------------------------------------

@@ -77,7 +77,7 @@ def test_a_join_with_a_public_table(tmp_path: Path) -> None:
 
 def test_without_sqlglot_the_command_names_the_extra(tmp_path: Path) -> None:
     """A real import failure (the module blocked in a subprocess): one line, exit 4, the `sql` extra."""
-    from test_cli_conventions import run_without
+    from blocked_imports import run_without
 
     people = _people(tmp_path)
     result = run_without("sqlglot", ["sql", str(people), "SELECT COUNT(*) FROM people", "--epsilon", "1"], tmp_path)

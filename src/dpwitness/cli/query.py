@@ -123,7 +123,17 @@ def query(
     maximum: Annotated[
         list[str] | None, typer.Option("--max", help="DP maximum (a guarded 1-quantile) of COL within [L, U]: COL:L:U.")
     ] = None,
-    bins: Annotated[int | None, typer.Option(help="Bins of [L, U] for --median, --quantile, --min, --max (default 64).")] = None,
+    bins: Annotated[
+        int | None, typer.Option(help="Bins of [L, U] for --median, --quantile, --min, --max (default 64; 4096 with --joint).")
+    ] = None,
+    joint: Annotated[
+        bool,
+        typer.Option(
+            "--joint",
+            help="Release each --quantile's levels (strictly increasing in (0, 1)) in one JointExp draw over the exact "
+            "bin counts: ε-DP, ε charged once, no noisy histogram (docs/statistics.md).",
+        ),
+    ] = False,
     by: Annotated[
         str | None,
         typer.Option(
@@ -314,7 +324,11 @@ def query(
             for index, text in enumerate(texts or []):
                 column, bounds, qs = _quantile_spec(option, text, fixed)
                 options = {"bounds": bounds, "quantiles": qs, "bins": bins, **group((option, index))}
+                if joint and option == "--quantile":
+                    options["joint"] = True
                 add("quantile", column, options, (option, index))
+        if joint and not quantile:
+            raise ParameterError("--joint", "given with --quantile COL:L:U:Q1,Q2,… (the levels it releases together)", None)
         if not asked and raising:
             if as_json:
                 payload = {"raised": _plain_budget(session.total, session.total), **_budget_json(session, store)}
@@ -334,7 +348,7 @@ def query(
         for statistic, col, opts, position in asked:
             own = {**defaults, **positions.get(position, {})}
             stat_flag = position[0]
-            flags = {**_QUERY_FLAGS, "bounds": stat_flag, "column": stat_flag, "q": stat_flag}
+            flags = {**_QUERY_FLAGS, "bounds": stat_flag, "column": stat_flag, "q": stat_flag, "joint": "--joint"}
             with flag_names(flags):
                 how = {
                     "mechanism": own.get("--mechanism"),

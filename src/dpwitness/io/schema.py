@@ -25,7 +25,7 @@ import itertools
 import math
 import os
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -47,6 +47,8 @@ SCHEMA_VERSION = 1
 DEFAULT_MAX_CATEGORIES = 20
 #: The most categories one column may declare (a longer list is not a category list).
 MAX_CATEGORIES = 10_000
+#: The most combinations of declared keys a grouping may have (checked before any is built).
+MAX_KEYS = 1 << 20
 
 
 class ColumnKind(StrEnum):
@@ -239,16 +241,28 @@ class Schema:
         """``column``'s declared clamping bounds [L, U], or None when it declares none."""
         return None if column is None else self.bounds.get(column)
 
-    def keys_for(self, columns: str | Iterable[str]) -> tuple[Any, ...] | None:
+    def keys_for(
+        self, columns: str | Iterable[str], *, given: Mapping[str, Sequence[Any]] | None = None
+    ) -> tuple[Any, ...] | None:
         """The declared keys of a grouping by ``columns`` (a string is one column, as ``by`` reads it):
         one column's categories, or for several every combination of theirs (tuples, in column
-        order); None when a column declares none (its keys are then undeclared)."""
+        order); None when a column declares none (its keys are then undeclared).
+
+        :param given: public keys a face gives for some columns (SQL's ``WHERE col IN (…)``, a
+            public table's values), used in place of the declared categories.
+
+        More than :data:`MAX_KEYS` combinations raise ``ParameterError("by", …)`` before any is built.
+        """
         names = (columns,) if isinstance(columns, str) else tuple(columns)
-        if not names or not all(c in self.categories for c in names):
+        lists = {**self.categories, **{name: tuple(values) for name, values in (given or {}).items()}}
+        if not names or not all(c in lists for c in names):
             return None
         if len(names) == 1:
-            return tuple(self.categories[names[0]])
-        return tuple(itertools.product(*(self.categories[c] for c in names)))
+            return tuple(lists[names[0]])
+        size = math.prod(len(lists[c]) for c in names)
+        if size > MAX_KEYS:
+            raise ParameterError("by", f"at most {MAX_KEYS} combinations of declared keys", f"{size} for {', '.join(names)}")
+        return tuple(itertools.product(*(lists[c] for c in names)))
 
     def check_header(self, names: Iterable[str], *, source: str = "the file") -> None:
         """Raise ``ParameterError("schema", …)`` unless every declared column is in the file's header.

@@ -305,6 +305,11 @@ class JointQuantileRelease(Release):
 
     @property
     def interval(self) -> Any:
+        """NaN (no value interval), in the value's shape: an array, a {q: value} map or one number."""
+        if isinstance(self.value, dict):
+            return {q: (math.nan, math.nan) for q in self.value}
+        if np.ndim(self.value) == 0:
+            return (math.nan, math.nan)
         nan = np.full(len(self.quantiles), math.nan)
         return (nan, nan.copy())
 
@@ -332,6 +337,7 @@ def joint_quantiles(
     seed: int | np.random.Generator | None = None,
     query: str = "quantiles",
     alpha: float = 0.05,
+    sensitivity: float | None = None,
 ) -> JointQuantileRelease:
     """Release the ``quantiles`` of one column at once: JointExp on the grid of ``counts``, ε-DP, ε charged once.
 
@@ -344,6 +350,9 @@ def joint_quantiles(
     :param seed: None for the secure bit source; a seed gives a reproducible, NOT-for-production draw.
     :param query: what the release names (default "quantiles").
     :param alpha: α of the stated rank bound (default 0.05).
+    :param sensitivity: Δ of the utility as the query derived it (a privacy unit of k rows: k
+        times the relation's, :meth:`dpwitness.query.queries.Query.parts`); None: one row's
+        (:func:`utility_sensitivity`). Never below one row's.
     """
     levels = check_levels(quantiles)
     low, high = check_bounds(*bounds)
@@ -351,7 +360,11 @@ def joint_quantiles(
     relation = Neighbours.parse(neighbours)
     exact = check_counts(counts)
     bins = exact.size
-    sensitivity = utility_sensitivity(levels, relation)
+    per_row = utility_sensitivity(levels, relation)
+    if sensitivity is None:
+        sensitivity = per_row
+    elif not (check_positive_finite("sensitivity", sensitivity) >= per_row):
+        raise ParameterError("sensitivity", f"at least one row's utility Δ ({per_row:g} under {relation})", sensitivity)
     beta = calibrated_beta(epsilon=epsilon, sensitivity=sensitivity, bins=bins, levels=len(levels))
     bits = bit_source(seed)
     edges = sample_edges(joint_tables(exact, levels, beta), bits)
@@ -361,7 +374,8 @@ def joint_quantiles(
         f"JointExp (Gillenwater et al. 2021) over the {bins + 1} edges of {bins} bins of width {width:.4g}: "
         f"all {len(levels)} levels in one draw, ε charged once; values are grid edges",
         f"utility Δ = {sensitivity:g} under {relation.description} "
-        + ("(one record moves two gap counts)" if relation is Neighbours.REPLACE_ONE else "(2·(1 − smallest level gap))"),
+        + ("(one record moves two gap counts)" if relation is Neighbours.REPLACE_ONE else "(2·(1 − smallest level gap))")
+        + ("" if sensitivity == per_row else f" × {sensitivity / per_row:g} rows per unit"),
         f"with probability ≥ {1 - alpha:g}, every released edge's rank is within "
         f"{utility_loss(sensitivity=sensitivity, epsilon=epsilon, bins=bins, levels=len(levels), alpha=alpha):.4g} rows "
         "of q·n, plus the best grid tuple's own Σ_j |gap count − target|; no value interval",

@@ -30,6 +30,7 @@ from dpwitness.io.schema import ColumnKind as ColumnKind
 from dpwitness.io.schema import Schema as Schema
 from dpwitness.io.schema import parse_dtypes as parse_dtypes
 from dpwitness.io.schema import value_fits as _fits
+from dpwitness.mechanisms import joint_quantiles as joint
 from dpwitness.mechanisms.quantiles import DEFAULT_BINS, MAX_CELLS, check_bins, check_quantiles
 from dpwitness.privacy.neighbours import (
     ContributionBound,
@@ -118,6 +119,9 @@ class Query:
     #: A quantile's q values and its bins of [L, U] (:mod:`dpwitness.mechanisms.quantiles`); None otherwise.
     quantiles: tuple[float, ...] | None = None
     bins: int | None = None
+    #: A quantile released by JointExp (:mod:`dpwitness.mechanisms.joint_quantiles`): every level in
+    #: one exponential-mechanism draw over the exact bin counts, not from a noisy histogram.
+    joint: bool = False
     #: True when the caller gave ``delta`` for this query (not a session's default): a Laplace
     #: release over declared keys then refuses it, since it spends no δ.
     explicit_delta: bool = field(default=False, repr=False, compare=False)
@@ -143,9 +147,16 @@ class Query:
         elif self.bounds is not None:
             shown = type(self.bounds).__name__ if isinstance(self.bounds, str | bytes) else self.bounds
             raise ParameterError("bounds", f"None for {statistic.value}", shown)
+        if not isinstance(self.joint, bool):
+            raise ParameterError("joint", "True or False", self.joint)
         if statistic is Statistic.QUANTILE:
+            if self.joint:  # levels strictly increasing in (0, 1), checked as given (never sorted)
+                object.__setattr__(self, "quantiles", _joint_levels(self.quantiles))
             object.__setattr__(self, "quantiles", check_quantiles(self.quantiles))
-            object.__setattr__(self, "bins", check_bins(DEFAULT_BINS if self.bins is None else self.bins))
+            default_bins = joint.DEFAULT_BINS if self.joint else DEFAULT_BINS
+            object.__setattr__(self, "bins", check_bins(default_bins if self.bins is None else self.bins))
+        elif self.joint:
+            raise ParameterError("joint", f"False for {statistic.value} (joint releases a quantile's levels)", self.joint)
         elif self.quantiles is not None or self.bins is not None:
             parameter, value = ("q", self.quantiles) if self.quantiles is not None else ("bins", self.bins)
             raise ParameterError(parameter, f"None for {statistic.value} (only a quantile has q and bins)", value)
@@ -154,6 +165,8 @@ class Query:
             raise ParameterError("by", "empty for a histogram (its column is the key)", self.by)
         if statistic is Statistic.VARIANCE and by:
             raise ParameterError("by", "empty: grouped variance is not supported", self.by)
+        if self.joint and by:
+            raise ParameterError("by", "empty for joint quantiles (one column, ungrouped)", self.by)
         object.__setattr__(self, "by", by)
         if self.keys is not None:
             keys = check_keys(self.keys)
@@ -314,7 +327,7 @@ class Query:
         if self.bounds is not None:
             text += f" in [{self.bounds[0]:g}, {self.bounds[1]:g}]"
         if self.quantiles is not None:
-            text += " at q = " + ", ".join(f"{q:g}" for q in self.quantiles)
+            text += " at q = " + ", ".join(f"{q:g}" for q in self.quantiles) + (" (joint)" if self.joint else "")
         if self.by:
             text += " by " + ", ".join(self.by)
         if self.keys is not None:
@@ -482,6 +495,11 @@ class Query:
         (:attr:`always_counted`); rows move under :attr:`relation` (replace-one for a
         row-position filter); a unit moves ≤ ``bound.max_rows`` rows.
         """
+        if self.joint:
+            # JointExp's utility moves by ≤ Δ₁ per row (2 under replace-one, 2(1 − min gap) under
+            # add/remove, however the row enters or leaves the counted bins); a unit moves ≤ k rows.
+            assert self.quantiles is not None
+            return bound.max_rows * joint.utility_sensitivity(self.quantiles, self.relation)
         low, high = counted_range(*self.term_range(aggregate), always_counted=self.always_counted)
         return unit_sensitivity(self.relation, low, high, bound, grouped=self.grouped)
 
@@ -496,6 +514,15 @@ class Query:
             bound = ContributionBound(bound.max_rows, bound.max_rows, bound.max_rows)
         cells = len(self.cells) if self.grouped and self.declared else None
         return unit_l2_sensitivity(self.relation, low, high, bound, grouped=self.grouped, cells=cells)
+
+
+def _joint_levels(value: Any) -> tuple[float, ...]:
+    """JointExp's levels (:func:`dpwitness.mechanisms.joint_quantiles.check_levels`), named ``q`` as on every face."""
+    levels = (value,) if isinstance(value, int | float) and not isinstance(value, bool) else value
+    try:
+        return joint.check_levels(levels)
+    except ParameterError as error:
+        raise ParameterError("q", error.expected + " for joint quantiles", value) from None
 
 
 def _parse(kind: type[Statistic], parameter: str, value: Any) -> Statistic:

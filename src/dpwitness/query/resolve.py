@@ -37,6 +37,7 @@ class Request:
     ``bounds`` None and ``by`` (or a histogram's column) without ``keys`` take the declared
     schema's bounds and categories; ``delta`` None takes the context's default. ``mechanism``,
     ``max_rows`` and ``alpha`` say how the resolved query is released (:meth:`run_options`).
+    ``joint`` (a quantile only) releases every level in one JointExp draw.
     Nothing is validated here: :func:`resolve` checks every field, naming it.
     """
 
@@ -51,6 +52,7 @@ class Request:
     delta: float | None = None
     quantiles: float | Sequence[float] | None = None
     bins: int | None = None
+    joint: bool = False
     where: str | None = None
     mechanism: str | None = None
     max_rows: int | None = None
@@ -113,6 +115,7 @@ def resolve(
         explicit_delta=request.delta is not None,
         quantiles=check_quantiles(request.quantiles) if request.quantiles is not None else None,
         bins=request.bins,
+        joint=request.joint,
         where=request.where,
         order_by=tuple(order_by),
     )

@@ -45,10 +45,11 @@ from dpwitness.privacy.budget import Budget, Ledger, guarantee, remaining
 from dpwitness.query import queries
 from dpwitness.serve.auth import TokenStore
 from dpwitness.serve.cache import CachedAggregates
-from dpwitness.serve.config import AnalystConfig, ServiceConfig
+from dpwitness.serve.config import AnalystConfig, Limits, ServiceConfig
 from dpwitness.serve.ledger import LABEL_PREFIX, GroupCommitLedger
 from dpwitness.serve.limits import BodySizeLimit, RateLimiter
-from dpwitness.serve.requests import CompiledQuery, QueryError, QueryRequest, compile_query
+from dpwitness.serve.policy import Policy
+from dpwitness.serve.requests import QueryError, QueryRequest, TableRequest, compile_query
 from dpwitness.serve.sql import SqlRequest, answer_sql
 from dpwitness.serve.tables import LoadedTable, load_table
 from dpwitness.session import Session
@@ -59,7 +60,7 @@ log = logging.getLogger("dpwitness.serve")
 #: ``delta_budget``: the analyst's own total has no δ (or ρ) for a Gaussian release (their configuration, not data).
 _REQUEST_PARAMETERS = {
     *("epsilon", "bounds", "column", "by", "keys", "alpha", "statistic", "categories", "split", "delta", "where"),
-    *("mechanism", "delta_budget", "rho"),
+    *("mechanism", "delta_budget", "rho", "q", "bins", "joint"),
 }
 
 
@@ -144,7 +145,7 @@ class Service:
         self._first_locks: dict[str, threading.Lock] = {}
 
     @contextmanager
-    def first_of_its_kind(self, analyst: str, compiled: CompiledQuery) -> Iterator[None]:
+    def first_of_its_kind(self, analyst: str, compiled: TableRequest) -> Iterator[None]:
         """Run an analyst's first query of each shape (statistic, column, bounds, groups, ε) alone.
 
         Its first run builds the sampler's tables (tens of ms of CPU, then cached in the
@@ -152,14 +153,7 @@ class Service:
         build the same tables. Keyed by analyst, like the caches, so that whether a shape is
         new says nothing about other analysts.
         """
-        shape = (
-            compiled.table.name,
-            compiled.statistic,
-            compiled.column,
-            compiled.bounds,
-            compiled.by,
-            compiled.epsilon,
-        )
+        shape = compiled.shape
         with self._sessions_lock:
             seen = self._seen.setdefault(analyst, set())
             lock = self._first_locks.setdefault(analyst, threading.Lock())
@@ -350,7 +344,7 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         try:
             session = service.session(analyst, compiled.table)
             with cache_scope(analyst.name), service.first_of_its_kind(analyst.name, compiled):
-                release = _run(session, compiled)
+                release = _run(session, compiled, config.limits)
         finally:
             LABEL_PREFIX.reset(label)
         spent, left = service.standing(analyst)
@@ -370,7 +364,7 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         session = service.session(analyst, compiled.table)
         try:
             with cache_scope(analyst.name):  # what others previewed never makes this one faster
-                query = resolve(session, compiled)
+                query = resolve(session, compiled, config.limits)
                 result = session.preview(query, **compiled.request.run_options())
         except ParameterError as error:
             raise _parameter_refusal(error) from None
@@ -403,8 +397,8 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
     def budget(analyst: Analyst, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> BudgetAnswer:
         return service.budget(analyst, limit)
 
-    def _compile(body: QueryRequest, analyst: AnalystConfig) -> CompiledQuery:
-        return compile_query(body, analyst=analyst, tables=service.tables, limits=config.limits, alpha=config.alpha)
+    def _compile(body: QueryRequest, analyst: AnalystConfig) -> TableRequest:
+        return compile_query(body, analyst=analyst, tables=service.tables, alpha=config.alpha)
 
     return app
 
@@ -447,23 +441,18 @@ def scale_rate_limits(config: ServiceConfig, workers: int) -> ServiceConfig:
     return replace(config, limits=limits, analysts=analysts)
 
 
-def resolve(session: Session, compiled: CompiledQuery) -> queries.Query:
-    """The request as the session's one :class:`~dpwitness.query.queries.Query` (the table's declared schema
-    fills the keys and bounds, the core derives Δ), then this service's policy: it releases only
-    noisy values, so a query whose every part has Δ = 0 under the table's relation is refused."""
+def resolve(session: Session, compiled: TableRequest, limits: Limits) -> queries.Query:
+    """The request as the session's one :class:`~dpwitness.query.queries.Query` (the table's declared
+    schema fills the keys and bounds, the core derives Δ and checks every field), then this
+    service's :class:`~dpwitness.serve.policy.Policy` on that query; spends nothing."""
     query = session.resolve(compiled.request)
-    if all(part.sensitivity == 0 for part in query.parts):
-        raise QueryError(
-            422,
-            f"under {query.neighbours.value} this query cannot change between neighbours (Δ = 0): "
-            "this service releases only noisy values",
-        )
+    Policy.of(compiled.table, limits).check(query)
     return query
 
 
-def _run(session: Session, compiled: CompiledQuery) -> Release:
+def _run(session: Session, compiled: TableRequest, limits: Limits) -> Release:
     try:
-        query = resolve(session, compiled)
+        query = resolve(session, compiled, limits)
         release = session.run(query, **compiled.request.run_options())
         session.releases.clear()  # the service keeps no releases in memory
         return release

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dpwitness.mechanisms.joint_quantiles import joint_quantiles
 from dpwitness.mechanisms.quantiles import quantile_notes, quantile_release
 from dpwitness.mechanisms.release import Release
 from dpwitness.query.planning import Plan
@@ -32,6 +33,8 @@ def compose(
         None for each: the secure source.
     :param seed: the session's seed, recorded on the release (None: secure randomness).
     """
+    if query.joint:
+        return _joint(query, plan, exact, streams[0], seed=seed)
     keys = _release_keys(query, exact)
     released: list[Release] = []
     for part, mechanism, stream in zip(query.parts, plan.mechanisms, streams, strict=True):
@@ -86,6 +89,36 @@ def compose(
         parts=tuple(released),
         bounds=query.bounds,
         **common,
+    )
+
+
+def _joint(query: Query, plan: Plan, exact: Aggregates, stream: np.random.SeedSequence | None, *, seed: int | None) -> Release:
+    """JointExp over the engine's exact count per bin (no Laplace noise on them): every level in one
+    draw, calibrated to the query's Δ (k rows per unit: k × one row's) and charged ``query.epsilon`` once."""
+    assert query.quantiles is not None and query.bins is not None and query.bounds is not None
+    cells = exact.get(Aggregate.COUNT.value, {})
+    assert isinstance(cells, dict)
+    generator = None if stream is None else np.random.Generator(np.random.PCG64(stream))
+    release = joint_quantiles(
+        [cells.get(j, 0) for j in range(query.bins)],
+        query.quantiles,
+        bounds=query.bounds,
+        epsilon=query.epsilon,
+        neighbours=query.relation,
+        seed=generator,
+        query=query.label,
+        sensitivity=query.parts[0].sensitivity,
+    )
+    values = [float(v) for v in np.atleast_1d(np.asarray(release.value, dtype=np.float64))]
+    value: Any = values[0] if len(values) == 1 else dict(zip(query.quantiles, values, strict=True))
+    return replace(
+        release,
+        value=value,
+        neighbours=query.neighbours.description,
+        notes=(*release_notes(query, plan), *release.notes),
+        seed=seed,
+        key_columns=_key_columns(query),
+        sensitivity_search=library_backing(query),
     )
 
 
@@ -160,7 +193,7 @@ def release_notes(query: Query, plan: Plan) -> tuple[str, ...]:
         notes.append(f"mean = (L+U)/2 + noisy centred sum / noisy count (n counts non-null values: not public); {shares}")
     elif query.statistic is Statistic.VARIANCE:
         notes.append(f"variance = noisy Σ(v−c)²/n − (noisy Σ(v−c)/n)², cut to [0, ((U−L)/2)²]; {shares}")
-    if query.grouped:
+    if query.grouped and not query.joint:  # JointExp adds no noise to the bin counts (its own notes)
         coordinates = query.parts[-1].changed_coordinates
         vector = (
             f"one Gaussian vector over the keys, L2 Δ = {query.parts[-1].l2_sensitivity:.4g}"

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.mechanisms.additive import Gaussian, Laplace
+from dpwitness.mechanisms.joint_quantiles import utility_loss
 from dpwitness.mechanisms.quantiles import accuracy_note, rank_error
 from dpwitness.noise import EPSILON_RANGE
 from dpwitness.privacy.accounting import laplace_half_width
@@ -139,7 +140,21 @@ def preview_of(query: Query, plan: Plan, alpha: float, untyped: Sequence[str] = 
     if query.statistic in (Statistic.MEAN, Statistic.VARIANCE):
         interval = None
         notes.append("the interval depends on the private n: ≈ ±(w_sum + |mean − centre|·w_count)/n, see parts")
-    if query.statistic is Statistic.QUANTILE:  # the accuracy is a rank error, stated before the spend
+    if query.joint:  # JointExp: a bound on the sum of the levels' rank errors, stated before the spend
+        assert query.bounds is not None and query.bins is not None and query.quantiles is not None
+        rank = utility_loss(
+            sensitivity=main.sensitivity, epsilon=query.epsilon, bins=query.bins, levels=len(query.quantiles), alpha=alpha
+        )
+        interval, scale = None, 2.0 * main.sensitivity / query.epsilon
+        width = (query.bounds[1] - query.bounds[0]) / query.bins
+        kept = {k: v for k, v in parts[0].items() if k != "half_width"}  # no value interval: a rank bound
+        parts = ({**kept, "scale": scale, "rank_error": rank, "bin_width": width},)
+        notes.append(
+            f"JointExp: all {len(query.quantiles)} levels in one draw over {query.bins} bins of width {width:.4g}, "
+            f"ε charged once; with probability ≥ {1 - alpha:g} the levels' rank errors sum to ≤ {rank:.4g} rows "
+            "more than the best grid tuple's"
+        )
+    elif query.statistic is Statistic.QUANTILE:  # the accuracy is a rank error, stated before the spend
         assert query.bounds is not None and query.bins is not None and plan.mechanisms[0].noise is not None
         rank = rank_error(plan.mechanisms[0].noise.scale, query.bins, alpha)
         interval = None

@@ -667,8 +667,9 @@ class Compiler(WhereTranslation):
         if not self.by:
             return None, "none"
         conjuncts = () if predicate is None else (predicate.items if isinstance(predicate, And) else (predicate,))
-        lists: list[tuple[Key, ...]] = []
+        given: dict[str, tuple[Key, ...]] = {}
         sources: list[str] = []
+        declared = self.declared if self.declared is not None else Schema({})
         for name in self.by:
             found: tuple[Key, ...] | None = None
             for item in conjuncts:
@@ -677,21 +678,16 @@ class Compiler(WhereTranslation):
                 elif isinstance(item, Compare) and item.op == "==" and item.column.name == name:
                     found = (item.value,)
             if found is not None:
-                lists.append(found)
+                given[name] = found
                 sources.append(f"{name} from WHERE … IN (…)")
             elif name in self.public_kinds:  # a public column: its values are public keys
-                lists.append(self._public_values(name))
+                given[name] = self._public_values(name)
                 sources.append(f"{name} from the public table {self.public_name}")
-            elif (declared := None if self.declared is None else self.declared.keys_for(name)) is not None:
-                lists.append(declared)
+            elif name in declared.categories:
                 sources.append(f"{name} from the schema's categories")
             else:
                 return None, "released by the first aggregate (undeclared keys: δ and max_rows), reused by the others"
-        if len(lists) == 1:
-            return lists[0], "declared: " + sources[0]
-        from itertools import product
-
-        return tuple(product(*lists)), "declared: " + "; ".join(sources)
+        return declared.keys_for(self.by, given=given), "declared: " + "; ".join(sources)
 
     def _public_values(self, joined: str) -> tuple[Key, ...]:
         assert self.join is not None
