@@ -462,7 +462,8 @@ class Session:
 
         With a declared ``schema=``, a statistic needing bounds takes the column's declared bounds
         when ``bounds`` is None, and ``by`` (or a histogram's column) without ``keys`` takes the
-        declared categories (their product for several columns): declared keys, no δ."""
+        declared categories (their product for several columns): declared keys, no δ. ``joint``
+        (quantiles only) releases every level in one draw, as :meth:`quantile` says."""
         request = Request(statistic, column, epsilon=epsilon, bounds=bounds, by=by, keys=keys, split=split, delta=delta)
         return self.resolve(replace(request, quantiles=quantiles, bins=bins, joint=joint, where=where))
 
