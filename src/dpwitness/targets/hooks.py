@@ -47,7 +47,13 @@ class Unsupported(Exception):
     """The input is outside the library's stated contract (its input domain, its size limits).
 
     The check skips such a pair: a library is not judged outside the inputs it accepts.
+    ``rows`` is the number of rows the library's declared domain holds, when it declares one
+    (e.g. OpenDP's ``vector_domain(…, size=1024)``): the check then builds its tables at that size.
     """
+
+    def __init__(self, reason: str = "", *, rows: int | None = None) -> None:
+        super().__init__(reason)
+        self.rows = rows
 
 
 @dataclass(frozen=True, eq=False)
