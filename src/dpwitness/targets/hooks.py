@@ -47,6 +47,7 @@ class Unsupported(Exception):
     """The input is outside the library's stated contract (its input domain, its size limits).
 
     The check skips such a pair: a library is not judged outside the inputs it accepts.
+    ``reason`` says why (the library's own words or the adapter's, quoting no value of the table);
     ``rows`` is the number of rows the library's declared domain holds, when it declares one
     (e.g. OpenDP's ``vector_domain(…, size=1024)``): the check then builds its tables at that size.
     """

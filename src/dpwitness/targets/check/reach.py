@@ -50,7 +50,11 @@ def find_sized_probe(
     """When the 1-, 2- and 0-row probes are refused: the first table of the declared sizes
     (``runner.declared_rows``, and any a refusal declares on the way), then of 4, 8, … rows up to
     ``cap``, on which the function makes noise calls; None when there is none within ``seconds``
-    of CPU. Returns (table, its calls, each size tried as (rows, why it failed, "" when it ran))."""
+    of CPU. Returns (table, its calls, each size tried as (rows, why it failed, "" when it ran)).
+
+    :param runner: the check's runner (its ``declared_rows`` grow with each refusal that declares a size).
+    :param template: the one-row table every probe is made of (:func:`table_of`).
+    """
     started = time.process_time()
     queue = [*sorted(runner.declared_rows), *ladder(4, cap)]
     tried: set[int] = {0, 1, 2}
@@ -99,7 +103,11 @@ def size_boundaries(runner: UnnoisedRunner, template: pl.DataFrame, cap: int, se
     number, order, sites or declared Δ, ε, δ): the function is run on 1, 2, 4, … rows up to ``cap``
     (and the declared sizes), and between two consecutive sizes it accepts where its calls differ,
     the size is bisected down to n − 1 and n. Sizes it refuses are passed over; the search stops
-    after ``seconds`` of CPU."""
+    after ``seconds`` of CPU.
+
+    :param runner: the check's runner: the function, run unnoised, and the sizes its library declares.
+    :param template: the one-row table every table is made of (:func:`table_of`).
+    """
     started = time.process_time()
 
     def out_of_time() -> bool:
@@ -151,7 +159,11 @@ def sized_pairs(
     """Neighbours of each size n (the declared size, the sizes where the structure changes): n
     copies of the probe's row with the first float column at one value, and one record replaced
     by another value (replace-one), or one record added to n − 1 and to n records (add-remove).
-    The values are the bounds (the library's, default (0, 1)) and one width beyond each."""
+    The values are the bounds (the library's, default (0, 1)) and one width beyond each.
+
+    :param template: the one-row table the pairs are made of; without a float column: no pairs.
+    :param neighbours: ``"replace-one"`` or ``"add-remove"``.
+    """
     import polars as pl
 
     column = next((name for name, dtype in template.schema.items() if dtype.is_float()), None)
