@@ -147,7 +147,13 @@ def recording(
     for adapter in chosen:
         adapter.ensure_installed()
     for adapter in chosen:
-        adapter.pin()
+        try:
+            adapter.pin()
+        except Exception as error:  # the adapter's own code: never the library's refusal nor the user's error
+            where = raised_by(error, adapter.source_files())[1]
+            raise AdapterError(
+                f"{adapter.name} adapter failed pinning its library's randomness ({type(error).__name__} at {where})"
+            ) from error
     recorder = Recorder(mode, epsilon=epsilon, neighbours=neighbours)
     token = _active.set(recorder)
     try:
