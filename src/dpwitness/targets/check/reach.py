@@ -44,6 +44,25 @@ def ladder(start: int, cap: int) -> list[int]:
     return [*sizes, cap]
 
 
+class _Budget:
+    """CPU seconds for a run of tables of growing sizes: a run is allowed when the time spent plus
+    twice the last run's (the next table is at most twice as large) stays within ``seconds``."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.started, self.last = seconds, time.process_time(), 0.0
+
+    def allows(self) -> bool:
+        return time.process_time() - self.started + 2 * self.last <= self.seconds
+
+    def run(self, runner: UnnoisedRunner, table: pl.DataFrame) -> list[NoiseCall]:
+        """``runner.calls(table)``, timed."""
+        begun = time.process_time()
+        try:
+            return runner.calls(table)
+        finally:
+            self.last = time.process_time() - begun
+
+
 def find_sized_probe(
     runner: UnnoisedRunner, template: pl.DataFrame, cap: int, seconds: float
 ) -> tuple[pl.DataFrame | None, list[NoiseCall], list[tuple[int, str]]]:
@@ -55,18 +74,18 @@ def find_sized_probe(
     :param runner: the check's runner (its ``declared_rows`` grow with each refusal that declares a size).
     :param template: the one-row table every probe is made of (:func:`table_of`).
     """
-    started = time.process_time()
+    budget = _Budget(seconds)
     queue = [*sorted(runner.declared_rows), *ladder(4, cap)]
     tried: set[int] = {0, 1, 2}
     outcomes: list[tuple[int, str]] = []
-    while queue and time.process_time() - started < seconds:
+    while queue and budget.allows():
         rows = queue.pop(0)
         if rows in tried or rows > cap:
             continue
         tried.add(rows)
         table = table_of(template, rows)
         try:
-            calls = runner.calls(table)
+            calls = budget.run(runner, table)
         except AdapterError:
             raise
         except Exception as error:
@@ -108,15 +127,15 @@ def size_boundaries(runner: UnnoisedRunner, template: pl.DataFrame, cap: int, se
     :param runner: the check's runner: the function, run unnoised, and the sizes its library declares.
     :param template: the one-row table every table is made of (:func:`table_of`).
     """
-    started = time.process_time()
+    budget = _Budget(seconds)
 
     def out_of_time() -> bool:
-        return time.process_time() - started > seconds
+        return not budget.allows()
 
     def run(rows: int) -> tuple[pl.DataFrame, list[NoiseCall]] | None:
         table = table_of(template, rows)
         try:
-            return table, runner.calls(table)
+            return table, budget.run(runner, table)
         except AdapterError:
             raise
         except Exception as error:  # outside the contract at this size, or the user's error: no information
