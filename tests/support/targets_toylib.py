@@ -228,3 +228,83 @@ def count_dict(keys: list[object], items: list[object], *, epsilon: float) -> di
 def count_dict_twice(keys: list[object], items: list[object], *, epsilon: float) -> dict[object, float]:
     """A noisy count per listed item, as a dict, counting each record twice while declaring Δ = 1 (the bug)."""
     return DictLaplace(epsilon, 1.0).randomise({item: 2.0 * sum(k == item for k in keys) for item in items})
+
+
+# --- inputs the check must reach: a declared size, a minimum size, a structure that changes with n ---
+
+
+class VectorDomain:
+    """Vectors of floats, of exactly ``size`` elements when a size is declared (as OpenDP's
+    ``vector_domain(atom_domain(bounds=(lower, upper)), size=n)``): a sized domain refuses every
+    other length. Values are clamped to [lower, upper] by the transformations on it."""
+
+    def __init__(self, lower: float, upper: float, size: int | None = None) -> None:
+        if not lower <= upper or (size is not None and size < 1):
+            raise ValueError("the bounds must be ordered and the size ≥ 1")
+        self.lower, self.upper, self.size = lower, upper, size
+
+    def check(self, values: list[float]) -> None:
+        if self.size is not None and len(values) != self.size:
+            raise ValueError(f"the input is not a member of the domain: expected {self.size} elements, got {len(values)}")
+
+
+class SizedSum:
+    """A noisy sum over a sized domain. The size is public, so a neighbour replaces one record:
+    the sum moves by at most upper − lower (the Δ this class declares)."""
+
+    def __init__(self, domain: VectorDomain, epsilon: float) -> None:
+        self.domain, self.epsilon = domain, epsilon
+
+    def sensitivity(self) -> float:
+        return self.domain.upper - self.domain.lower
+
+    def __call__(self, values: list[float]) -> float:
+        import math
+
+        self.domain.check(values)
+        clamped = [min(max(v, self.domain.lower), self.domain.upper) for v in values if v == v]
+        return LaplaceNoise(self.epsilon, self.sensitivity()).randomise(math.fsum(clamped))
+
+
+class SizedSumAddRemoveDelta(SizedSum):
+    """The same sum declaring max(|lower|, |upper|), the Δ of adding or removing a record: on a
+    sized domain a neighbour replaces one, which moves the sum by upper − lower (the bug, seen
+    when the bounds straddle 0)."""
+
+    def sensitivity(self) -> float:
+        return max(abs(self.domain.lower), abs(self.domain.upper))
+
+
+def histogram_model(values: list[float], *, n_bins: int, lower: float, upper: float, epsilon: float) -> list[float]:
+    """Noisy counts of ``n_bins`` equal-width bins over [lower, upper] (values clamped), a model
+    that needs n ≥ n_bins samples to fit, as k-means needs n ≥ n_clusters (Δ = 1, one record
+    moves one count)."""
+    if len(values) < n_bins:
+        raise ValueError(f"n_samples={len(values)} should be >= n_bins={n_bins}")
+    width = (upper - lower) / n_bins
+    counts = [0.0] * n_bins
+    for value in values:
+        if value == value:
+            counts[min(int((min(max(value, lower), upper) - lower) / width), n_bins - 1)] += 1.0
+    return VectorLaplace(epsilon, 1.0).randomise(np.array(counts)).tolist()  # type: ignore[no-any-return]
+
+
+#: From this many rows on, the two-pass mean (a noisy sum and a noisy count, ε/2 each) has the
+#: lower error at bounds of width 1 and ε = 1; below it, one noisy sum divided by the size.
+TWO_PASS_ROWS = 1_581
+
+
+def private_mean(values: list[float], *, lower: float, upper: float, epsilon: float, rows: int | None = None) -> float:
+    """A noisy mean of the values clamped to [lower, upper], its estimator chosen by the number of
+    rows: ``rows``, the public size the caller states. None: the data's own length, so the number
+    of noise calls shows whether the data has 1,581 rows or more (the bug)."""
+    import math
+
+    n = len(values) if rows is None else rows
+    clamped = [min(max(v, lower), upper) for v in values if v == v]
+    bound = max(abs(lower), abs(upper))
+    if n < TWO_PASS_ROWS:
+        return LaplaceNoise(epsilon, bound).randomise(math.fsum(clamped)) / max(n, 1)
+    total = LaplaceNoise(epsilon / 2, bound).randomise(math.fsum(clamped))
+    count = LaplaceNoise(epsilon / 2, 1.0).randomise(float(len(clamped)))
+    return total / max(count, 1.0)

@@ -24,6 +24,20 @@ class ToyAdapter(Adapter):
             self.patch(cls, "randomise", self._hook(vars(cls)["randomise"]))
         for cls in (toylib.RandomizedResponse, toylib.BitFlip, toylib.MappedCounts, toylib.DictLaplace):
             self.patch(cls, "randomise", self._any_hook(vars(cls)["randomise"]))
+        self.patch(toylib.VectorDomain, "check", self._domain_hook(vars(toylib.VectorDomain)["check"]))
+
+    def _domain_hook(self, original: Any) -> Any:
+        """A table outside a sized domain is outside the contract; the refusal names the size the domain declares."""
+
+        def check(domain: Any, values: list[float]) -> None:
+            try:
+                original(domain, values)
+            except ValueError as refused:
+                if active() is None:
+                    raise
+                raise Unsupported(f"not a member of toylib's domain of {domain.size} elements", rows=domain.size) from refused
+
+        return check
 
     def _hook(self, original: Any) -> Any:
         adapter = self
@@ -188,3 +202,38 @@ def counted_items_dict(table: pl.DataFrame) -> dict[object, float]:
 
 def counted_items_dict_twice(table: pl.DataFrame) -> dict[object, float]:
     return toylib.count_dict_twice(table["k"].to_list(), ITEMS, epsilon=1.0)
+
+
+# --- inputs the check must reach --------------------------------------------------------------------
+
+#: The number of rows a sized release declares public (its domain refuses every other size).
+SIZE = 1000
+
+
+def released_sized_sum(table: pl.DataFrame) -> float:
+    """A sum over a domain of exactly SIZE values in [-1, 1] (correct: Δ = 2 under replace-one)."""
+    return toylib.SizedSum(toylib.VectorDomain(-1.0, 1.0, size=SIZE), epsilon=1.0)(table["x"].to_list())
+
+
+def released_sized_sum_understated(table: pl.DataFrame) -> float:
+    """The same sum declaring the add-remove Δ = 1, where replacing a record moves it by 2 (the bug)."""
+    return toylib.SizedSumAddRemoveDelta(toylib.VectorDomain(-1.0, 1.0, size=SIZE), epsilon=1.0)(table["x"].to_list())
+
+
+def released_histogram(table: pl.DataFrame) -> list[float]:
+    """A histogram model of 8 bins, which needs 8 rows or more to fit (correct: Δ = 1)."""
+    return toylib.histogram_model(table["x"].to_list(), n_bins=8, lower=0.0, upper=1.0, epsilon=1.0)
+
+
+#: The public number of rows the data owner states for the mean (the estimator is chosen on it).
+PUBLIC_ROWS = 2_000
+
+
+def released_mean_by_size(table: pl.DataFrame) -> float:
+    """The mean with its estimator chosen on the data's own size (the bug: one noise call below 1,581 rows, two from it)."""
+    return toylib.private_mean(table["x"].to_list(), lower=0.0, upper=1.0, epsilon=1.0)
+
+
+def released_mean_public_size(table: pl.DataFrame) -> float:
+    """The mean with its estimator chosen on the public size (correct)."""
+    return toylib.private_mean(table["x"].to_list(), lower=0.0, upper=1.0, epsilon=1.0, rows=PUBLIC_ROWS)

@@ -100,6 +100,26 @@ def test_a_broken_package_the_function_never_imports_cannot_fail_the_check(
     assert [c.library for c in report.calls] == ["toylib"] and "brokenlib" not in sys.modules
 
 
+def test_an_exception_pinning_a_librarys_randomness_is_an_adapter_error(own_registry: list[Adapter]) -> None:
+    class PinningAdapter(Adapter):
+        name = "toylib-pinned"
+        module = "targets_toylib"
+        contract = "input: any float; no size limit; randomness: its generator, pinned before each run"
+
+        def install(self) -> None:
+            pass
+
+        def pin(self) -> None:
+            raise RuntimeError("the library's generator moved")  # the adapter's own line
+
+    own_registry.append(PinningAdapter())
+    report = check(user.released_exact_sum, columns={"x": pl.Float64}, libraries=["toylib", "toylib-pinned"], **QUICK)  # type: ignore[arg-type]
+    assert (report.verdict, report.exit_code) == ("adapter-error", ExitCode.INTERNAL)
+    (note,) = report.notes
+    assert note.startswith("toylib-pinned adapter failed pinning its library's randomness (RuntimeError at ")
+    assert "test_check_verdicts.py:" in note, note
+
+
 def test_a_library_imported_inside_the_function_is_hooked(
     own_registry: list[Adapter], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -47,7 +47,14 @@ class Unsupported(Exception):
     """The input is outside the library's stated contract (its input domain, its size limits).
 
     The check skips such a pair: a library is not judged outside the inputs it accepts.
+    ``reason`` says why (the library's own words or the adapter's, quoting no value of the table);
+    ``rows`` is the number of rows the library's declared domain holds, when it declares one
+    (e.g. OpenDP's ``vector_domain(…, size=1024)``): the check then builds its tables at that size.
     """
+
+    def __init__(self, reason: str = "", *, rows: int | None = None) -> None:
+        super().__init__(reason)
+        self.rows = rows
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,7 +147,13 @@ def recording(
     for adapter in chosen:
         adapter.ensure_installed()
     for adapter in chosen:
-        adapter.pin()
+        try:
+            adapter.pin()
+        except Exception as error:  # the adapter's own code: never the library's refusal nor the user's error
+            where = raised_by(error, adapter.source_files())[1]
+            raise AdapterError(
+                f"{adapter.name} adapter failed pinning its library's randomness ({type(error).__name__} at {where})"
+            ) from error
     recorder = Recorder(mode, epsilon=epsilon, neighbours=neighbours)
     token = _active.set(recorder)
     try:

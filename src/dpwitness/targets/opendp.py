@@ -98,7 +98,9 @@ _mod.Measurement.invoke = _unnoised_call
             except Exception:  # a value OpenDP cannot even convert to its domain's type
                 member = False
             if not member:
-                raise Unsupported(f"the argument is not a member of the OpenDP input domain {domain}")
+                raise Unsupported(
+                    f"the argument is not a member of the OpenDP input domain {domain}", rows=_declared_size(domain)
+                )
             if _rows(arg) > SIZE_LIMIT:
                 raise Unsupported(f"more than {SIZE_LIMIT} rows: OpenDP's float sums subsample them (randomised)")
             parts = getattr(measurement, "_dpw_parts", None)
@@ -139,6 +141,15 @@ _mod.Measurement.invoke = _unnoised_call
 def _on_frames(measurement: Any) -> bool:
     """A measurement on Polars frames (a Polars context's compositor, a private lazyframe)."""
     return str(measurement.input_domain).startswith(("FrameDomain", "LazyFrameDomain"))
+
+
+def _declared_size(domain: Any) -> int | None:
+    """The size a sized ``vector_domain(…, size=n)`` declares (None: no size, or not a vector domain)."""
+    try:
+        size = getattr(domain, "size", None)
+    except Exception:  # a domain whose descriptor has no size
+        return None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
 def _rows(arg: Any) -> int:

@@ -4,7 +4,9 @@ The function takes a Polars table and calls a covered library (diffprivlib, Open
 see :mod:`dpwitness.targets`); no glue. The check:
 
 1. runs it with every noise call taken away (the adapters' ``"unnoised"`` mode) and lists the
-   calls: site, mechanism, declared Δ, ε, δ, value before noise;
+   calls: site, mechanism, declared Δ, ε, δ, value before noise; on 1, 2 or 0 rows, else on the
+   size the library declares or the first of 4, 8, … rows it accepts; then finds the sizes where
+   the calls change with the number of rows (bisection: :mod:`~dpwitness.targets.check.reach`);
 2. gives each call with a declared Δ a grey-box sensitivity search against that Δ: the
    Hypothesis search of small adversarial tables (:func:`search_claims`), then the large
    structured tables of :mod:`dpwitness.witness.structured` (binade edges, half-ulp fractions,
@@ -26,6 +28,7 @@ dpwitness's own (``adapter-error``).
 
 The package by job: :mod:`~dpwitness.targets.check.report` (findings, the report, verdicts),
 :mod:`~dpwitness.targets.check.probe` (the unnoised runs and their noise calls),
+:mod:`~dpwitness.targets.check.reach` (the sizes the library accepts and where the calls change),
 :mod:`~dpwitness.targets.check.blackbox` (the audit of the worst pair),
 :mod:`~dpwitness.targets.check.script` (reproduction scripts) and
 :mod:`~dpwitness.targets.check.run` (the check itself).

@@ -48,6 +48,14 @@ class UnnoisedRunner:
     skipped: int = 0
     evaluated: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
+    declared_rows: set[int] = field(default_factory=set)  # the sizes the library's refusals declare
+
+    def declare(self, error: BaseException) -> int | None:
+        """The number of rows a refusal declares (:class:`Unsupported` ``rows``), remembered; None: none."""
+        rows = error.rows if isinstance(error, Unsupported) else None
+        if rows is not None:
+            self.declared_rows.add(rows)
+        return rows
 
     def calls(self, frame: Any) -> list[NoiseCall]:
         with recording("unnoised", self.adapters, epsilon=self.epsilon, neighbours=self.neighbours) as recorder:
@@ -91,7 +99,8 @@ class UnnoisedRunner:
         except AdapterError:
             raise
         except Exception as error:  # Unsupported, the library refusing the input, or the user's own error
-            reason = _failure(error)
+            reason = failure(error)
+            self.declare(error)
             self.reasons[reason] = self.reasons.get(reason, 0) + 1
             calls = None
         if self.pending is None:
@@ -116,7 +125,7 @@ class UnnoisedRunner:
         return self.values(calls, first)
 
 
-def _failure(error: Exception) -> str:
+def failure(error: Exception) -> str:
     """Why a run failed, without the exception's text (it may quote a value of the table):
     outside the library's contract (the adapter's reason, or the library's own refusal), or the
     user's function raising. An exception from dpwitness's own code is an :class:`AdapterError`."""
@@ -186,6 +195,14 @@ def _probe_tables(columns: Mapping[str, Any]) -> list[pl.DataFrame]:
     """Small first tables: one row of each column's first value, then two rows, then no rows."""
     import polars as pl
 
+    one = probe_row(columns)
+    return [one, pl.concat([one, one]), one.clear()]
+
+
+def probe_row(columns: Mapping[str, Any]) -> pl.DataFrame:
+    """The one-row table every probe is made of: each column's first listed value, or 1.0, 1, True, "a" by type."""
+    import polars as pl
+
     row: dict[str, Any] = {}
     schema: dict[str, Any] = {}
     for name, spec in columns.items():
@@ -197,8 +214,7 @@ def _probe_tables(columns: Mapping[str, Any]) -> list[pl.DataFrame]:
             dtype = spec() if isinstance(spec, type) else spec
             schema[name] = dtype
             row[name] = 1.0 if dtype.is_float() else 1 if dtype.is_numeric() else True if dtype == pl.Boolean else "a"
-    one = pl.DataFrame({k: [v] for k, v in row.items()}, schema=schema, strict=False)
-    return [one, pl.concat([one, one]), one.clear()]
+    return pl.DataFrame({k: [v] for k, v in row.items()}, schema=schema, strict=False)
 
 
 def find_probe(runner: UnnoisedRunner, columns: Mapping[str, Any]) -> tuple[Any, list[NoiseCall], list[tuple[int, str]]]:
@@ -211,7 +227,8 @@ def find_probe(runner: UnnoisedRunner, columns: Mapping[str, Any]) -> tuple[Any,
         except AdapterError:
             raise
         except Exception as error:
-            outcomes.append((table.height, _failure(error)))
+            outcomes.append((table.height, failure(error)))
+            runner.declare(error)
             continue
         outcomes.append((table.height, ""))
         if calls:

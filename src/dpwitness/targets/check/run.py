@@ -17,8 +17,10 @@ from dpwitness.targets.check.probe import (
     calls_finding,
     find_probe,
     first_calls_changed,
+    probe_row,
     relative_shift,
 )
+from dpwitness.targets.check.reach import LADDER_ROWS, find_sized_probe, size_boundaries, sized_pairs
 from dpwitness.targets.check.report import CheckReport, Finding, ReportBuilder
 from dpwitness.targets.check.script import repro_script
 from dpwitness.targets.hooks import Adapter, AdapterError, registered
@@ -122,8 +124,22 @@ def _check(
     probe, calls, outcomes = find_probe(runner, columns)
     if probe is None and runner.discover():  # the function imported a covered library as it ran
         probe, calls, outcomes = find_probe(runner, columns)
+    template = probe_row(columns)
+    cap = min([LADDER_ROWS, *(a.max_rows for a in runner.adapters if a.max_rows)])
+    refusals = [f"the {rows}-row table: {why}" for rows, why in outcomes if why]
+    if probe is None and any(why and not why.startswith("the function raised") for _, why in outcomes):
+        # the library refused the small probes: a declared size, or a minimum number of rows
+        probe, calls, larger = find_sized_probe(runner, template, cap, budget * 0.1)
+        if probe is not None:
+            declared = " (the size its domain declares)" if probe.height in runner.declared_rows else ""
+            notes.append(
+                "the 1-, 2- and 0-row tables are outside the library's contract; the check's tables start "
+                f"from {probe.height} rows, which it accepts{declared}"
+            )
+        elif larger:
+            tried = ", ".join(str(rows) for rows, _ in larger)
+            refusals.append(f"tables of {tried} rows: refused too ({larger[-1][1] or 'no noise call'})")
     if probe is None:
-        refusals = [f"the {rows}-row table: {why}" for rows, why in outcomes if why]
         refused = [why for _, why in outcomes if why and not why.startswith("the function raised")]
         if refused:
             return report.done("unsupported", notes=[*refusals, "no table inside the library's contract was found"])
@@ -162,11 +178,43 @@ def _check(
     if 0 < affordable < trials:
         notes.append(f"one run takes {per_run:.2g} s: {affordable} small-table pairs instead of {trials}")
         trials = affordable
-    for norm in ("l1", "l2", "discrete"):
+    boundaries = size_boundaries(runner, template, cap, budget * 0.1)
+    notes += [boundary.describe() for boundary in boundaries]
+    sizes: set[int] = {probe.height} - {0, 1, 2} | {rows for rows in runner.declared_rows if rows <= cap}
+    if report.neighbours == "add-remove":  # n − 1 and n rows are neighbours: a change of the calls there is a finding
+        for boundary in boundaries:
+            try:
+                runner(boundary.below)
+                runner(boundary.above)
+            except CallsChanged as changed:
+                report.findings.append(calls_finding(changed, runner.fn))
+                break
+    else:
+        sizes |= {rows for boundary in boundaries for rows in (boundary.below.height, boundary.above.height)}
+    at_sizes = sized_pairs(template, sizes, bounds, report.neighbours)
+    for norm in ("l1", "l2", "discrete") if not report.findings else ():
         group = {k: v for k, v in claims.items() if by_call[k].norm == norm}
         if not group:
             continue
         search_norm = "l2" if norm == "l2" else "l1"  # the discrete distance reaches the search as a 0/1 number
+        if at_sizes:  # a few neighbours at the sizes the library declares or the function changes at
+            try:
+                sized = search_claims(
+                    runner,
+                    columns=columns,
+                    claims=group,
+                    neighbours=report.neighbours,
+                    norm=search_norm,
+                    trials=0,
+                    pairs=at_sizes,
+                )
+            except CallsChanged as changed:
+                report.findings.append(calls_finding(changed, runner.fn))
+                break
+            for name, result in sized.items():
+                _keep(results, pairs, name, result, (Runs.of_frame(result.d), Runs.of_frame(result.d_prime)))
+                if result.violated:
+                    notes.append(f"{name}: found on a table of {result.d.height} rows (a size the library accepts)")
         try:
             found = (
                 search_claims(
@@ -191,10 +239,9 @@ def _check(
             report.findings.append(calls_finding(first_calls_changed(inner), runner.fn))
             break
         for name, result in found.items():
-            results[name] = result
-            pairs[name] = (Runs.of_frame(result.d), Runs.of_frame(result.d_prime))
+            _keep(results, pairs, name, result, (Runs.of_frame(result.d), Runs.of_frame(result.d_prime)))
         remaining = search_seconds - report.cpu()
-        if structured and not any(r.violated for r in found.values()) and remaining > 1:
+        if structured and not any(results[k].violated for k in group if k in results) and remaining > 1:
             try:
                 grown = structured_search(
                     runner,
@@ -211,10 +258,7 @@ def _check(
                 notes += [f"noise calls changed on the {note}" for note in getattr(changed, "__notes__", ())]
                 break
             for name, result in grown.results.items():
-                old = results.get(name)
-                if old is None or result.violated or (not old.violated and relative_shift(result) > relative_shift(old)):
-                    results[name] = result
-                    pairs[name] = grown.pairs[name]
+                _keep(results, pairs, name, result, grown.pairs[name])
                 if result.violated:
                     notes.append(f"{name}: found on the structured table '{grown.shapes[name]}'")
             largest_seen.update(grown.largest)
@@ -252,3 +296,17 @@ def _check(
     if not report.findings and runner.evaluated and runner.skipped == runner.evaluated:
         verdict = "unsupported"
     return report.done(verdict, notes=notes, audit=audit_result)
+
+
+def _keep(
+    results: dict[str, SensitivityResult],
+    pairs: dict[str, tuple[Runs, Runs]],
+    name: str,
+    result: SensitivityResult,
+    pair: tuple[Runs, Runs],
+) -> None:
+    """Keep ``result`` for ``name`` when it is the first, a violation, or the largest shift relative to Δ so far."""
+    old = results.get(name)
+    if old is None or result.violated or (not old.violated and relative_shift(result) > relative_shift(old)):
+        results[name] = result
+        pairs[name] = pair
