@@ -273,10 +273,12 @@ class Schema:
         file = self.source or "FILE.csv"
         beside = f"{Path(file).stem}.schema.toml"
         ways = (
-            f'dtypes={{"{name}": "integer"}}, --dtype {name}:integer, schema=, '
+            f'dtypes={{"{name}": "integer"}} or --dtype {name}:integer, schema=FILE or --schema FILE, '
             f"or {beside} beside the file: dpwitness schema {file} > {beside}"
         )
-        return ParameterError(parameter, f"a column with a declared numeric type ({ways})", Verbatim(f"{name!r} (untyped CSV text)"))
+        return ParameterError(
+            parameter, f"a column with a declared numeric type ({ways})", Verbatim(f"{name!r} (untyped CSV text)")
+        )
 
     # --- reading and writing the declaration ------------------------------------------------------
     @classmethod
