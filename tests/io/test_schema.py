@@ -6,7 +6,6 @@ to spend nothing (the ledger holds no spend) and to name the column.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -201,7 +200,8 @@ def test_the_schemas_privacy_unit_is_the_sessions_default(people: Path, tmp_path
 #: The refusal of a statistic needing numbers from people.csv's untyped age: one line, every fix, no value.
 AGE_UNTYPED = (
     'column must be a column with a declared numeric type (dtypes={"age": "integer"} or --dtype age:integer, '
-    "schema=FILE or --schema FILE, or people.schema.toml beside the file: dpwitness schema people.csv > people.schema.toml); got 'age' (untyped CSV text)"
+    "schema=FILE or --schema FILE, or people.schema.toml beside the file: "
+    "dpwitness schema people.csv > people.schema.toml); got 'age' (untyped CSV text)"
 )
 
 

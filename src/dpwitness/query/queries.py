@@ -358,9 +358,11 @@ class Query:
 
     # --- checks against the data's schema (public metadata only) ----------------------------
     def check_schema(self, schema: Schema) -> None:
-        """Raise :class:`ParameterError` for a missing (or undeclared) column, a column a statistic
-        or a filter's comparison with a number needs as numbers whose numeric type is not declared, keys or filter literals of the wrong type, and keys outside a
-        column's declared categories. Uses the schema's public metadata only."""
+        """Raise :class:`ParameterError` for a missing (or undeclared) column, an untyped (CSV text)
+        column that a statistic or a filter's comparison with a number needs as numbers (types are
+        declared, never guessed), a non-numeric column for a bounded statistic, keys or filter
+        literals of the wrong type, and keys outside a column's declared categories. Uses the
+        schema's public metadata only."""
         for parameter, name in self._columns_used():
             if name not in schema.columns:
                 raise schema.missing_column(parameter, name)
