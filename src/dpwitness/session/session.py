@@ -17,7 +17,7 @@ from dpwitness.engines import Engine, engine_for
 from dpwitness.io.reader import Dialect
 from dpwitness.io.schema import load_schema, schema_beside
 from dpwitness.mechanisms.additive import Laplace
-from dpwitness.mechanisms.release import Release
+from dpwitness.mechanisms.release import FOUND_BESIDE, Release
 from dpwitness.noise import bit_source
 from dpwitness.privacy.budget import Accountant, Budget, Ledger, Spend, check_total
 from dpwitness.privacy.neighbours import ContributionBound, Neighbours, partition_threshold
@@ -671,7 +671,7 @@ def _plain_budget(value: Any) -> Any:
 def _schema_note(given: Any, beside: Path | None) -> str | None:
     """The note saying which schema a session's releases use: the one given, or the one found beside the file."""
     if beside is not None:
-        return f"schema: {beside.name}, found beside the file"
+        return f"schema: {beside.name}, {FOUND_BESIDE}"
     if isinstance(given, str | os.PathLike):
         return f"schema: {Path(given).name} (given)"
     return None if given is None else "schema: the Schema given"
