@@ -1,6 +1,7 @@
 """What the command line prints agrees with what was released and accounted (issue 27): one line
-per release with its own ε, the notes behind --explain except those that change the meaning, the JSON and the table state the same spent ε, and
-``sql`` says, as ``query`` does, that a budget without --ledger lasts for the call only."""
+per release with its own ε, the notes behind --explain except those that change the meaning, the
+JSON and the table state the same spent ε, and ``sql`` says, as ``query`` does, that a budget
+without --ledger lasts for the call only."""
 
 from __future__ import annotations
 
