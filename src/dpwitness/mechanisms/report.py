@@ -262,6 +262,8 @@ def release_line(release: Release, *, explain: bool = False, keys: int = TEXT_KE
     """
     level = f"{100 * (1 - release.alpha):g}%"
     parameters = _parameters(release)
+    if release.distribution == "gaussian":
+        parameters += f"; Gaussian σ = {release.scale:.4g}"
     if isinstance(release.value, dict):
         intervals = release.interval
         assert isinstance(intervals, dict)
