@@ -29,7 +29,7 @@ PROGRAMS = {
     ),
     "dpwitness mean": (
         "import sys\nfrom dpwitness.session import Session\n"
-        "print(Session(sys.argv[1], epsilon=1.0).mean('age', (0, 100), epsilon=1.0).value)"
+        "print(Session(sys.argv[1], epsilon=1.0, dtypes={'age': 'float'}).mean('age', (0, 100), epsilon=1.0).value)"
     ),
 }
 

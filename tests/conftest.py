@@ -62,6 +62,17 @@ def adult() -> Path:
 
 
 @pytest.fixture(scope="session")
+def adult_schema(adult: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Adult extract's declared column types, written as a data owner would (``dpwitness schema
+    adult.csv > adult.schema.toml``: types only, no bounds or categories) to a file not beside the data."""
+    from dpwitness.io.schema import Schema
+
+    path = tmp_path_factory.mktemp("adult-schema") / "adult.schema.toml"
+    path.write_text(Schema.infer(adult).to_toml(source=adult.name), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """The one local Spark session of the run (``local[2]``, bound to 127.0.0.1, no UI), started
     on first use (~10 s) and shared by every Spark test; skipped, saying why, without Java or pyspark."""

@@ -67,7 +67,7 @@ def test_a_second_by_for_one_statistic_is_refused_not_replaced(people: Path) -> 
 
 def test_by_and_keys_apply_to_the_statistic_they_follow(people: Path) -> None:
     args = [str(people), "--epsilon", "2", "--count", "--mean", "age:0:100", "--by", "sex", "--keys", "Female,Male"]
-    code, out = cli(*args, "--seed", "3")
+    code, out = cli(*args, "--dtype", "age:integer", "--seed", "3")
     assert code == 0, out
     count, mean = out["releases"]
     assert count["key_columns"] == [] and "rows" not in count  # the --by follows --mean only

@@ -38,6 +38,7 @@ def spends(ledger: Path) -> int:
 def test_json_on_adult_splits_epsilon_evenly(adult: Path) -> None:
     args = ["query", str(adult), "--epsilon", "2", "--count", "--mean", "age:0:100", "--histogram", "education"]
     args += ["--max-rows", "100000", "--delta-budget", "1e-5"]  # undeclared keys: δ sized to a declared bound
+    args += ["--dtype", "age:integer", "--dtype", "hours_per_week:integer"]  # a CSV's columns are text until declared
     result = runner.invoke(app, [*args, "--mean", "hours_per_week:0:100", "--seed", "7", "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
@@ -55,7 +56,7 @@ def test_json_on_adult_splits_epsilon_evenly(adult: Path) -> None:
 
 def test_grouped_table_output(adult: Path) -> None:
     args = ["query", str(adult), "--epsilon", "1", "--mean", "hours_per_week:0:100", "--by", "sex", "--keys", "Female,Male"]
-    result = runner.invoke(app, args)
+    result = runner.invoke(app, [*args, "--dtype", "hours_per_week:integer"])
     assert result.exit_code == 0, result.output
     assert "Female" in result.stdout and "Male" in result.stdout and "spent ε = 1, δ = 0; remaining ε = 0, δ = 0" in result.stdout
 
@@ -104,7 +105,7 @@ def test_declared_keys_are_read_as_the_column_kind(adult: Path) -> None:
 def test_html_report_draws_error_bars_offline(adult: Path, tmp_path: Path) -> None:
     report = tmp_path / "report.html"
     args = ["query", str(adult), "--epsilon", "1", "--histogram", "education", "--mean", "age:0:100", "--by", "sex"]
-    args += ["--max-rows", "100000", "--delta-budget", "1e-5"]
+    args += ["--max-rows", "100000", "--delta-budget", "1e-5", "--dtype", "age:integer"]
     result = runner.invoke(app, [*args, "--html", str(report), "--json"])
     assert result.exit_code == 0, result.output
     text = report.read_text()

@@ -1,6 +1,7 @@
-"""What the command line's tables print agrees with what was released and accounted (issue 27):
-the ε column holds each release's ε alone, the JSON and the table state the same spent ε, and
-``sql`` says, as ``query`` does, that a budget without --ledger lasts for the call only."""
+"""What the command line prints agrees with what was released and accounted (issue 27): one line
+per release with its own ε, the notes behind --explain except those that change the meaning, the
+JSON and the table state the same spent ε, and ``sql`` says, as ``query`` does, that a budget
+without --ledger lasts for the call only."""
 
 from __future__ import annotations
 
@@ -17,21 +18,28 @@ PEOPLE = Path(__file__).resolve().parents[2] / "examples" / "people.csv"
 
 
 def cells(output: str, first: str) -> list[str]:
-    """The cells of the table row whose first cell starts with ``first``."""
-    for line in output.splitlines():
-        parts = [p.strip() for p in line.replace("┃", "│").strip().strip("│").split("│")]
+    """The cells of the table row whose first cell starts with ``first`` (the ``release`` command's table)."""
+    for text in output.splitlines():
+        parts = [p.strip() for p in text.replace("┃", "│").strip().strip("│").split("│")]
         if len(parts) > 1 and parts[0].startswith(first):
             return parts
     raise AssertionError(f"no row {first!r} in:\n{output}")
 
 
-def test_the_epsilon_column_shows_each_releases_epsilon_alone() -> None:
+def line(output: str, first: str) -> str:
+    """The printed line of the release whose query starts with ``first``."""
+    for text in output.splitlines():
+        if text.startswith(first):
+            return text
+    raise AssertionError(f"no line {first!r} in:\n{output}")
+
+
+def test_each_release_is_one_line_with_its_own_epsilon() -> None:
     result = runner.invoke(app, ["query", str(PEOPLE), "--count", "--sum", "age:0:100", "--epsilon", "1", "--seed", "1"])
     assert result.exit_code == 0, result.output
-    header = cells(result.output, "statistic")
-    assert header[2] == "95% interval" and header[3] == "ε"
-    assert cells(result.output, "count()")[3] == "0.5"
-    assert cells(result.output, "sum(age)")[3] == "0.5"
+    for query in ("count()", "sum(age)"):
+        shown = line(result.output, query)
+        assert "(95% [" in shown and "; ε = 0.5, δ = 0, Δ = " in shown and "neighbours: add/remove one record" in shown
     assert "1, 95% interval" not in result.output and "0.5, 95% interval" not in result.output
 
 
@@ -39,9 +47,21 @@ def test_different_confidences_are_stated_per_release() -> None:
     args = ["query", str(PEOPLE), "--count", "--alpha", "0.1", "--sum", "age:0:100", "--alpha", "0.2"]
     result = runner.invoke(app, [*args, "--epsilon", "1", "--seed", "1"])
     assert result.exit_code == 0, result.output
-    assert cells(result.output, "statistic")[2] == "interval"
-    assert cells(result.output, "count()")[3] == "0.5, 90% interval"
-    assert cells(result.output, "sum(age)")[3] == "0.5, 80% interval"
+    assert "(90% [" in line(result.output, "count()") and "(80% [" in line(result.output, "sum(age)")
+
+
+def test_notes_are_behind_explain_but_a_note_that_changes_the_meaning_always_shows() -> None:
+    """examples/people.schema.toml is found beside the CSV and the noise is seeded: both always said;
+    the clamping note only with --explain (and always in --json)."""
+    args = ["query", str(PEOPLE), "--mean", "age:0:100", "--epsilon", "1", "--seed", "1"]
+    short = runner.invoke(app, args)
+    assert short.exit_code == 0, short.output
+    assert "note: schema: people.schema.toml, found beside the file" in short.output
+    assert "NOT for production" in short.output and "clamped to [0, 100]" not in short.output
+    explained = runner.invoke(app, [*args, "--explain"])
+    assert explained.exit_code == 0 and "clamped to [0, 100]" in explained.output and "found beside the file" in explained.output
+    notes = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["releases"][0]["notes"]
+    assert any("clamped to [0, 100]" in n for n in notes) and "schema: people.schema.toml, found beside the file" in notes
 
 
 def _strict_json(text: str) -> dict[str, object]:

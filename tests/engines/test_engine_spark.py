@@ -242,11 +242,11 @@ def test_session_on_spark_returns_releases(spark: Any, people: Path) -> None:
         session.count(epsilon=0.5)
 
 
-def test_seeded_sessions_release_the_same_on_both_engines(spark: Any, adult: Path) -> None:
+def test_seeded_sessions_release_the_same_on_both_engines(spark: Any, adult: Path, adult_schema: Path) -> None:
     """Same exact aggregates + same seeded noise streams ⇒ the same released numbers."""
     releases = {}
     for engine in ("polars", "spark"):
-        session = Session(adult, epsilon=2.0, engine=engine, seed=2026, max_rows=100_000, delta_budget=1e-4)
+        session = Session(adult, epsilon=2.0, engine=engine, seed=2026, max_rows=100_000, delta_budget=1e-4, schema=adult_schema)
         releases[engine] = (
             session.mean("age", (0, 100), epsilon=1.0).value,
             session.histogram("education", epsilon=0.5).value,
@@ -354,12 +354,14 @@ def test_random_small_tables_agree_for_every_derivation(spark: Any) -> None:
             assert from_spark[name] == pytest.approx(value, rel=1e-12), query.label
 
 
-def test_replace_one_delta_on_spark(spark: Any, adult: Path) -> None:
-    session = Session(adult, epsilon=2.0, engine="spark", neighbours="replace-one", seed=9)
+def test_replace_one_delta_on_spark(spark: Any, adult: Path, adult_schema: Path) -> None:
+    session = Session(adult, epsilon=2.0, engine="spark", neighbours="replace-one", seed=9, schema=adult_schema)
     on_spark = session.sum("age", (50, 100), epsilon=1.0)
     assert on_spark.sensitivity == 100  # [50, 100] ∪ {0}: not U − L = 50
     assert session.count(epsilon=1.0, where="age >= 50").sensitivity == 1  # not 0: a record can leave the filter
-    on_polars = Session(adult, epsilon=2.0, neighbours="replace-one", seed=9).sum("age", (50, 100), epsilon=1.0)
+    on_polars = Session(adult, epsilon=2.0, neighbours="replace-one", seed=9, schema=adult_schema).sum(
+        "age", (50, 100), epsilon=1.0
+    )
     assert on_spark.value == on_polars.value
 
 

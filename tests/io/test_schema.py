@@ -6,7 +6,6 @@ to spend nothing (the ledger holds no spend) and to name the column.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -198,16 +197,66 @@ def test_the_schemas_privacy_unit_is_the_sessions_default(people: Path, tmp_path
         dw.Session(str(people), epsilon=1.0, schema=schema, dtypes={"age": "integer"})
 
 
-def test_without_a_schema_the_release_says_the_column_was_read_as_numbers(people: Path) -> None:
+#: The refusal of a statistic needing numbers from people.csv's untyped age: one line, every fix, no value.
+AGE_UNTYPED = (
+    'column must be a column with a declared numeric type (dtypes={"age": "integer"} or --dtype age:integer, '
+    "schema=FILE or --schema FILE, or people.schema.toml beside the file: "
+    "dpwitness schema people.csv > people.schema.toml); got 'age' (untyped CSV text)"
+)
+
+
+@pytest.mark.parametrize("engine", ["polars", pytest.param("spark", marks=pytest.mark.spark)])
+def test_without_a_declared_type_a_statistic_needing_numbers_is_refused_before_the_spend(
+    people: Path, engine: str, request: pytest.FixtureRequest
+) -> None:
+    """The old silent path (text read as numbers, ε spent on missing values) is refused from the schema alone."""
+    if engine == "spark":
+        request.getfixturevalue("spark")
+    session = dw.Session(str(people), epsilon=1.0, seed=3, engine=engine)
+    for call in (
+        lambda: session.mean("age", (0, 100), epsilon=0.5),
+        lambda: session.mean("sex", (0, 1), epsilon=0.5),  # the issue's case: text spent ε as "1 [0, 1]"
+        lambda: session.quantile("hours", 0.5, (0, 100), epsilon=0.5),
+        lambda: session.preview("sum", "age", epsilon=0.1, bounds=(0, 100)),
+        lambda: session.count(epsilon=0.5, where="age < 40"),
+        lambda: session.count(epsilon=0.5, where="age in [19, 27]"),
+    ):
+        with pytest.raises(ParameterError) as caught:
+            call()
+        assert caught.value.parameter in ("column", "where") and "untyped CSV text" in str(caught.value)
+        assert "\n" not in str(caught.value) and "Doe" not in str(caught.value)
+    with pytest.raises(ParameterError) as caught:
+        session.mean("age", (0, 100), epsilon=0.5)
+    assert str(caught.value) == AGE_UNTYPED  # the same line on every engine
+    assert session.spent.epsilon == 0 and session.releases == []
+    # Text stays text: counts, keys and comparisons with text need no declared type.
+    assert set(session.count(epsilon=0.1, by="sex", keys=["F", "M"]).value) == {"F", "M"}
+    assert session.count(epsilon=0.1, where="sex == 'F'").value is not None
+    # Declaring the type (dtypes=) is the fix the message names.
+    typed = dw.Session(str(people), epsilon=1.0, seed=3, engine=engine, dtypes={"age": "float"})
+    assert typed.mean("age", (0, 100), epsilon=0.5).value is not None
+
+
+def test_a_schema_beside_the_file_is_used_said_and_an_explicit_one_wins(people: Path, tmp_path: Path) -> None:
+    beside = tmp_path / "people.schema.toml"
+    beside.write_text(Schema.infer(people, bounds=True, categories=5).to_toml(), encoding="utf-8")
     session = dw.Session(str(people), epsilon=1.0, seed=3)
-    release = session.mean("sex", (0, 100), epsilon=0.5)  # text read as numbers: every cell missing
-    assert any("sex was read as numbers" in note for note in release.notes)
-    filtered = session.count(epsilon=0.25, where="age < 40")
-    assert any("filter's age has no declared type" in note for note in filtered.notes)
-    preview = session.preview("sum", "hours", epsilon=0.1, bounds=(0, 100))
-    assert any("hours was read as numbers" in note for note in preview.notes)
-    typed = dw.Session(pl.DataFrame({"x": [1.0, 2.0]}), epsilon=1.0, seed=3).mean("x", (0, 10), epsilon=0.5)
-    assert not any("read as numbers" in note for note in typed.notes)  # a typed source needs no such note
+    assert session.declared_schema == Schema.load(beside)
+    release = session.mean("age", epsilon=0.5)  # the declared float type and bounds [19, 51]
+    assert "[19, 51]" in release.query
+    assert "schema: people.schema.toml, found beside the file" in release.notes
+    assert "schema: people.schema.toml, found beside the file" in session.preview("count", epsilon=0.1).notes
+    explicit = tmp_path / "other.toml"
+    explicit.write_text("[columns.age]\ntype = 'float'\nbounds = [0, 100]\n", encoding="utf-8")
+    given = dw.Session(str(people), epsilon=1.0, seed=3, schema=explicit)
+    assert "[0, 100]" in given.mean("age", epsilon=0.5).query  # schema= wins over the file beside
+    assert "schema: other.toml (given)" in given.releases[-1].notes
+    with_dtypes = dw.Session(str(people), epsilon=1.0, dtypes={"age": "float"})  # dtypes= declares instead
+    assert with_dtypes.declared_schema is None and with_dtypes.schema().columns["sex"] is ColumnKind.UNTYPED
+    beside.write_text("[columns.salary]\ntype = 'float'\n", encoding="utf-8")  # a stale file beside is checked too
+    with pytest.raises(ParameterError) as caught:
+        dw.Session(str(people), epsilon=1.0).count(epsilon=0.1)
+    assert caught.value.parameter == "schema" and "salary" in str(caught.value)
 
 
 # --- the command line ---------------------------------------------------------------------------------
@@ -225,8 +274,8 @@ def test_the_schema_command_writes_toml_and_warns_on_stderr(people: Path, tmp_pa
     assert missing.exit_code == 2 and "source" in missing.stderr
 
 
-def test_query_with_schema_refuses_a_mean_of_text_and_without_it_says_read_as_numbers(people: Path, tmp_path: Path) -> None:
-    declared = tmp_path / "people.schema.toml"
+def test_query_refuses_a_mean_of_text_with_a_schema_and_of_untyped_text_without(people: Path, tmp_path: Path) -> None:
+    declared = tmp_path / "declared.toml"
     declared.write_text(Schema.infer(people).to_toml(), encoding="utf-8")
     ledger = tmp_path / "l.db"
     refused = runner.invoke(
@@ -234,10 +283,11 @@ def test_query_with_schema_refuses_a_mean_of_text_and_without_it_says_read_as_nu
     )
     assert refused.exit_code == 2 and "sex" in refused.stderr and "string" in refused.stderr
     assert not ledger.exists() or Ledger(ledger).history(f"file:{people.resolve()}") == []
-    plain = runner.invoke(app, ["query", str(people), "--mean", "sex:0:100", "--epsilon", "0.1", "--seed", "1", "--json"])
-    assert plain.exit_code == 0, plain.output
-    notes = json.loads(plain.stdout)["releases"][0]["notes"]
-    assert any("sex was read as numbers" in note for note in notes)
+    plain = runner.invoke(app, ["query", str(people), "--mean", "age:0:100", "--epsilon", "0.1", "--ledger", str(ledger)])
+    assert plain.exit_code == 2 and plain.stderr.strip() == "error: --mean (" + AGE_UNTYPED.replace("column must", "column) must")
+    assert not ledger.exists() or Ledger(ledger).history(f"file:{people.resolve()}") == []
+    typed = runner.invoke(app, ["query", str(people), "--mean", "age:0:100", "--epsilon", "0.1", "--dtype", "age:float"])
+    assert typed.exit_code == 0, typed.output
     bad = tmp_path / "bad.schema.toml"
     bad.write_text("[columns.salary]\ntype = 'float'\n", encoding="utf-8")
     mismatch = runner.invoke(app, ["query", str(people), "--count", "--epsilon", "0.1", "--schema", str(bad)])

@@ -150,7 +150,7 @@ def _cli(people: Path, tmp_path: Path, name: str, *flags: str) -> list[dict[str,
 
 
 def test_cli_query_with_schema_needs_no_keys_or_bounds(people: Path, tmp_path: Path) -> None:
-    declared = tmp_path / "people.schema.toml"
+    declared = tmp_path / "declared.toml"  # not beside people.csv: the last call has no schema
     declared.write_text(DECLARED.to_toml(), encoding="utf-8")
     short = _cli(people, tmp_path, "short", "--schema", str(declared), "--histogram", "town", "--mean", "age", "--by", "sex")
     long = _cli(

@@ -268,8 +268,12 @@ def test_too_many_cells_is_refused() -> None:
 # --- the command line: quantile options, --by after the statistic it groups, post-processing -----
 
 
+#: Adult's numeric columns, declared as a user does on the command line (a CSV column is text until declared).
+NUMBERS = ["--dtype", "age:integer", "--dtype", "hours_per_week:integer"]
+
+
 def _cli(*args: str) -> dict[str, Any]:
-    result = runner.invoke(app, ["query", *args, "--json"])
+    result = runner.invoke(app, ["query", *args, *NUMBERS, "--json"])
     assert result.exit_code == 0, result.output
     payload: dict[str, Any] = json.loads(result.stdout)
     return payload

@@ -84,10 +84,10 @@ def test_float_edges_nulls_and_nan_agree(spark: Any, tmp_path: Path) -> None:
         assert sum(from_polars["count"].values()) == frame.filter(pl.col("x").is_not_null() & pl.col("x").is_not_nan()).height
 
 
-def test_the_seeded_release_is_the_same_number(spark: Any, adult: Path) -> None:
+def test_the_seeded_release_is_the_same_number(spark: Any, adult: Path, adult_schema: Path) -> None:
     releases = []
     for engine in ("polars", "spark"):
-        session = Session(str(adult), epsilon=2.0, seed=9, engine=engine)
+        session = Session(str(adult), epsilon=2.0, seed=9, engine=engine, schema=adult_schema)
         releases.append(session.quantile("age", [0.1, 0.5, 0.9], (0, 100), epsilon=1.0).value)
         releases.append(session.median("hours_per_week", (0, 100), epsilon=1.0, by="sex", keys=["Female", "Male"]).value)
     assert releases[0] == releases[2] and releases[1] == releases[3]

@@ -80,7 +80,9 @@ def test_delta_reads_the_same_in_the_terminal_the_report_and_print(session: dw.S
     assert "Δ = count 1, centred_sum 50" in release_html(mean) and "Δ = count 1, centred_sum 50" in str(mean)
     table = tmp_path / "t.csv"
     table.write_text("age\n" + "\n".join(str(20 + i % 60) for i in range(300)) + "\n")
-    result = CliRunner().invoke(app, ["query", str(table), "--epsilon", "1", "--mean", "age:0:100"], env={"COLUMNS": "250"})
+    result = CliRunner().invoke(
+        app, ["query", str(table), "--epsilon", "1", "--mean", "age:0:100", "--dtype", "age:integer"], env={"COLUMNS": "250"}
+    )
     assert result.exit_code == 0 and "count 1, centred_sum 50" in result.stdout
 
 

@@ -185,9 +185,10 @@ def test_cli_gaussian_histogram_states_mechanism_sigma_and_delta(table: Path, tm
     assert release["distribution"] == "gaussian" and release["delta"] == 1e-6
     assert release["scale"] == pytest.approx(sigma)
     assert payload["spent"]["rho"] > 0 and payload["spent"]["delta"] <= 1e-5
-    text = CliRunner().invoke(cli, args, env={"COLUMNS": "250"})
+    text = CliRunner().invoke(cli, [*args, "--explain"], env={"COLUMNS": "250"})
     assert text.exit_code == 0, text.output
     assert "mechanism: gaussian" in text.output and f"Gaussian σ = {sigma:.4g}" in text.output
+    assert f"Gaussian σ = {sigma:.4g}" in CliRunner().invoke(cli, args).output  # in the one line, without --explain
     rho = CliRunner().invoke(cli, [*[a for a in args if a not in ("--delta-budget", "1e-5")], "--rho", "2", "--json"])
     assert rho.exit_code == 0, rho.output
     assert json.loads(rho.stdout)["total"]["rho"] == 2.0

@@ -197,10 +197,13 @@ def late_float_csv(tmp_path: Path) -> Path:
 
 def test_a_late_cell_neither_fails_nor_is_quoted(late_float_csv: Path, tmp_path: Path) -> None:
     ledger = tmp_path / "l.db"
-    session = Session(late_float_csv, epsilon=3, ledger=ledger, seed=1)
-    assert {c: k.value for c, k in session.schema().columns.items()} == {"id": "untyped", "income": "untyped", "town": "untyped"}
+    untyped = Session(late_float_csv, epsilon=3, ledger=ledger, seed=1)
+    assert {c: k.value for c, k in untyped.schema().columns.items()} == {"id": "untyped", "income": "untyped", "town": "untyped"}
+    session = Session(late_float_csv, epsilon=3, ledger=ledger, seed=1, dtypes={"income": "float"})
     exact = POLARS.aggregate(
-        POLARS.open(late_float_csv), session.query("sum", "income", epsilon=1, bounds=(0, 1e5)), selection_key=KEY
+        POLARS.open(late_float_csv, dtypes={"income": "float"}),
+        session.query("sum", "income", epsilon=1, bounds=(0, 1e5)),
+        selection_key=KEY,
     )
     assert exact["count"] == 12_001  # the unparsable and the empty cell are null: not counted
     assert exact["sum"] == sum(1000 + i % 7 for i in range(12_000)) + 73512.25
@@ -271,16 +274,16 @@ def test_huge_bounds_are_refused_before_the_spend(adult: Path, tmp_path: Path, b
         assert connection.execute("SELECT COUNT(*) FROM spends").fetchone()[0] == 0
 
 
-def test_the_largest_accepted_bounds_release(adult: Path) -> None:
-    release = Session(adult, epsilon=1, seed=4).sum("age", (-(2.0**50), 2.0**50), epsilon=1)
+def test_the_largest_accepted_bounds_release(adult: Path, adult_schema: Path) -> None:
+    release = Session(adult, epsilon=1, seed=4, schema=adult_schema).sum("age", (-(2.0**50), 2.0**50), epsilon=1)
     assert math.isfinite(float(release.value))  # type: ignore[arg-type]
 
 
 # --- no public emptiness ------------------------------------------------------------------------
 
 
-def test_an_empty_filter_result_is_answered_at_the_same_cost(adult: Path) -> None:
-    session = Session(adult, epsilon=10, seed=5)
+def test_an_empty_filter_result_is_answered_at_the_same_cost(adult: Path, adult_schema: Path) -> None:
+    session = Session(adult, epsilon=10, seed=5, schema=adult_schema)
     for where in ("age > 200", "age < 30"):
         count = session.count(epsilon=1, where=where)
         mean = session.mean("hours_per_week", (0, 100), epsilon=1, where=where)
@@ -294,8 +297,8 @@ def test_an_empty_filter_result_is_answered_at_the_same_cost(adult: Path) -> Non
 # --- through the session and the CLI ------------------------------------------------------------
 
 
-def test_the_tutorial_questions(adult: Path) -> None:
-    session = Session(adult, epsilon=4, seed=6, order_by="fnlwgt")
+def test_the_tutorial_questions(adult: Path, adult_schema: Path) -> None:
+    session = Session(adult, epsilon=4, seed=6, order_by="fnlwgt", schema=adult_schema)
     young = session.count(epsilon=1, where="age < 20")
     assert abs(float(young.value) - 1657) < 30  # type: ignore[arg-type]
     hours = session.mean("hours_per_week", (0, 100), epsilon=1, where="sex == 'Female' and age >= 30")
@@ -306,10 +309,12 @@ def test_the_tutorial_questions(adult: Path) -> None:
     assert abs(float(first.value) - 145) < 100 * math.log(1 / 0.001)  # type: ignore[arg-type]
 
 
-def test_cli_where_and_the_replace_one_delta(adult: Path) -> None:
+def test_cli_where_and_the_replace_one_delta(adult: Path, adult_schema: Path) -> None:
     args = [
         "query",
         str(adult),
+        "--schema",
+        str(adult_schema),
         "--epsilon",
         "2",
         "--count",

@@ -44,8 +44,9 @@ def people(tmp_path: Path) -> Path:
     return tmp_path / "people.csv"
 
 
-def test_a_tables_schema_gives_its_columns_types_and_unit(people: Path) -> None:
-    config = parse_config(_config({"path": "people.csv", "schema": "people.schema.toml"}), base=people.parent)
+@pytest.mark.parametrize("body", [{"schema": "people.schema.toml"}, {}])  # given, or found beside people.csv
+def test_a_tables_schema_gives_its_columns_types_and_unit(people: Path, body: dict[str, Any]) -> None:
+    config = parse_config(_config({"path": "people.csv", **body}), base=people.parent)
     table = config.tables["t"]
     assert set(table.columns) == {"hours", "sex"}  # only columns with bounds or categories are exposed
     assert table.columns["hours"].kind is ColumnKind.INTEGER and table.columns["hours"].bounds == (0.0, 100.0)
@@ -76,8 +77,10 @@ def test_a_tables_own_entries_refine_the_schema(people: Path) -> None:
     ],
 )
 def test_a_bad_type_or_schema_is_one_line_naming_the_key(people: Path, body: dict[str, Any], parameter: str) -> None:
+    plain = people.parent / "plain.csv"  # no schema beside it: the config's own columns alone
+    plain.write_bytes(people.read_bytes())
     with pytest.raises(ParameterError) as error:
-        parse_config(_config({"path": "people.csv", **body}), base=people.parent)
+        parse_config(_config({"path": "people.csv" if "schema" in body else "plain.csv", **body}), base=people.parent)
     assert error.value.parameter == parameter
 
 

@@ -193,7 +193,7 @@ def test_an_unclosed_quote_is_one_record_not_the_rest_of_the_file(tmp_path: Path
 @pytest.mark.parametrize("where", ["top", "middle", "end"])
 def test_an_unclosed_quote_never_fails_a_query_after_the_spend(tmp_path: Path, where: str) -> None:
     path = _csv_with(tmp_path, _UNCLOSED, where)
-    session = Session(path, epsilon=10.0, seed=7)
+    session = Session(path, epsilon=10.0, seed=7, dtypes={"age": "integer"})
     session.count(epsilon=1.0)
     session.sum("age", (0, 100), epsilon=1.0)
     session.mean("age", (0, 100), epsilon=1.0)

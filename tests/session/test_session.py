@@ -40,8 +40,8 @@ def rows_in(ledger: Path) -> int:
 # --- the Adult extract ------------------------------------------------------------------------
 
 
-def test_adult_count_mean_histogram_grouped_mean(adult: Path, adult_frame: pl.DataFrame) -> None:
-    session = Session(adult, epsilon=4.0, seed=2024, max_rows=100_000, delta_budget=1e-5)
+def test_adult_count_mean_histogram_grouped_mean(adult: Path, adult_schema: Path, adult_frame: pl.DataFrame) -> None:
+    session = Session(adult, epsilon=4.0, seed=2024, max_rows=100_000, delta_budget=1e-5, schema=adult_schema)
     count = session.count(epsilon=1.0)
     assert abs(count.value - adult_frame.height) < 30  # b = 1: |noise| > 30 has probability e^-30
     assert count.sensitivity == 1 and count.scale == 1 and count.epsilon == 1
@@ -74,8 +74,8 @@ def test_adult_count_mean_histogram_grouped_mean(adult: Path, adult_frame: pl.Da
         session.count(epsilon=0.01)
 
 
-def test_adult_replace_one_mean_uses_a_noisy_count(adult: Path, adult_frame: pl.DataFrame) -> None:
-    session = Session(adult, epsilon=1.5, neighbours="replace-one", seed=1)
+def test_adult_replace_one_mean_uses_a_noisy_count(adult: Path, adult_schema: Path, adult_frame: pl.DataFrame) -> None:
+    session = Session(adult, epsilon=1.5, neighbours="replace-one", seed=1, schema=adult_schema)
     mean = session.mean("age", (0, 100), epsilon=1.0)
     n = adult_frame.height
     assert isinstance(mean, CompositeRelease) and [p.sensitivity for p in mean.parts] == [1, 100]
@@ -417,7 +417,7 @@ def test_an_empty_table_gets_a_noisy_answer_at_the_same_cost(tmp_path: Path) -> 
     path.write_text("age,name\n")
     ledger = tmp_path / "e.db"
     for source in (path, pl.DataFrame({"age": []}, schema={"age": pl.Int64})):
-        session = Session(source, epsilon=2, ledger=ledger, account=str(id(source)), seed=3)
+        session = Session(source, epsilon=2, ledger=ledger, account=str(id(source)), seed=3, dtypes={"age": "integer"})
         count = session.count(epsilon=0.5)
         mean = session.mean("age", (0, 100), epsilon=0.5)
         assert session.spent.epsilon == pytest.approx(1.0)
@@ -434,8 +434,8 @@ def test_pandas_source_and_engine_registry() -> None:
 
 
 @pytest.mark.parametrize("neighbours", ["add-remove", "replace-one"])
-def test_keyed_releases_pass_their_own_witness(adult: Path, neighbours: str) -> None:
-    session = Session(adult, epsilon=10.0, neighbours=neighbours, max_rows=50_000, delta_budget=1e-5)
+def test_keyed_releases_pass_their_own_witness(adult: Path, adult_schema: Path, neighbours: str) -> None:
+    session = Session(adult, epsilon=10.0, neighbours=neighbours, max_rows=50_000, delta_budget=1e-5, schema=adult_schema)
     for release in (
         session.histogram("education", epsilon=1.0),
         session.count(epsilon=1.0, by="sex", keys=["Female", "Male"]),
@@ -445,12 +445,12 @@ def test_keyed_releases_pass_their_own_witness(adult: Path, neighbours: str) -> 
         assert report.ok, (release.query, report.verdict)
 
 
-def test_a_composite_release_is_witnessed_through_its_parts(adult: Path) -> None:
+def test_a_composite_release_is_witnessed_through_its_parts(adult: Path, adult_schema: Path) -> None:
     from dataclasses import replace
 
     from dpwitness.attacks.tamper import inverted_laplace
 
-    release = Session(adult, epsilon=5.0).mean("age", (0, 100), epsilon=1.0)
+    release = Session(adult, epsilon=5.0, schema=adult_schema).mean("age", (0, 100), epsilon=1.0)
     assert isinstance(release, CompositeRelease)
     report = release.witness()
     assert report.ok and "2 parts" in report.verdict

@@ -211,7 +211,13 @@ def table(request: pytest.FixtureRequest, generated: Path) -> Path:
     return path
 
 
+#: The numeric columns of both tables, declared as a user would (a CSV's columns are text until declared).
+NUMBERS = {"age": "integer", "hours_per_week": "integer"}
+
+
 def _session(path: Path, **options: Any) -> dw.Session:
+    if "schema" not in options:
+        options.setdefault("dtypes", NUMBERS)
     return dw.Session(str(path), epsilon=1e6, seed=7, max_rows=100_000, delta_budget=1e-3, **options)
 
 

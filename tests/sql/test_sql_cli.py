@@ -22,6 +22,10 @@ def _people(tmp_path: Path) -> Path:
         writer = csv.writer(handle)
         writer.writerow(["age", "sex", "town"])
         writer.writerows([[15 + i % 60, "FM"[i % 2], ("Ashby", "Brill", "Crane")[i % 3]] for i in range(600)])
+    # The data owner's declaration beside the file, found by `dpwitness sql` without --schema.
+    (tmp_path / "people.schema.toml").write_text(
+        "[columns.age]\ntype = 'integer'\n[columns.sex]\ntype = 'string'\n[columns.town]\ntype = 'string'\n", encoding="utf-8"
+    )
     return path
 
 
@@ -30,6 +34,7 @@ def test_the_younger_than_20_count_as_json(tmp_path: Path) -> None:
     result = runner.invoke(app, ["sql", str(people), "SELECT COUNT(*) FROM people WHERE age < 20", "--epsilon", "50", "--json"])
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
+    assert "schema: people.schema.toml, found beside the file" in answer["releases"][0]["notes"]
     (cell,) = answer["rows"][0]
     exact = sum(1 for i in range(600) if 15 + i % 60 < 20)
     assert abs(cell["value"] - exact) < 2 and answer["releases"][0]["parts"][0]["sensitivity"] == 1.0

@@ -245,7 +245,7 @@ def demo() -> None:
     console.print(f"witness      [{colour}]{report.verdict}[/]")
     console.print(
         "If n were private (add/remove neighbours), release a noisy sum and a noisy count instead: "
-        "`dpwitness query FILE --mean age:0:100`."
+        "`dpwitness query FILE --dtype age:integer --mean age:0:100` (or with FILE.schema.toml beside it)."
     )
 
 

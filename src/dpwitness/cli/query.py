@@ -20,7 +20,6 @@ from dpwitness.common.encoding import dumps
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.progress import large_source
 from dpwitness.mechanisms.release import Release
-from dpwitness.mechanisms.report import sensitivity_text
 from dpwitness.query.queries import ColumnKind, Query
 
 console = Console(highlight=False, emoji=False)
@@ -220,6 +219,10 @@ def query(
     preview: Annotated[
         bool, typer.Option("--preview", help="Show the accuracy each statistic would have; spend nothing.")
     ] = False,
+    explain: Annotated[
+        bool,
+        typer.Option("--explain", help="Print every note under each release (a note that changes its meaning always shows)."),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help='{"releases": [...], "spent": ..., "remaining": ...} on stdout.')
     ] = False,
@@ -401,7 +404,7 @@ def query(
 
         sys.stdout.write(releases_frame(releases).write_csv())
         return
-    _show_releases(releases, session, store)
+    _show_releases(releases, session, store, explain=explain)
     if html is not None:
         console.print(f"report written to {html}")
 
@@ -508,45 +511,17 @@ def _budget_line(session: Any, store: Any) -> str:
     return line
 
 
-def _show_releases(releases: list[Release], session: Any, store: Any) -> None:
-    from dpwitness.common.figures import figure
+def _show_releases(releases: list[Release], session: Any, store: Any, *, explain: bool) -> None:
+    """One line per release (value, interval, ε, δ, Δ, neighbours; a keyed release's keys below it),
+    its notes with ``explain`` (a note that changes the meaning always), then the budget."""
+    from dpwitness.mechanisms.report import release_line
 
-    relations = sorted({r.neighbours for r in releases if r.neighbours})
-    caption = f"neighbours: {'; '.join(relations)}" if relations else None
-    levels = {r.alpha for r in releases}
-    shared = len(levels) == 1  # one confidence for every release: the heading says it, not each ε cell
-    heading = f"{1 - next(iter(levels)):.0%} interval" if shared else "interval"
-    table = Table("statistic", "value", heading, "ε", "Δ", title="Private statistics", caption=caption)
+    shared = [n for n in releases[0].headline_notes if all(n in r.headline_notes for r in releases)] if releases else []
     for r in releases:
-        delta = "" if r.delta == 0 else f" (δ = {r.delta:.2g})"
-        if r.distribution == "gaussian":
-            delta += f", Gaussian σ = {r.scale:.4g}"
-        if not shared and not math.isnan(r.alpha):
-            delta += f", {1 - r.alpha:.0%} interval"
-        sensitivity = escape(sensitivity_text(r))
-        shown_epsilon = f"{r.epsilon:.6g}" if math.isfinite(r.epsilon) else f"ρ = {r.rho:g}"
-        if isinstance(r.value, dict):
-            table.add_row(escape(r.query), f"{len(r.value)} keys", "", f"{shown_epsilon}{delta}", sensitivity)
-            intervals = r.interval
-            assert isinstance(intervals, dict)
-            for key in list(r.value)[:_SHOWN_KEYS]:
-                low, high = intervals[key]
-                width = (high - low) / 2
-                shown_key = " | ".join(str(k) for k in key) if isinstance(key, tuple) else str(key)
-                interval = f"[{figure(low, width)}, {figure(high, width)}]"
-                table.add_row(f"  {escape(shown_key)}", figure(r.value[key], width), interval, "", "")
-            if len(r.value) > _SHOWN_KEYS:
-                table.add_row(f"  … {len(r.value) - _SHOWN_KEYS} more (use --json or --csv)", "", "", "", "")
-        else:
-            low, high = (float(x) for x in r.interval)
-            width = (high - low) / 2
-            interval = f"[{figure(low, width)}, {figure(high, width)}]"
-            table.add_row(escape(r.query), figure(float(r.value), width), interval, f"{shown_epsilon}{delta}", sensitivity)
-    console.print(table)
-    for r in releases:
-        if r.notice:
-            console.print(f"[yellow]{escape(r.query)}[/]: {escape(r.notice)}")
-    console.print(escape(_budget_line(session, store)))
+        console.out(release_line(r, explain=explain, keys=_SHOWN_KEYS, said=() if explain else shared), highlight=False)
+    for note in [] if explain else shared:  # said once for every release
+        console.out(f"note: {note}", highlight=False)
+    console.out(_budget_line(session, store), highlight=False)
 
 
 _ARGV = "dpwitness.query.argv"

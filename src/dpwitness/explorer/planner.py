@@ -60,7 +60,8 @@ def _session(
     total: float, *, ledger: Ledger | None = None, account: str = "planner-preview", delta_budget: float | None = None
 ) -> Session:
     data, _ = source()
-    return Session(data, epsilon=total, delta_budget=delta_budget, ledger=ledger, account=account)
+    # age declared a number (a CSV's columns are text until declared; the generated frame's already are)
+    return Session(data, epsilon=total, delta_budget=delta_budget, ledger=ledger, account=account, dtypes={"age": "float"})
 
 
 def _query_epsilons(count: float, mean: float, histogram: float) -> dict[str, float]:

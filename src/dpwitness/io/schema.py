@@ -14,9 +14,12 @@ taken from the data are disclosed by anything that uses them), and keep the file
 else here reads no data: a declared schema is public metadata, and queries are checked against
 it before any spend.
 
-Types are declared, never inferred at query time: without a schema a CSV column is ``untyped``
-text, read as numbers by a bounded statistic or a numeric comparison (cells that do not parse
-are missing), and the release says so.
+Types are declared, never inferred at query time. A CSV's schema is the one given
+(``schema=``, ``--schema``, a service table's ``schema``) or else the file ``STEM.schema.toml``
+beside it (:func:`schema_beside`; ``people.csv`` → ``people.schema.toml``), and every release says
+which. Without one (and without ``dtypes=``) a CSV column is ``untyped`` text: it can be counted,
+grouped and compared with text, but a statistic or a comparison that needs numbers is refused
+before any spend (:meth:`Schema.undeclared_number`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpwitness.common.errors import ParameterError, require
+from dpwitness.common.errors import ParameterError, Verbatim, require
 from dpwitness.common.validation import check_count
 from dpwitness.io.cells import SPACES, polars_boolean, polars_integer, polars_number
 from dpwitness.privacy.neighbours import check_bounds
@@ -55,9 +58,9 @@ class ColumnKind(StrEnum):
     """A column's type, from declared metadata (a Parquet or frame schema, ``dtypes=``, a schema file).
 
     ``untyped`` is a column whose type nobody declared (a CSV column without a schema): it is
-    held as text and read as the query needs it — as numbers by a bounded statistic or a
-    comparison with a number (text that does not parse is missing), as text elsewhere. Types
-    are never inferred from the values at query time: one record could flip an inferred type.
+    held as text — a key, a count's column, compared with text — and a statistic or a comparison
+    that needs numbers refuses it (declare its type). Types are never inferred from the values
+    at query time: one record could flip an inferred type.
     """
 
     INTEGER = "integer"
@@ -70,11 +73,6 @@ class ColumnKind(StrEnum):
     @property
     def numeric(self) -> bool:
         return self in (ColumnKind.INTEGER, ColumnKind.FLOAT)
-
-    @property
-    def readable_as_number(self) -> bool:
-        """Whether a bounded statistic can read the column: numeric, or untyped text (parsed)."""
-        return self.numeric or self is ColumnKind.UNTYPED
 
     @property
     def keyable(self) -> bool:
@@ -182,7 +180,8 @@ class Schema:
     person. ``declared`` is True for a data owner's schema (a file, :meth:`infer`), False for
     an engine's metadata. Validated on construction; reads no data. Whether the table (or a
     filter's result) is empty is *not* public: an empty selection gets a noisy answer like any
-    other (see docs/statistics.md).
+    other (see docs/statistics.md). ``source`` is the name of the file the metadata describes
+    (e.g. ``people.csv``), used only to say how to declare its types; it is not compared.
     """
 
     columns: Mapping[str, ColumnKind]
@@ -190,6 +189,7 @@ class Schema:
     categories: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     privacy_unit: str | None = None
     declared: bool = False
+    source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.columns, Mapping):
@@ -289,6 +289,23 @@ class Schema:
         if self.declared:
             return ParameterError(parameter, f"a column declared in the schema ({listed})", f"{name} (undeclared)")
         return ParameterError(parameter, f"a column of the table ({listed})", name)
+
+    def undeclared_number(self, parameter: str, name: str) -> ParameterError:
+        """The error for a statistic or a comparison that needs numbers from the untyped (CSV text)
+        column ``name``: it names every way to declare the column's type, and quotes no value.
+
+        :param parameter: the query's parameter that asked for numbers (``column``, ``where``).
+        :param name: the untyped column.
+        """
+        file = self.source or "FILE.csv"
+        beside = f"{Path(file).stem}.schema.toml"
+        ways = (
+            f'dtypes={{"{name}": "integer"}} or --dtype {name}:integer, schema=FILE or --schema FILE, '
+            f"or {beside} beside the file: dpwitness schema {file} > {beside}"
+        )
+        return ParameterError(
+            parameter, f"a column with a declared numeric type ({ways})", Verbatim(f"{name!r} (untyped CSV text)")
+        )
 
     # --- reading and writing the declaration ------------------------------------------------------
     @classmethod
@@ -490,24 +507,20 @@ def load_schema(schema: Schema | str | os.PathLike[str] | None) -> Schema | None
     raise ParameterError("schema", "a dpwitness.Schema or the path of a schema TOML file", type(schema).__name__)
 
 
-def untyped_notes(query: Any, kinds: Mapping[str, ColumnKind]) -> tuple[str, ...]:
-    """What a release on a table without declared types must say: which untyped (CSV text)
-    columns ``query`` (a :class:`dpwitness.query.queries.Query`) read as numbers, or filtered on.
-    ``kinds`` maps each column of the table to its :class:`ColumnKind`."""
-    notes = []
-    column = query.column
-    if query.bounds is not None and column is not None and kinds.get(column) is ColumnKind.UNTYPED:
-        notes.append(
-            f"{column} was read as numbers: no type is declared for it (a CSV column is text), so a cell that "
-            "does not parse as a number counts as missing; declare a schema (dpwitness schema FILE) to have it checked"
-        )
-    filtered = [c for c in (query.predicate.columns if query.predicate is not None else ()) if kinds.get(c) is ColumnKind.UNTYPED]
-    if filtered:
-        notes.append(
-            f"the filter's {', '.join(filtered)} has no declared type: compared with a number it was read as numbers "
-            "(text that does not parse is missing), compared with text as text"
-        )
-    return tuple(notes)
+#: The suffix of the schema file read beside a CSV: ``people.csv`` → ``people.schema.toml``.
+BESIDE_SUFFIX = ".schema.toml"
+
+
+def schema_beside(source: Any) -> Path | None:
+    """The schema file beside the CSV path ``source`` (same folder, same stem, ``.schema.toml``),
+    or None: ``source`` is not a CSV/TSV path, or no such file exists. Reads nothing."""
+    if not isinstance(source, str | os.PathLike):
+        return None
+    path = Path(source)
+    if path.suffix.lower() not in (".csv", ".tsv", ".txt"):
+        return None
+    beside = path.with_name(path.stem + BESIDE_SUFFIX)
+    return beside if beside.is_file() else None
 
 
 # --- a small TOML writer: strings, numbers, booleans and flat lists are all a schema holds ----------
@@ -537,11 +550,12 @@ _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f
 
 
 __all__ = [
+    "BESIDE_SUFFIX",
     "DECLARABLE",
     "ColumnKind",
     "Schema",
     "load_schema",
     "parse_dtypes",
-    "untyped_notes",
+    "schema_beside",
     "value_fits",
 ]

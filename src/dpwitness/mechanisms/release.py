@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from dpwitness.witness.audit import AuditResult
 
 NOT_FOR_PRODUCTION = "seeded randomness: reproducible, NOT for production releases"
+#: How a release's note ends when its schema was not given but found beside the file (``people.schema.toml``).
+FOUND_BESIDE = "found beside the file"
+#: The note of a release whose Δ is 0.
+EXACT_RELEASE = "Δ = 0: no noise is needed; the exact value was released and ε spent is 0"
 
 Value = float | npt.NDArray[np.float64] | dict[Any, float]
 Interval = tuple[float, float] | tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | dict[Any, tuple[float, float]]
@@ -110,12 +114,25 @@ class Release:
 
     @property
     def notice(self) -> str:
+        """Every note of the release, with the seeded and Δ = 0 warnings, in one line."""
         lines = list(self.notes)
         if self.seeded:
             lines.append(NOT_FOR_PRODUCTION)
         if self.sensitivity == 0:
-            lines.append("Δ = 0: no noise is needed; the exact value was released and ε spent is 0")
+            lines.append(EXACT_RELEASE)
         return "; ".join(lines)
+
+    @property
+    def headline_notes(self) -> tuple[str, ...]:
+        """The notes that change what the number means, shown even where the others are not (the
+        command line's one line per release): a schema found beside the file rather than given,
+        seeded randomness (NOT for production), an exact release (Δ = 0)."""
+        lines = [n for n in self.notes if n.endswith(FOUND_BESIDE)]
+        if self.seeded:
+            lines.append(NOT_FOR_PRODUCTION)
+        if self.sensitivity == 0:
+            lines.append(EXACT_RELEASE)
+        return tuple(lines)
 
     def witness(self) -> WitnessReport:
         """The analytic witness of the mechanism that made this release."""

@@ -252,6 +252,45 @@ def release_text(release: Release) -> str:
     return "\n".join(lines)
 
 
+def release_line(release: Release, *, explain: bool = False, keys: int = TEXT_KEYS, said: Sequence[str] = ()) -> str:
+    """One line per release, as the command line prints it: the value and its interval, then ε,
+    δ, Δ and the neighbour relation; a keyed release lists up to ``keys`` keys below it.
+
+    The notes follow only with ``explain``; a note that changes what the number means
+    (:attr:`~dpwitness.mechanisms.release.Release.headline_notes`) is always shown, unless it is
+    in ``said`` (printed once for several releases by the caller).
+    """
+    level = f"{100 * (1 - release.alpha):g}%"
+    parameters = _parameters(release)
+    if release.distribution == "gaussian":
+        parameters += f"; Gaussian σ = {release.scale:.4g}"
+    if isinstance(release.value, dict):
+        intervals = release.interval
+        assert isinstance(intervals, dict)
+        lines = [f"{release.query}: {len(release.value)} keys ({level} intervals); {parameters}"]
+        shown = list(release.value)[:keys]
+        labels = [" | ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in shown]
+        width = max(map(len, labels), default=0)
+        for key, label in zip(shown, labels, strict=True):
+            low, high = intervals[key]
+            w = (high - low) / 2
+            lines.append(f"  {label:<{width}}  {figure(release.value[key], w)}  [{figure(low, w)}, {figure(high, w)}]")
+        if len(release.value) > keys:
+            lines.append(f"  … {len(release.value) - keys} more keys (--json or --csv shows every key)")
+    elif isinstance(release.value, float | int) and not isinstance(release.value, bool):
+        low, high = (float(x) for x in release.interval)
+        w = (high - low) / 2
+        value = figure(release.value, w)
+        lines = [f"{release.query} = {value}  ({level} [{figure(low, w)}, {figure(high, w)}]); {parameters}"]
+    else:
+        lines = [f"{release.query} = {_values(release.value)}  ({level} {_pair(release.interval)}); {parameters}"]
+    if explain and release.notice:
+        lines.append(f"  note: {release.notice}")
+    else:
+        lines.extend(f"  note: {note}" for note in release.headline_notes if note not in said)
+    return "\n".join(lines)
+
+
 def _charged(release: Release) -> str:
     """What the release was charged: "ε = …", or for a ρ release (its ε is ∞) "ρ = … (zCDP)"."""
     return f"ε = {release.epsilon:.6g}" if math.isfinite(release.epsilon) else f"ρ = {release.rho:g} (zCDP)"

@@ -167,6 +167,12 @@ class Predicate:
         return tuple(dict.fromkeys(c.name for c in _columns(self.tree) if not c.position))
 
     @property
+    def compared_with_numbers(self) -> tuple[str, ...]:
+        """The table columns the predicate compares with a number (not ``row_number``), in order."""
+        names = (n.column.name for n in _tests(self.tree) if not n.column.position and any(map(_is_number, _literals(n))))
+        return tuple(dict.fromkeys(names))
+
+    @property
     def record_wise(self) -> bool:
         """True when whether a row is kept depends on that row alone (no ``row_number``)."""
         return self.window is None

@@ -372,9 +372,11 @@ class Query:
 
     # --- checks against the data's schema (public metadata only) ----------------------------
     def check_schema(self, schema: Schema) -> None:
-        """Raise :class:`ParameterError` for a missing (or undeclared) column, a column a statistic
-        cannot read as numbers, keys or filter literals of the wrong type, and keys outside a
-        column's declared categories. Uses the schema's public metadata only."""
+        """Raise :class:`ParameterError` for a missing (or undeclared) column, an untyped (CSV text)
+        column that a statistic or a filter's comparison with a number needs as numbers (types are
+        declared, never guessed), a non-numeric column for a bounded statistic, keys or filter
+        literals of the wrong type, and keys outside a column's declared categories. Uses the
+        schema's public metadata only."""
         for parameter, name in self._columns_used():
             if name not in schema.columns:
                 raise schema.missing_column(parameter, name)
@@ -396,10 +398,14 @@ class Query:
                 )
         if self.bounds is not None and self.column is not None:
             kind = schema.columns[self.column]
-            if not kind.readable_as_number:
-                raise ParameterError(
-                    "column", f"a numeric (or untyped) column for {self.statistic.value}", f"{self.column!r} ({kind.value})"
-                )
+            if kind is ColumnKind.UNTYPED:  # types are declared, never guessed from the text
+                raise schema.undeclared_number("column", self.column)
+            if not kind.numeric:
+                raise ParameterError("column", f"a numeric column for {self.statistic.value}", f"{self.column!r} ({kind.value})")
+        if self._predicate is not None:
+            for name in self._predicate.compared_with_numbers:
+                if schema.columns.get(name) is ColumnKind.UNTYPED:
+                    raise schema.undeclared_number("where", name)
         if self.keys is not None:
             for position, name in enumerate(self.declared_columns):
                 kind = schema.columns[name]

@@ -16,7 +16,7 @@ from typing import Any
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_count, check_positive_finite
-from dpwitness.io.schema import DECLARABLE, ColumnKind, Schema
+from dpwitness.io.schema import DECLARABLE, ColumnKind, Schema, schema_beside
 from dpwitness.privacy.budget import Budget, check_total
 from dpwitness.privacy.neighbours import Neighbours, check_bounds
 from dpwitness.serve.auth import StoredToken, parse_token_hash
@@ -180,7 +180,8 @@ def _table_config(name: str, body: dict[str, Any], base: Path) -> TableConfig:
     path = Path(os.environ[variable] if variable and os.environ.get(variable) else str(body["path"]))
     if not path.is_absolute():
         path = base / path if (base / path).exists() or not path.exists() else path.resolve()
-    declared = _schema(name, body.get("schema"), base)
+    beside = schema_beside(path) if "schema" not in body else None  # FILE.schema.toml beside the data, as in Session
+    declared = _schema(name, body.get("schema", None if beside is None else str(beside)), base)
     columns = _schema_columns(declared) if declared is not None else {}
     for c, spec in _table(body.get("columns"), f"tables.{name}.columns").items():  # a table's own entries win
         columns[c] = _column(name, c, _table(spec, f"tables.{name}.columns.{c}"), declared, columns.get(c))
@@ -225,7 +226,8 @@ def _flag(table: str, value: Any) -> bool:
 
 
 def _schema(table: str, value: Any, base: Path) -> Schema | None:
-    """A table's ``schema = "FILE.schema.toml"`` (relative to the config's folder), or None."""
+    """A table's ``schema = "FILE.schema.toml"`` (relative to the config's folder; without the key,
+    the data file's ``STEM.schema.toml`` beside it, when there is one), or None."""
     if value is None:
         return None
     if not (isinstance(value, str) and value):

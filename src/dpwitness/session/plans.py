@@ -118,9 +118,9 @@ def check_part_epsilons(query: Query) -> None:
         )
 
 
-def preview_of(query: Query, plan: Plan, alpha: float, untyped: Sequence[str] = ()) -> Preview:
-    """The scale and interval ``plan`` gives ``query`` at ``alpha`` (``untyped``: the notes on
-    columns read as numbers), stated before any spend."""
+def preview_of(query: Query, plan: Plan, alpha: float, session_notes: Sequence[str] = ()) -> Preview:
+    """The scale and interval ``plan`` gives ``query`` at ``alpha`` (``session_notes``: what every
+    release of the session says, such as the schema used), stated before any spend."""
     parts = tuple(
         {
             "aggregate": p.aggregate.value,
@@ -134,7 +134,7 @@ def preview_of(query: Query, plan: Plan, alpha: float, untyped: Sequence[str] = 
     main = query.parts[-1]
     scale = main.sensitivity / query.epsilon_of(main)
     sensitivity = main.sensitivity
-    notes = [*release_notes(query, plan), *untyped]
+    notes = [*release_notes(query, plan), *session_notes]
     half_width = laplace_half_width(scale, alpha)
     interval: tuple[float, float] | None = (-half_width, half_width)
     if query.statistic in (Statistic.MEAN, Statistic.VARIANCE):

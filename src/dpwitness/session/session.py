@@ -16,9 +16,9 @@ from dpwitness.common.progress import large_source, progress
 from dpwitness.common.validation import check_alpha
 from dpwitness.engines import Engine, engine_for
 from dpwitness.io.reader import Dialect
-from dpwitness.io.schema import load_schema, untyped_notes
+from dpwitness.io.schema import load_schema, schema_beside
 from dpwitness.mechanisms.additive import Laplace
-from dpwitness.mechanisms.release import Release
+from dpwitness.mechanisms.release import FOUND_BESIDE, Release
 from dpwitness.noise import bit_source
 from dpwitness.privacy.budget import Accountant, Budget, Ledger, Spend, check_total
 from dpwitness.privacy.neighbours import ContributionBound, Neighbours, partition_threshold
@@ -56,8 +56,11 @@ class Session:
     ``schema`` (a :class:`~dpwitness.io.schema.Schema` or the path of its TOML file, see
     docs/schema.md) is the data owner's declaration: column types (instead of ``dtypes``),
     bounds, categories and the privacy unit (the session's default unit). Every query is checked
-    against it before any spend, and the file's header against it on first use. Without one, a
-    CSV column is text, read as numbers where a query needs numbers, and the release says so.
+    against it before any spend, and the file's header against it on first use. Without
+    ``schema`` or ``dtypes``, a CSV path's ``STEM.schema.toml`` beside it (``people.csv`` →
+    ``people.schema.toml``) is the schema, if it exists; every release's notes say which schema
+    was used. With none, a CSV column is untyped text: counted, grouped and compared with text,
+    but a statistic or a comparison that needs numbers is refused before any spend.
     ``neighbours`` ("add-remove" or "replace-one") is the relation every Δ is derived for;
     ``max_contributions`` (k) and ``max_groups`` (g) bound what one ``privacy_unit`` contributes:
     at most k rows, in at most g keys. ``order_by`` is the declared row order that ``row_number``
@@ -94,7 +97,10 @@ class Session:
         continuing = epsilon is None and rho is None and ledger is not None  # the ledger's stored total
         wanted = None if continuing else check_total(epsilon=epsilon, delta=delta_budget, rho=rho)
         self.neighbours = Neighbours.parse(neighbours)
-        self.declared_schema = load_schema(schema)  # validated; reads the TOML, never the data
+        beside = schema_beside(source) if schema is None and dtypes is None else None
+        self.declared_schema = load_schema(schema if beside is None else beside)  # validated; reads the TOML, never the data
+        #: Which schema the releases use, said in each release's notes (None: no declared schema).
+        self.schema_note: str | None = _schema_note(schema, beside)
         if self.declared_schema is not None:
             if dtypes is not None:
                 raise ParameterError("dtypes", "None when schema= declares the column types", dtypes)
@@ -507,8 +513,7 @@ class Session:
         alpha = check_alpha(alpha)
         plan = self._plan(query, mechanism, rho=rho, max_rows=max_rows)
         query = plan.query
-        untyped = untyped_notes(query, self._table_schema().columns)
-        return preview_of(query, plan, alpha, untyped)
+        return preview_of(query, plan, alpha, self._notes())
 
     def plan(self, targets: Sequence[Target], *, alpha: float = 0.05, mechanism: str = "laplace") -> BudgetPlan:
         """The smallest budget giving each of ``targets`` (a :class:`~dpwitness.session.target_errors.Target`) its
@@ -567,9 +572,8 @@ class Session:
                 "its message is withheld because it may quote the data — please report this"
             ) from None
         release = compose(query, plan, exact, seeds[1:], seed=self.seed).with_alpha(alpha)
-        read_as_numbers = untyped_notes(query, self._table_schema().columns)
-        if read_as_numbers:
-            release = replace(release, notes=(*release.notes, *read_as_numbers))
+        if self._notes():
+            release = replace(release, notes=(*release.notes, *self._notes()))
         self.releases.append(release)
         return release
 
@@ -602,6 +606,10 @@ class Session:
         view = copy.copy(self)
         view._handle, view._schema, view.declared_schema = derive(self.engine, self._opened()), None, None
         return view
+
+    def _notes(self) -> tuple[str, ...]:
+        """What every release of this session says beside its own notes: the schema it used."""
+        return () if self.schema_note is None else (self.schema_note,)
 
     # --- internals ------------------------------------------------------------------------
     def _plan(self, query: Query, mechanism: str | None = None, *, rho: float | None = None, max_rows: int | None = None) -> Plan:
@@ -669,12 +677,23 @@ class Session:
     def _table_schema(self) -> Schema:
         if self._schema is None:
             self._opened()  # the declared schema is checked against the header first
-            self._schema = self.declared_schema or self.engine.schema(self._opened())
+            metadata = self.declared_schema or self.engine.schema(self._opened())
+            name = Path(self.source).name if isinstance(self.source, str | os.PathLike) else None
+            self._schema = replace(metadata, source=name)  # for the message that says how to declare a type
         return self._schema
 
 
 def _plain_budget(value: Any) -> Any:
     return value.to_dict() if hasattr(value, "to_dict") else value
+
+
+def _schema_note(given: Any, beside: Path | None) -> str | None:
+    """The note saying which schema a session's releases use: the one given, or the one found beside the file."""
+    if beside is not None:
+        return f"schema: {beside.name}, {FOUND_BESIDE}"
+    if isinstance(given, str | os.PathLike):
+        return f"schema: {Path(given).name} (given)"
+    return None if given is None else "schema: the Schema given"
 
 
 def _source_name(source: Any) -> str:

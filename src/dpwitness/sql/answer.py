@@ -128,6 +128,8 @@ class Answer:
             parts = ", ".join(f"{p['aggregate']} Δ = {p['sensitivity']:g} at ε = {p['epsilon']:g}" for p in item["parts"])
             lines.append(f"  {item['aggregate']}: {item['query']}; {parts}; δ = {item['delta']:.3g}; {item['neighbours']}")
         lines.extend(f"note: {n}" for n in self.notes)
+        meaning = dict.fromkeys(n for r in self.releases for n in r.headline_notes if n != NOT_FOR_PRODUCTION)
+        lines.extend(f"note: {n}" for n in meaning)  # e.g. the schema found beside the file
         if self.seeded:
             lines.append(NOT_FOR_PRODUCTION)
         return "\n".join(lines)
