@@ -25,7 +25,18 @@ def people(tmp_path: Path) -> Path:
 
 
 def test_json_gives_the_exact_laplace_budget_and_the_means_split(people: Path) -> None:
-    args = ["plan", str(people), "--epsilon", "1", "--target", "count ±10", "--target", "mean age:0:100 ±2"]
+    args = [
+        "plan",
+        str(people),
+        "--dtype",
+        "age:integer",
+        "--epsilon",
+        "1",
+        "--target",
+        "count ±10",
+        "--target",
+        "mean age:0:100 ±2",
+    ]
     result = runner.invoke(app, [*args, "--min-rows", "2000", "--target", "count by sex ±5", "--keys", "F,M", "--json"])
     assert result.exit_code == 0, result.output
     plan = json.loads(result.stdout)
