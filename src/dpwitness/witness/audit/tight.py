@@ -335,7 +335,9 @@ def tighten(
         # In runs, every size is fixed in advance: the whole sample, all of α (the deadline only guards).
         if sampler.sized or in_runs:
             weight = 1.0
-            final_n = _stream(sampler, d, d_prime, seeds[3], final_n, structured, measure, until=deadline, width=width, fixed=in_runs)
+            final_n = _stream(
+                sampler, d, d_prime, seeds[3], final_n, structured, measure, until=deadline, width=width, fixed=in_runs
+            )
             counted = hits.copy()
         else:
             checkpoints = [int(final_n * f) for f in PER_CALL_CHECKPOINTS]
