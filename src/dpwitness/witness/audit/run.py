@@ -94,6 +94,7 @@ def audit(
     relation: str = "answers",
     sensitivity: float = 1.0,
     tight: bool = False,
+    tight_samples: int | None = None,
     replay: Mechanism | None = None,
 ) -> AuditResult:
     """Audit ``mechanism`` on the neighbouring inputs ``d`` and ``d_prime`` against a claimed (ε, δ).
@@ -104,7 +105,9 @@ def audit(
     outputs, stacked on the first axis of numeric arrays (or a tuple of such arrays), or as a
     list of n outputs of any shape. ``samples`` is the number of runs per input (adaptive when
     None). ``tight=True`` keeps sampling after the fast verdict, until ``max_seconds`` of CPU time
-    from the start, to maximise the certified ε_lb (``tight_epsilon_lower_bound``).
+    from the start, to maximise the certified ε_lb (``tight_epsilon_lower_bound``); with
+    ``tight_samples`` its sizes are fixed in runs instead, and the same seed gives the same result
+    at any load.
     With ``d_prime=None`` the auditor searches neighbours of ``d`` (see
     :func:`dpwitness.witness.neighbour_search.audit_neighbours`; ``relation`` and
     ``sensitivity`` describe how neighbours differ) and reports the worst pair.
@@ -136,6 +139,12 @@ def audit(
         The wall clock only stops runaway work, at ``10 × max_seconds + 60`` s: a result it cut
         short has ``wall_clock_stopped`` set and says so in its reason. ``seconds`` reports the
         wall time, ``cpu_seconds`` the budget's clock.
+    :param tight_samples: with ``tight=True``, the runs per input of the tight mode's final sample,
+        a whole number ≥ 1000; its search and selection samples are fixed fractions of it
+        (:data:`~dpwitness.witness.audit.tight.SAMPLED_SHARES`). No clock then decides any size,
+        the fast phase's included (its rounds are those of ``samples`` or ``max_samples``):
+        ``max_seconds`` only stops runaway work, and an audit it stops claims no tight bound.
+        Default None: the tight mode plans its samples within ``max_seconds`` of CPU time.
     :param search_fraction: the share of each round's runs used to search for events (the rest
         measures them), strictly between 0 and 1; default 0.25.
     :param progress: show a progress bar (the one display of :mod:`dpwitness.common.progress`: only in a
@@ -167,11 +176,14 @@ def audit(
             relation=relation,
             sensitivity=sensitivity,
             tight=tight,
+            tight_samples=tight_samples,
             replay=replay,
         )
     if not 0.0 < search_fraction < 1.0:
         raise ParameterError("search_fraction", "a number strictly between 0 and 1", search_fraction)
     check_count("max_samples", max_samples, minimum=10)
+    if tight_samples is not None:
+        check_count("tight_samples", tight_samples, minimum=1000, expected="a whole number ≥ 1000 (runs per input) or None")
     wall_started, started = time.perf_counter(), time.process_time()
     if replay is not None:
         if not callable(replay):
@@ -181,7 +193,8 @@ def audit(
         d, d_prime = _freeze(mechanism, d, "d"), _freeze(mechanism, d_prime, "d_prime")
         mechanism = replay
     deadline = started + max_seconds  # CPU seconds (the sampler's clock)
-    fast_deadline = started + max_seconds * (TIGHT_FAST_SHARE if tight else 1.0)  # tight mode: the rest for the tight bound
+    # tight mode: the rest for the tight bound; in runs (tight_samples), the CPU budget is a guard for both phases
+    fast_deadline = started + max_seconds * (TIGHT_FAST_SHARE if tight and tight_samples is None else 1.0)
     wall_cap = wall_started + WALL_CAP_FACTOR * max_seconds + WALL_CAP_SECONDS
     sampler = Sampler(mechanism, deadline=fast_deadline, wall_deadline=wall_cap)
     sizes = _schedule(samples, max_samples)
@@ -202,7 +215,8 @@ def audit(
     with progress_display("auditing: runs per input", total=2 * sum(sizes), enabled=show) as bar:
         for r, n in enumerate(sizes):
             remaining = fast_deadline - sampler.clock()
-            if r > 0 and (sampler.seconds_per_run * 2 + sampler.search_seconds_per_row) * n > remaining:
+            predicted = (sampler.seconds_per_run * 2 + sampler.search_seconds_per_row) * n
+            if r > 0 and tight_samples is None and predicted > remaining:  # in runs, the schedule alone decides
                 budget = fast_deadline - started
                 reason = f"stopped before a round of {n:,} runs per input: the CPU budget ({budget:g} s) would be exceeded"
                 break
@@ -305,6 +319,7 @@ def audit(
         delta=dlt,
         float_test=float_test,
         rng=search_rng,
+        final_samples=tight_samples,
     )
 
 

@@ -54,6 +54,10 @@ TIGHT_SELECT_SHRINK = 0.05
 #: ratios, so their search counts are biased upwards (SVT34Parallel's selection chose one that
 #: certified 0.005 over an aligned part's pattern that certifies 0.27).
 POOLED_FAMILIES = frozenset({"values", "joint values"})
+#: A tight mode planned in runs (``final_samples``): its search sample, a per-call mechanism's least
+#: fresh paired search sample, its streamed vector summaries and its selection sample, each as a
+#: share of the final sample's runs per input (about the shares the CPU plan gives at ~5 µs per run).
+SAMPLED_SHARES = {"search": 0.25, "paired": 0.1, "summaries": 0.1, "selection": 0.2}
 
 
 # --- tight mode ------------------------------------------------------------------------------
@@ -71,12 +75,18 @@ def _stream(
     until: float = math.inf,
     width: int = 1,
     chunk: int = 0,
+    fixed: bool = False,
 ) -> int:
     """Draw n runs per input in chunks (fresh streams each; the rows of a chunk are paired runs,
     see :meth:`Sampler.draw_pairs`), hand each pair of chunks to ``use``; stop early, at a chunk
-    boundary, once the sampler's CPU clock passes ``until`` (or the wall-clock cap). Returns the runs drawn."""
+    boundary, once the sampler's CPU clock passes ``until`` (or the wall-clock cap), or with
+    ``fixed`` (a sample whose size no clock may choose) raise :class:`OutOfTime` there. Returns the runs drawn."""
     done = 0
-    while done < n and not sampler.out_of_time(until):
+    while done < n:
+        if sampler.out_of_time(until):
+            if fixed:
+                raise OutOfTime
+            break
         size = min(chunk or TIGHT_CHUNK, max(1000, TIGHT_STORE // (2 * width)), n - done)
         ra, rb = sampler.draw_pairs(d, d_prime, seeds.spawn(1)[0], size)
         (ra, rb), _, _ = sampler.view(ra, rb, structured=structured)
@@ -101,6 +111,7 @@ def tighten(
     delta: float,
     float_test: bool,
     rng: np.random.Generator,
+    final_samples: int | None = None,
 ) -> AuditResult:
     """Spend the rest of the time budget on a few events: proposed by a search on a large sample
     (for vectors, also on the sum, count-above-median, max and min of a larger streamed sample),
@@ -116,6 +127,9 @@ def tighten(
     :param wall_started: the audit's start, on :func:`time.perf_counter`; ``cpu_started`` on the sampler's clock.
     :param alpha: the tight phase's share of 1 − confidence; ``delta`` the claimed δ.
     :param float_test: search the bit-pattern families too; ``rng`` drives the event search.
+    :param final_samples: the final sample's runs per input, every other sample a fixed share of it
+        (``SAMPLED_SHARES``): no clock decides a size, so one seed gives one result at any load, and
+        ``deadline`` only stops runaway work (no tight bound is then claimed). None: planned in CPU time.
     """
     started, wall_begun = sampler.clock(), time.perf_counter()
     seeds = root.spawn(1)[0].spawn(4)
@@ -125,14 +139,23 @@ def tighten(
     width = kept_a.shape[1]
     cap = max(10_000, TIGHT_STORE // max(width, 1))
     structured = sampler.encoder.structured
-    sampler.deadline = deadline + 0.1 * total  # per-call mechanisms: a little slack; past it, no tight bound is claimed
+    in_runs = final_samples is not None
+
+    def runs(share: str, seconds_share: float, seconds_per_run: float) -> int:
+        """A sample's runs per input: its share of ``final_samples``, or of the CPU time at the rate given."""
+        if final_samples is not None:
+            return int(final_samples * SAMPLED_SHARES[share])
+        return int(total * seconds_share / seconds_per_run)
+
+    # per-call mechanisms: a little slack; past it, no tight bound is claimed (in runs: the budget itself)
+    sampler.deadline = deadline if in_runs else deadline + 0.1 * total
     try:
-        rows = min(cap, int(total * TIGHT_SEARCH_SHARE / (2 * draw_rate + search_rate)))
+        rows = min(cap, runs("search", TIGHT_SEARCH_SHARE, 2 * draw_rate + search_rate))
         full_a, full_b = kept_a[-cap:], kept_b[-cap:]
         fresh = rows - len(full_a)
         pairs: tuple[FloatArray, FloatArray] | None = None
         if not sampler.sized:  # per-call runs are drawn paired: the search sees their marginals, the paired thresholds the pairs
-            fresh = max(fresh, min(cap, int(total * TIGHT_PAIRED_SHARE / (2 * draw_rate + search_rate))))
+            fresh = max(fresh, min(cap, runs("paired", TIGHT_PAIRED_SHARE, 2 * draw_rate + search_rate)))
         if fresh >= 1000:
             fa, fb = sampler.draw_pairs(d, d_prime, seeds[0], fresh)
             if not sampler.sized:
@@ -145,7 +168,7 @@ def tighten(
             full_a, full_b = full_a[-max(rows, 10_000) :], full_b[-max(rows, 10_000) :]
         (sa, sb), names, start = sampler.view(full_a, full_b, structured=structured)
         del full_a, full_b
-        planned = int(total * 0.5 / (2 * draw_rate))  # a first guess of the final size, for scoring
+        planned = final_samples or int(total * 0.5 / (2 * draw_rate))  # (a first guess of) the final size, for scoring
         scorer = Scorer(len(sa), planned, delta=delta, alpha=alpha, shrink=TIGHT_SHRINK)
         candidates, _ = search(
             sa,
@@ -178,8 +201,8 @@ def tighten(
             del aa, ab
         summaries = summary_features(sa, sb, names, start)
         if summaries:  # a vector: its sums, counts, max and min on many more runs (numbers only are kept)
-            summaries_share = TIGHT_SUMMARIES_SHARE / (2 if pairs is not None else 1)
-            stream_rows = min(TIGHT_STORE // len(summaries), int(total * summaries_share / (2 * draw_rate)))
+            halved = 2 if pairs is not None else 1
+            stream_rows = min(TIGHT_STORE // len(summaries), runs("summaries", TIGHT_SUMMARIES_SHARE, 2 * draw_rate) // halved)
             kept: list[tuple[FloatArray, FloatArray]] = []
             _stream(
                 sampler,
@@ -192,6 +215,8 @@ def tighten(
                     (np.column_stack([f(ra) for f in summaries]), np.column_stack([f(rb) for f in summaries]))
                 ),
                 width=width,
+                until=deadline if in_runs else math.inf,
+                fixed=in_runs,
             )
             fa, fb = np.vstack([k[0] for k in kept]), np.vstack([k[1] for k in kept])
             del kept
@@ -222,7 +247,10 @@ def tighten(
         prior_n = len(sa)
         del sa, sb
         left = deadline - sampler.clock()
-        select_n = max(1000, int(left * TIGHT_SELECT_SHARE / (2 * draw_rate * 1.5)))
+        if final_samples is not None:
+            select_n = max(1000, runs("selection", 0.0, 1.0))
+        else:
+            select_n = max(1000, int(left * TIGHT_SELECT_SHARE / (2 * draw_rate * 1.5)))
         cells = np.zeros((len(candidates), 3))  # paired runs: E under both, under d only, under d_prime only
         judging = [0.0]  # seconds spent judging the candidates (the rest of the selection is drawing)
 
@@ -235,11 +263,14 @@ def tighten(
 
         selecting = sampler.clock()
         # the selection only ranks (it certifies nothing), so the clock may end it: its share of the time
-        boxed = min(deadline, selecting + 1.2 * TIGHT_SELECT_SHARE * left)
+        # (in runs: no clock; chunks of a fixed size, since each chunk draws from its own stream)
+        boxed = deadline if in_runs else min(deadline, selecting + 1.2 * TIGHT_SELECT_SHARE * left)
         # chunks of at least a second: drawn where the final sample will be (the workers, when
         # they run), so that the rate measured here is the rate the final sample is planned with
-        chunk = max(50_000, int(1.0 / (2 * draw_rate)))
-        select_n = _stream(sampler, d, d_prime, seeds[2], select_n, structured, tally, until=boxed, width=width, chunk=chunk)
+        chunk = 0 if in_runs else max(50_000, int(1.0 / (2 * draw_rate)))
+        select_n = _stream(
+            sampler, d, d_prime, seeds[2], select_n, structured, tally, until=boxed, width=width, chunk=chunk, fixed=in_runs
+        )
         if select_n == 0:
             return replace(fast, tight_reason="no time left to choose among the tight proposals within max_seconds")
         drawing = sampler.clock() - selecting - judging[0]  # both inputs, measured now
@@ -247,7 +278,9 @@ def tighten(
         per_run_one = (drawing + judging[0] * min(1.0, events / len(candidates))) / select_n
         share = 0.9 if sampler.sized else PER_CALL_FINAL_SHARE
         final_n = int((deadline - sampler.clock()) * share / max(per_run_one, 1e-9))
-        if sampler.sized:  # stopped by the clock at a chunk boundary (see below): plan generously
+        if final_samples is not None:
+            final_n = final_samples
+        elif sampler.sized:  # stopped by the clock at a chunk boundary (see below): plan generously
             final_n *= 4
         if final_n < 1000:
             return replace(fast, tight_reason="no time left for a tight measurement within max_seconds")
@@ -299,9 +332,12 @@ def tighten(
         # time may (an SVT that stops early is faster): its final sample has PER_CALL_CHECKPOINTS sizes
         # fixed in advance, the counts are kept at each, and the bound is taken at the last one reached
         # with that checkpoint's share of α (Bonferroni), so that the clock never chooses the counts.
-        if sampler.sized:
+        # In runs, every size is fixed in advance: the whole sample, all of α (the deadline only guards).
+        if sampler.sized or in_runs:
             weight = 1.0
-            final_n = _stream(sampler, d, d_prime, seeds[3], final_n, structured, measure, until=deadline, width=width)
+            final_n = _stream(
+                sampler, d, d_prime, seeds[3], final_n, structured, measure, until=deadline, width=width, fixed=in_runs
+            )
             counted = hits.copy()
         else:
             checkpoints = [int(final_n * f) for f in PER_CALL_CHECKPOINTS]
@@ -315,10 +351,15 @@ def tighten(
                 pass
             final_n = reached
     except OutOfTime:
-        why = "the wall-clock cap stopped" if sampler.wall_stopped else "the mechanism ran out of time during"
+        if sampler.wall_stopped:
+            why = "the wall-clock cap stopped the tight search"
+        elif in_runs:
+            why = f"max_seconds (CPU) ran out before the tight mode's planned {final_samples:,} runs per input"
+        else:
+            why = "the mechanism ran out of time during the tight search"
         return replace(
             fast,
-            tight_reason=f"{why} the tight search; no tight bound is claimed",
+            tight_reason=f"{why}; no tight bound is claimed",
             cpu_seconds=sampler.clock() - cpu_started,
             wall_clock_stopped=sampler.wall_stopped,
         )
