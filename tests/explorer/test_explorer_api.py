@@ -111,7 +111,7 @@ def test_strings_table_lists_languages_and_rejects_unknown(client: TestClient) -
 def test_every_endpoint_answers_its_defaults(client: TestClient) -> None:
     schema = client.get("/api/openapi.json").json()
     paths = sorted(path for path, methods in schema["paths"].items() if "get" in methods)
-    assert len(paths) == 19, paths  # issue 22 added younger-than-20, beyond/inverse, beyond/composition
+    assert len(paths) == 23, paths  # issue 22: younger-than-20, beyond/*; issue 29: linked, randomized-response, group, clamp
     assert sorted(path for path, methods in schema["paths"].items() if "post" in methods) == ["/api/planner/release"]
     for path in paths:
         response = client.get(path)
