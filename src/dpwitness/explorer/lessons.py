@@ -62,7 +62,7 @@ def linked(epsilon: float, sensitivity: float, total: float) -> dict[str, Any]:
             "alpha": ALPHA,
             "z": z.tolist(),
             "density": density,
-            "formula": "b = Δ/ε,  P(|noise| > w) = 5%  ⇔  w = b·ln 20",
+            "formula": r"$b = \Delta/\varepsilon,\quad \Pr[\lvert z - f(D) \rvert > w] = 5\% \iff w = b \ln 20$",
         },
         "roc": {
             "fpr": roc["roc"]["fpr"],
@@ -72,14 +72,14 @@ def linked(epsilon: float, sensitivity: float, total: float) -> dict[str, Any]:
             "tpr_at_1pct": roc["tpr_at_1pct"],
             "tpr_cap_at_1pct": roc["tpr_cap_at_1pct"],
             "advantage_cap": advantage(epsilon),
-            "formula": "TPR ≤ e^ε·FPR,  1 − FPR ≥ e^ε·(1 − TPR)",
+            "formula": r"$\mathrm{TPR} \le e^{\varepsilon}\,\mathrm{FPR},\quad 1 - \mathrm{FPR} \ge e^{\varepsilon}\,(1 - \mathrm{TPR})$",
         },
         "posterior": {
             "prior": LINKED_PRIOR,
             "bound": posterior(LINKED_PRIOR, spent),
             "curve_prior": np.linspace(0.0, 1.0, 101).tolist(),
             "curve_posterior": [posterior(float(p), spent) for p in np.linspace(0.0, 1.0, 101)],
-            "formula": "P(D | output) ≤ p·e^ε / (1 − p + p·e^ε) = e^ε/(1 + e^ε) at p = ½",
+            "formula": r"$\Pr[D \mid z] \le \dfrac{p\,e^{\varepsilon}}{1 - p + p\,e^{\varepsilon}} = \dfrac{e^{\varepsilon}}{1 + e^{\varepsilon}} \quad (p = \tfrac{1}{2})$",
         },
         "budget": {
             "total": total,
@@ -87,7 +87,7 @@ def linked(epsilon: float, sensitivity: float, total: float) -> dict[str, Any]:
             "left": max(0.0, total - spent),
             "releases": math.inf if spent == 0 else math.floor(total / spent + 1e-9),
             "over": spent > total,
-            "formula": "left = total − ε;  k releases cost k·ε",
+            "formula": r"$T - \varepsilon \ge 0,\quad k = \lfloor T/\varepsilon \rfloor$",
         },
     }
 
@@ -125,9 +125,9 @@ def randomized_response(epsilon: float, people: int) -> dict[str, Any]:
         "sizes": sizes,
         "local_curve": [z95 * randomized_response_count_std(n, epsilon) for n in sizes],
         "central_curve": [central for _ in sizes],
-        "formula_truth": "p = tanh(ε/2):  P(yes | yes) = (1 + p)/2,  P(yes | no) = (1 − p)/2,  ε = ln((1 + p)/(1 − p))",
-        "formula_local": "count = (Y − n(1 − p)/2)/p,  std = √(n(1 − p²))/(2p)  (95%: ≈ 1.96·std)",
-        "formula_central": "count + Lap(1/ε),  95%: ln(20)/ε",
+        "formula_truth": r"$p = \tanh(\varepsilon/2),\quad \Pr[1 \mid 1] = \tfrac{1+p}{2},\quad \Pr[1 \mid 0] = \tfrac{1-p}{2},\quad \varepsilon = \ln\dfrac{1+p}{1-p}$",
+        "formula_local": r"$\hat{c} = \dfrac{Y - n(1-p)/2}{p},\quad \sigma = \dfrac{\sqrt{n(1-p^2)}}{2p},\quad w \approx 1.96\,\sigma$",
+        "formula_central": r"$c + \mathrm{Lap}(1/\varepsilon),\quad w = \ln(20)/\varepsilon$",
     }
 
 
@@ -150,7 +150,7 @@ def group(epsilon: float, size: int) -> dict[str, Any]:
         "posterior": posterior(LINKED_PRIOR, losses[size - 1]),
         "sizes": sizes,
         "losses": losses,
-        "formula": "a group of k: p(z | D) ≤ e^(kε)·p(z | D′) when D and D′ differ in k people",
+        "formula": r"$\lvert D \,\triangle\, D' \rvert = k \implies p(z \mid D) \le e^{k\varepsilon}\, p(z \mid D')$",
     }
 
 
@@ -207,5 +207,5 @@ def clamp(epsilon: float, bound: float) -> dict[str, Any]:
         "best_bound": bounds[best],
         "best_rmse": curves[best][2],
         "incomes_quantiles": [float(np.quantile(incomes, q)) for q in (0.5, 0.9, 0.99)],
-        "formula": "Δ = C/n,  b = C/(nε),  error = √(bias(C)² + 2b²)",
+        "formula": r"$\Delta = C/n,\quad b = C/(n\varepsilon),\quad \sqrt{\mathrm{bias}(C)^2 + 2b^2}$",
     }

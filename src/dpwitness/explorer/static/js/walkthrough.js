@@ -590,9 +590,7 @@ function predict(body, id, question, choices, correct, explanation) {
 }
 
 function formula(body, text) {
-  const line = h("p", { class: "formula plain" });
-  line.textContent = text; // the server's formula, shown as written (no typesetting)
-  body.append(line);
+  body.append(h("p", { class: "formula" }, text)); // the server's formula (TeX), typeset
 }
 
 async function stepLinked(body, turn) {
@@ -619,7 +617,7 @@ async function stepLinked(body, turn) {
     vlines: e.half_width > 0 ? [{ x: -e.half_width, cls: "marker", label: `−w` }, { x: e.half_width, cls: "marker", label: `w = ${fmt(e.half_width)}` }] : [],
   }), e.formula, t("linked.error_note", { b: e.scale, w: e.half_width }));
   panel("linked-roc", t("linked.roc_plot"), (plot) => linePlot(plot, {
-    title: t("linked.roc_plot"), alt: t("linked.roc_note", { adv: r.advantage_cap, tpr: r.tpr_at_1pct }), xLabel: "FPR", yLabel: "TPR", xMin: 0, xMax: 1, yMin: 0, yMax: 1, legend: true,
+    title: t("linked.roc_plot"), alt: t("linked.roc_note", { adv: r.advantage_cap, tpr: r.tpr_at_1pct }), xLabel: t("linked.axis_fpr"), yLabel: t("linked.axis_tpr"), xMin: 0, xMax: 1, yMin: 0, yMax: 1, legend: true,
     series: [{ x: r.fpr, y: r.tpr, cls: "s0", label: t("linked.roc_best") }, { x: r.bound_fpr, y: r.bound_tpr, cls: "bound", label: t("linked.roc_cap") }, { x: [0, 1], y: [0, 1], cls: "s4", label: t("linked.roc_guess") }],
   }), r.formula, t("linked.roc_note", { adv: r.advantage_cap, tpr: r.tpr_at_1pct }));
   panel("linked-posterior", t("linked.posterior_plot"), (plot) => linePlot(plot, {
