@@ -783,3 +783,10 @@ def test_new_steps_have_every_string_in_both_languages() -> None:
     for prefix in ("linked.", "rr.", "group.", "clamp.", "predict."):
         keys = {k for k in tables["en"] if k.startswith(prefix)}
         assert keys and keys == {k for k in tables["zh"] if k.startswith(prefix)}, prefix
+
+
+def test_linked_view_answers_its_what_if_epsilon_doubles_question(client: TestClient) -> None:
+    body = get(client, "walkthrough/linked", epsilon=0.5, sensitivity=1, total=2)
+    assert body["doubled"]["epsilon"] == 1.0
+    assert body["doubled"]["half_width"] == pytest.approx(body["error"]["half_width"] / 2)
+    assert body["doubled"]["posterior"] == pytest.approx(math.e / (1 + math.e))

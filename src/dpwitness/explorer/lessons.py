@@ -18,7 +18,7 @@ import numpy as np
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_positive_finite
-from dpwitness.explorer.compute import ALPHA, CURVE_POINTS, _laplace_density, count_param, mechanism
+from dpwitness.explorer.compute import ALPHA, CURVE_POINTS, MAX_EPSILON, _laplace_density, count_param, mechanism
 from dpwitness.explorer.planner import advantage, posterior
 from dpwitness.explorer.redteam import membership_analytic
 from dpwitness.privacy.accounting import (
@@ -53,6 +53,7 @@ def linked(epsilon: float, sensitivity: float, total: float) -> dict[str, Any]:
     density = _laplace_density(z, 0.0, scale).tolist() if scale > 0 else [1.0]
     roc = membership_analytic(sensitivity, epsilon)
     spent = epsilon if sensitivity > 0 else 0.0
+    doubled = min(2.0 * epsilon, MAX_EPSILON)  # the predict question's "what if ε doubles?"
     return {
         "epsilon": epsilon,
         "sensitivity": sensitivity,
@@ -80,6 +81,11 @@ def linked(epsilon: float, sensitivity: float, total: float) -> dict[str, Any]:
             "curve_prior": np.linspace(0.0, 1.0, 101).tolist(),
             "curve_posterior": [posterior(float(p), spent) for p in np.linspace(0.0, 1.0, 101)],
             "formula": r"$\Pr[D \mid z] \le \dfrac{p\,e^{\varepsilon}}{1 - p + p\,e^{\varepsilon}} = \dfrac{e^{\varepsilon}}{1 + e^{\varepsilon}} \quad (p = \tfrac{1}{2})$",
+        },
+        "doubled": {
+            "epsilon": doubled,
+            "half_width": mechanism(sensitivity, doubled).interval(ALPHA),
+            "posterior": posterior(LINKED_PRIOR, doubled if sensitivity > 0 else 0.0),
         },
         "budget": {
             "total": total,
@@ -125,7 +131,8 @@ def randomized_response(epsilon: float, people: int) -> dict[str, Any]:
         "sizes": sizes,
         "local_curve": [z95 * randomized_response_count_std(n, epsilon) for n in sizes],
         "central_curve": [central for _ in sizes],
-        "formula_truth": r"$p = \tanh(\varepsilon/2),\quad \Pr[1 \mid 1] = \tfrac{1+p}{2},\quad \Pr[1 \mid 0] = \tfrac{1-p}{2},\quad \varepsilon = \ln\dfrac{1+p}{1-p}$",
+        "formula_truth": r"$p = \tanh(\varepsilon/2),\quad \varepsilon = \ln\dfrac{1+p}{1-p}$",
+        "formula_answers": r"$\Pr[1 \mid 1] = \tfrac{1+p}{2},\quad \Pr[1 \mid 0] = \tfrac{1-p}{2}$",
         "formula_local": r"$\hat{c} = \dfrac{Y - n(1-p)/2}{p},\quad \sigma = \dfrac{\sqrt{n(1-p^2)}}{2p},\quad w \approx 1.96\,\sigma$",
         "formula_central": r"$c + \mathrm{Lap}(1/\varepsilon),\quad w = \ln(20)/\varepsilon$",
     }

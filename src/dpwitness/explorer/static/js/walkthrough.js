@@ -630,7 +630,7 @@ async function stepLinked(body, turn) {
     bars: [{ label: t("linked.spent"), value: g.spent }, { label: t("linked.left"), value: g.left }],
   }), g.formula, t(g.over ? "linked.budget_over" : "linked.budget_note", { left: g.left, total: g.total, k: g.releases }));
   // Doubling ε: what happens to the error and to the posterior (the server's numbers for ε and 2ε are in the panels).
-  predict(body, "predict-linked", t("linked.q"), [t("linked.q_a0"), t("linked.q_a1"), t("linked.q_a2")], 1, t("linked.q_why", { w: e.half_width, post: p.bound }));
+  predict(body, "predict-linked", t("linked.q"), [t("linked.q_a0"), t("linked.q_a1"), t("linked.q_a2")], 1, t("linked.q_why", { eps: data.epsilon, w: e.half_width, post: p.bound, eps2: data.doubled.epsilon, w2: data.doubled.half_width, post2: data.doubled.posterior }));
 }
 
 async function stepRandomizedResponse(body, turn) {
@@ -640,11 +640,13 @@ async function stepRandomizedResponse(body, turn) {
   if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
   body.append(h("p", { id: "step-result", "data-truth": String(data.truth) }, t("rr.result", { eps: data.epsilon, p: data.truth, yy: data.yes_if_yes, yn: data.yes_if_no, ratio: data.ratio, n: data.people, local: data.local_half_width, central: data.central_half_width })));
   formula(body, data.formula_truth);
+  formula(body, data.formula_answers);
   formula(body, data.formula_local);
   formula(body, data.formula_central);
   linePlot(figure(body, t("rr.plot")), {
     title: t("rr.plot"), alt: t("rr.result", { eps: data.epsilon, p: data.truth, yy: data.yes_if_yes, yn: data.yes_if_no, ratio: data.ratio, n: data.people, local: data.local_half_width, central: data.central_half_width }),
     xLabel: t("rr.axis_n"), yLabel: t("rr.axis_error"), xlog: true, ylog: true, legend: true,
+    yMin: Math.min(data.central_half_width, ...data.local_curve) / 2, yMax: Math.max(data.central_half_width, ...data.local_curve) * 2,
     series: [{ x: data.sizes, y: data.local_curve, cls: "s1", label: t("rr.local") }, { x: data.sizes, y: data.central_curve, cls: "s0", label: t("rr.central") }],
     points: [{ x: data.people, y: data.local_half_width, r: 6 }],
   });
