@@ -62,7 +62,13 @@ STEP_CONTENT = {
     10: ["#step-body table", "#step-body path[data-series]"],  # D and D′, overlapping noisy Q5 − Q4
     11: ["#step-body table", "#step-body circle.dot"],  # the vector: one draw per coordinate
     12: ["#step-body svg.summary rect.box"],  # the summary figure
-    13: ["#linked-error svg", "#linked-roc svg", "#linked-posterior svg", "#linked-budget svg", "#predict-linked"],  # one ε, four views
+    13: [
+        "#linked-error svg",
+        "#linked-roc svg",
+        "#linked-posterior svg",
+        "#linked-budget svg",
+        "#predict-linked",
+    ],  # one ε, four views
     14: ["#step-body path[data-series]", "#predict-rr"],  # randomized response: local against central
     15: ["#step-body path[data-hist]", "#predict-group"],  # group privacy
     16: ["#step-body path[data-series]", "#predict-clamp"],  # the clamp trade-off
@@ -1570,7 +1576,12 @@ def test_issue29_layout_nothing_clipped_or_overlapping(browser: Any, server: dic
 
 
 #: The new steps (issue 29): their number, their own control and their predict-then-reveal question.
-NEW_STEPS = {13: ("#walk-total", "predict-linked"), 14: ("#walk-people", "predict-rr"), 15: ("#walk-group", "predict-group"), 16: ("#walk-clamp", "predict-clamp")}
+NEW_STEPS = {
+    13: ("#walk-total", "predict-linked"),
+    14: ("#walk-people", "predict-rr"),
+    15: ("#walk-group", "predict-group"),
+    16: ("#walk-clamp", "predict-clamp"),
+}
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -1597,7 +1608,8 @@ def test_new_steps_render_with_their_control_and_reveal_feedback_after_an_answer
         _go_to_step(page, 13)
         before = _text(page, "#step-result")
         page.eval_on_selector("#walk-total", "el => { el.value = '5'; el.dispatchEvent(new Event('input')); }")
-        page.wait_for_function(f"document.getElementById('step-result') && document.getElementById('step-result').innerText !== {json.dumps(before)}")
+        changed = f"(document.getElementById('step-result') || {{}}).innerText !== {json.dumps(before)}"
+        page.wait_for_function(changed)
         page.wait_for_selector("#predict-linked-feedback:not([hidden])")
         assert page.get_attribute("#predict-linked-feedback", "data-correct") == "false"  # choice 0 is wrong: the risk rises
         assert problems == [], (lang, width, problems)

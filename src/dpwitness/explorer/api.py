@@ -287,7 +287,9 @@ def get_randomized_response(
 
 
 @router.get("/walkthrough/group")
-def get_group(epsilon: Epsilon = 0.5, size: Annotated[int, Query(description="k, the people in the group")] = 4) -> dict[str, Any]:
+def get_group(
+    epsilon: Epsilon = 0.5, size: Annotated[int, Query(description="k, the people in the group")] = 4
+) -> dict[str, Any]:
     """Group privacy: what a release calibrated for one person spends on a group of k."""
     return _safe(lessons.group(compute.epsilon_param(epsilon), size))
 

@@ -73,14 +73,20 @@ def linked(epsilon: float, sensitivity: float, total: float) -> dict[str, Any]:
             "tpr_at_1pct": roc["tpr_at_1pct"],
             "tpr_cap_at_1pct": roc["tpr_cap_at_1pct"],
             "advantage_cap": advantage(epsilon),
-            "formula": r"$\mathrm{TPR} \le e^{\varepsilon}\,\mathrm{FPR},\quad 1 - \mathrm{FPR} \ge e^{\varepsilon}\,(1 - \mathrm{TPR})$",
+            "formula": (
+                r"$\mathrm{TPR} \le e^{\varepsilon}\,\mathrm{FPR},\quad "
+                r"1 - \mathrm{FPR} \ge e^{\varepsilon}\,(1 - \mathrm{TPR})$"
+            ),
         },
         "posterior": {
             "prior": LINKED_PRIOR,
             "bound": posterior(LINKED_PRIOR, spent),
             "curve_prior": np.linspace(0.0, 1.0, 101).tolist(),
             "curve_posterior": [posterior(float(p), spent) for p in np.linspace(0.0, 1.0, 101)],
-            "formula": r"$\Pr[D \mid z] \le \dfrac{p\,e^{\varepsilon}}{1 - p + p\,e^{\varepsilon}} = \dfrac{e^{\varepsilon}}{1 + e^{\varepsilon}} \quad (p = \tfrac{1}{2})$",
+            "formula": (
+                r"$\Pr[D \mid z] \le \dfrac{p\,e^{\varepsilon}}{1 - p + p\,e^{\varepsilon}}"
+                r" = \dfrac{e^{\varepsilon}}{1 + e^{\varepsilon}} \quad (p = \tfrac{1}{2})$"
+            ),
         },
         "doubled": {
             "epsilon": doubled,
@@ -133,7 +139,9 @@ def randomized_response(epsilon: float, people: int) -> dict[str, Any]:
         "central_curve": [central for _ in sizes],
         "formula_truth": r"$p = \tanh(\varepsilon/2),\quad \varepsilon = \ln\dfrac{1+p}{1-p}$",
         "formula_answers": r"$\Pr[1 \mid 1] = \tfrac{1+p}{2},\quad \Pr[1 \mid 0] = \tfrac{1-p}{2}$",
-        "formula_local": r"$\hat{c} = \dfrac{Y - n(1-p)/2}{p},\quad \sigma = \dfrac{\sqrt{n(1-p^2)}}{2p},\quad w \approx 1.96\,\sigma$",
+        "formula_local": (
+            r"$\hat{c} = \dfrac{Y - n(1-p)/2}{p},\quad \sigma = \dfrac{\sqrt{n(1-p^2)}}{2p},\quad w \approx 1.96\,\sigma$"
+        ),
         "formula_central": r"$c + \mathrm{Lap}(1/\varepsilon),\quad w = \ln(20)/\varepsilon$",
     }
 

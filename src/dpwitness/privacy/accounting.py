@@ -280,7 +280,7 @@ def randomized_response_epsilon(truth: float) -> float:
     truth = check_non_negative_finite("truth", truth)
     if truth >= 1.0:
         raise ParameterError("truth", "a probability in [0, 1)", truth)
-    return _up(2.0 * math.atanh(truth), 2)
+    return 0.0 if truth == 0.0 else _up(2.0 * math.atanh(truth), 2)
 
 
 def randomized_response_truth(epsilon: float) -> float:
