@@ -111,7 +111,7 @@ def test_strings_table_lists_languages_and_rejects_unknown(client: TestClient) -
 def test_every_endpoint_answers_its_defaults(client: TestClient) -> None:
     schema = client.get("/api/openapi.json").json()
     paths = sorted(path for path, methods in schema["paths"].items() if "get" in methods)
-    assert len(paths) == 19, paths  # issue 22 added younger-than-20, beyond/inverse, beyond/composition
+    assert len(paths) == 23, paths  # issue 22: younger-than-20, beyond/*; issue 29: linked, randomized-response, group, clamp
     assert sorted(path for path, methods in schema["paths"].items() if "post" in methods) == ["/api/planner/release"]
     for path in paths:
         response = client.get(path)
@@ -708,3 +708,90 @@ def test_every_red_team_and_gaussian_call_shown_reproduces_its_numbers(client: T
     namespace = {}
     exec(sim["call"].replace("membership_attack(", "result = membership_attack(", 1), namespace)
     assert float(namespace["result"].auc) == sim["auc"]
+
+
+# --- the later steps: one ε as accuracy and risk, randomized response, group privacy, the clamp ---------
+def test_linked_view_computes_each_panel_from_the_mechanism_and_accounting(client: TestClient) -> None:
+    body = get(client, "walkthrough/linked", epsilon=0.5, sensitivity=1, total=2)
+    scale = Laplace(sensitivity=1, epsilon=0.5).scale
+    assert (
+        body["error"]["half_width"]
+        == pytest.approx(accounting.laplace_half_width(scale, 0.05))
+        == pytest.approx(2 * math.log(20))
+    )
+    assert body["posterior"]["bound"] == pytest.approx(math.exp(0.5) / (1 + math.exp(0.5)))
+    assert body["roc"]["advantage_cap"] == pytest.approx(math.tanh(0.25))
+    fpr, tpr = np.array(body["roc"]["fpr"]), np.array(body["roc"]["tpr"])
+    assert np.all(tpr <= np.minimum(math.exp(0.5) * fpr, 1 - math.exp(-0.5) * (1 - fpr)) + 1e-9)  # under the ε-DP cap
+    assert body["budget"] == pytest.approx({**body["budget"], "spent": 0.5, "left": 1.5, "releases": 4})
+    doubled = get(client, "walkthrough/linked", epsilon=1, sensitivity=1, total=2)
+    assert doubled["error"]["half_width"] == pytest.approx(body["error"]["half_width"] / 2)
+    assert doubled["posterior"]["bound"] > body["posterior"]["bound"]
+    over = get(client, "walkthrough/linked", epsilon=3, sensitivity=1, total=2)
+    assert over["budget"]["over"] and over["budget"]["left"] == 0
+    assert client.get("/api/walkthrough/linked", params={"total": 0}).status_code == 422
+
+
+def test_randomized_response_epsilon_and_local_against_central_error(client: TestClient) -> None:
+    body = get(client, "walkthrough/randomized-response", epsilon=1, people=1000)
+    p = body["truth"]
+    assert p == pytest.approx((math.e - 1) / (math.e + 1))  # tanh(ε/2), not e^ε/(1 + e^ε)
+    assert math.log((1 + p) / (1 - p)) == pytest.approx(1.0) and body["ratio"] == pytest.approx(math.e)
+    assert body["epsilon_of_truth"] <= 1.0 + 1e-12
+    assert body["local_std"] == pytest.approx(math.sqrt(1000 * (1 - p * p)) / (2 * p))
+    assert body["central_half_width"] == pytest.approx(math.log(20))
+    assert body["local_half_width"] > 10 * body["central_half_width"]
+    with pytest.raises(ValueError):
+        accounting.randomized_response_epsilon(1.0)
+    assert accounting.randomized_response_epsilon(0.5) == pytest.approx(math.log(3))  # (1 + ½)/(1 − ½)
+
+
+def test_randomized_response_count_estimate_is_unbiased_with_the_stated_std() -> None:
+    rng = np.random.default_rng(7)
+    n, epsilon, truth_share = 400, 1.0, 0.3
+    p = accounting.randomized_response_truth(epsilon)
+    truths = rng.random((4000, n)) < truth_share
+    honest = rng.random((4000, n)) < p
+    coin = rng.random((4000, n)) < 0.5
+    yes = np.where(honest, truths, coin).sum(axis=1)
+    error = (yes - n * (1 - p) / 2) / p - truths.sum(axis=1)
+    std = accounting.randomized_response_count_std(n, epsilon)
+    assert abs(np.mean(error)) < 4.5 * std / math.sqrt(4000)  # unbiased
+    assert np.std(error) == pytest.approx(std, rel=0.05)
+
+
+def test_group_of_k_spends_k_epsilon(client: TestClient) -> None:
+    body = get(client, "walkthrough/group", epsilon=0.5, size=4)
+    assert body["loss"] == pytest.approx(Laplace(sensitivity=1, epsilon=0.5).privacy_loss(4)) == pytest.approx(2.0)
+    assert body["losses"] == pytest.approx([0.5 * k for k in body["sizes"]])
+    assert body["factor"] == pytest.approx(math.exp(2.0))
+    assert client.get("/api/walkthrough/group", params={"size": 0}).status_code == 422
+
+
+def test_clamp_trade_off_bias_noise_and_optimum(client: TestClient) -> None:
+    from dpwitness.explorer import lessons
+
+    body = get(client, "walkthrough/clamp", epsilon=0.5, bound=50)
+    incomes = np.array(lessons.clamp_incomes())
+    bias = float(np.mean(np.minimum(incomes, 50)) - np.mean(incomes))
+    scale = Laplace(sensitivity=50 / len(incomes), epsilon=0.5).scale
+    assert body["bias"] == pytest.approx(bias) and body["scale"] == pytest.approx(scale)
+    assert body["rmse"] == pytest.approx(math.sqrt(bias**2 + 2 * scale**2))
+    assert body["best_rmse"] == pytest.approx(min(body["rmse_curve"])) and body["best_rmse"] <= body["rmse"]
+    assert body["best_bound"] < body["largest"]  # the point of the step: clamping below the largest value pays
+    assert get(client, "walkthrough/clamp", epsilon=0.1, bound=50)["best_bound"] < body["best_bound"]  # less ε, lower C
+    assert client.get("/api/walkthrough/clamp", params={"bound": 0.5}).status_code == 422
+
+
+def test_new_steps_have_every_string_in_both_languages() -> None:
+    tables = {lang: json.loads((STATIC / "i18n" / f"{lang}.json").read_text(encoding="utf-8")) for lang in ("en", "zh")}
+    for prefix in ("linked.", "rr.", "group.", "clamp.", "predict."):
+        keys = {k for k in tables["en"] if k.startswith(prefix)}
+        assert keys and keys == {k for k in tables["zh"] if k.startswith(prefix)}, prefix
+
+
+def test_linked_view_answers_its_what_if_epsilon_doubles_question(client: TestClient) -> None:
+    body = get(client, "walkthrough/linked", epsilon=0.5, sensitivity=1, total=2)
+    assert body["doubled"]["epsilon"] == 1.0
+    assert body["doubled"]["half_width"] == pytest.approx(body["error"]["half_width"] / 2)
+    assert body["doubled"]["posterior"] == pytest.approx(math.e / (1 + math.e))

@@ -50,7 +50,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 #: Targets from the issues (a slower CI machine may loosen them with these variables).
-STEPS = 14
+STEPS = 18
 #: What each step must show, whatever the language: the issue's missing ideas, one selector each.
 STEP_CONTENT = {
     3: ["#set-form", "#step-body path.set-area"],  # the set form of the definition, S shaded
@@ -62,8 +62,18 @@ STEP_CONTENT = {
     10: ["#step-body table", "#step-body path[data-series]"],  # D and D′, overlapping noisy Q5 − Q4
     11: ["#step-body table", "#step-body circle.dot"],  # the vector: one draw per coordinate
     12: ["#step-body svg.summary rect.box"],  # the summary figure
-    13: ["#step-body table.symbols"],  # the symbols
-    14: ["#step-body details:nth-of-type(7)"],  # recall questions
+    13: [
+        "#linked-error svg",
+        "#linked-roc svg",
+        "#linked-posterior svg",
+        "#linked-budget svg",
+        "#predict-linked",
+    ],  # one ε, four views
+    14: ["#step-body path[data-series]", "#predict-rr"],  # randomized response: local against central
+    15: ["#step-body path[data-hist]", "#predict-group"],  # group privacy
+    16: ["#step-body path[data-series]", "#predict-clamp"],  # the clamp trade-off
+    17: ["#step-body table.symbols"],  # the symbols
+    18: ["#step-body details:nth-of-type(7)"],  # recall questions
 }
 WIDTHS = (1366, 375)
 LANGUAGES = ("en", "zh")
@@ -1563,3 +1573,44 @@ def test_issue29_layout_nothing_clipped_or_overlapping(browser: Any, server: dic
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert problems == []
     page.context.close()
+
+
+#: The new steps (issue 29): their number, their own control and their predict-then-reveal question.
+NEW_STEPS = {
+    13: ("#walk-total", "predict-linked"),
+    14: ("#walk-people", "predict-rr"),
+    15: ("#walk-group", "predict-group"),
+    16: ("#walk-clamp", "predict-clamp"),
+}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_new_steps_render_with_their_control_and_reveal_feedback_after_an_answer(
+    browser: Any, server: dict[str, Any], lang: str
+) -> None:
+    """Each new step at 375 and 1280 px: its ε slider and own control, no overflow; the feedback is
+    hidden until the learner answers, then says right or wrong and stays through a redraw."""
+    for width in (1280, 375):
+        page, problems = _open(browser, server["url"], width, query=f"?lang={lang}")
+        for step, (control, question) in NEW_STEPS.items():
+            _go_to_step(page, step)
+            assert page.locator("#walk-epsilon").count() == 1 and page.locator(control).is_visible(), (step, control)
+            feedback = f"#{question}-feedback"
+            assert page.is_hidden(feedback), (lang, width, step)
+            page.click(f"#{question}-choice-0")
+            page.wait_for_selector(f"{feedback}:not([hidden])")
+            assert page.get_attribute(feedback, "data-correct") in {"true", "false"}
+            assert _text(page, feedback).strip()
+            widths = page.evaluate("[document.getElementById('step').scrollWidth, document.getElementById('step').clientWidth]")
+            assert widths[0] <= widths[1], (lang, width, step, widths)
+            _shot(page, f"{lang}-{width}/new-step-{step:02d}", "#step")
+        # the pick survives a redraw for a new total budget (the step asks the server again)
+        _go_to_step(page, 13)
+        before = _text(page, "#step-result")
+        page.eval_on_selector("#walk-total", "el => { el.value = '5'; el.dispatchEvent(new Event('input')); }")
+        changed = f"(document.getElementById('step-result') || {{}}).innerText !== {json.dumps(before)}"
+        page.wait_for_function(changed)
+        page.wait_for_selector("#predict-linked-feedback:not([hidden])")
+        assert page.get_attribute("#predict-linked-feedback", "data-correct") == "false"  # choice 0 is wrong: the risk rises
+        assert problems == [], (lang, width, problems)
+        page.context.close()

@@ -15,6 +15,7 @@ import dpwitness.noise.gaussian as gaussian
 import dpwitness.privacy.accounting as accounting
 import dpwitness.privacy.budget as budget
 from dpwitness import Gaussian, Laplace
+from dpwitness.common.errors import ParameterError
 from dpwitness.noise import GridGaussian
 
 
@@ -172,3 +173,19 @@ def test_laplace_kl_divergence_is_the_integral_of_the_privacy_loss(shift: float,
     numeric = float(np.sum(density * loss) * (z[1] - z[0]))
     assert accounting.laplace_kl_divergence(shift, scale) == pytest.approx(numeric, rel=1e-5, abs=1e-13)
     assert accounting.laplace_kl_divergence(0.0, scale) == 0.0
+
+
+def test_randomized_response_epsilon_truth_and_count_std() -> None:
+    """ε = ln((1 + p)/(1 − p)) (never below), p = tanh(ε/2) (never above), std = √(n(1 − p²))/(2p) (never below)."""
+    half = accounting.randomized_response_epsilon(0.5)
+    assert half >= math.log(3) and half == pytest.approx(math.log(3))
+    assert accounting.randomized_response_epsilon(0.0) == 0.0
+    for epsilon in (0.01, 0.5, 1.0, 5.0):
+        truth = accounting.randomized_response_truth(epsilon)
+        assert truth == pytest.approx((math.exp(epsilon) - 1) / (math.exp(epsilon) + 1))
+        assert math.log((1 + truth) / (1 - truth)) <= epsilon  # the truth probability spends at most ε
+        std = accounting.randomized_response_count_std(1000, epsilon)
+        exact = math.sqrt(1000 * (1 - truth**2)) / (2 * truth)
+        assert std >= exact and std == pytest.approx(exact)
+    with pytest.raises(ParameterError):
+        accounting.randomized_response_epsilon(1.0)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from dpwitness.common.encoding import json_value
-from dpwitness.explorer import beyond, compute, planner, redteam
+from dpwitness.explorer import beyond, compute, lessons, planner, redteam
 from dpwitness.explorer.strings import DEFAULT_LANGUAGE, languages, strings
 
 router = APIRouter(prefix="/api")
@@ -265,3 +265,36 @@ def get_gaussian(
     """The exact discrete Gaussian for (ε, δ): σ really sampled, its δ(ε), and the witness's verdict."""
     eps, sens = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
     return _safe(compute.gaussian_payload(sens, eps, compute.delta_param(delta)))
+
+
+@router.get("/walkthrough/linked")
+def get_linked(
+    epsilon: Epsilon = 0.5,
+    sensitivity: Sensitivity = 1.0,
+    total: Annotated[float, Query(description="the stated total budget (ε)")] = 2.0,
+) -> dict[str, Any]:
+    """One ε, side by side: the Laplace error, the attacker's ROC, the posterior from 50% and the budget left."""
+    eps, delta = compute.epsilon_param(epsilon), compute.sensitivity_param(sensitivity)
+    return _safe(lessons.linked(eps, delta, lessons.total_param(total)))
+
+
+@router.get("/walkthrough/randomized-response")
+def get_randomized_response(
+    epsilon: Epsilon = 1.0, people: Annotated[int, Query(description="n, the people answering")] = 1000
+) -> dict[str, Any]:
+    """Randomized response (local) against a Laplace count (central) at the same ε."""
+    return _safe(lessons.randomized_response(compute.epsilon_param(epsilon), people))
+
+
+@router.get("/walkthrough/group")
+def get_group(
+    epsilon: Epsilon = 0.5, size: Annotated[int, Query(description="k, the people in the group")] = 4
+) -> dict[str, Any]:
+    """Group privacy: what a release calibrated for one person spends on a group of k."""
+    return _safe(lessons.group(compute.epsilon_param(epsilon), size))
+
+
+@router.get("/walkthrough/clamp")
+def get_clamp(epsilon: Epsilon = 0.5, bound: Annotated[float, Query(description="C, the clamp bound")] = 100.0) -> dict[str, Any]:
+    """The clamp bound's bias–noise trade-off on a fixed public example, with its optimum."""
+    return _safe(lessons.clamp(compute.epsilon_param(epsilon), float(f"{bound:.6g}")))

@@ -16,6 +16,7 @@ from fractions import Fraction
 from statistics import NormalDist
 
 from dpwitness.common.caching import scoped_cache
+from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_alpha, check_finite, check_non_negative_finite, check_positive_finite
 
 #: Relative error allowed for libm's erfc and for NormalDist.inv_cdf (both are ≲ 10^-15 where used).
@@ -268,3 +269,36 @@ def gaussian_half_width(sigma: float, alpha: float) -> float:
         return 0.0
     z = -NormalDist().inv_cdf(alpha / 2.0) * (1.0 + _LIBM_SLACK)
     return _up(sigma * z)
+
+
+def randomized_response_epsilon(truth: float) -> float:
+    """ε of randomized response that tells the truth with probability p and otherwise answers a fair
+    coin: P(yes | yes)/P(yes | no) = (1 + p)/(1 − p), so ε = ln((1 + p)/(1 − p)) = 2·atanh(p), rounded up.
+
+    :param truth: p in [0, 1) (p = 1 answers truthfully always: no privacy, ε = ∞, refused).
+    """
+    truth = check_non_negative_finite("truth", truth)
+    if truth >= 1.0:
+        raise ParameterError("truth", "a probability in [0, 1)", truth)
+    return 0.0 if truth == 0.0 else _up(2.0 * math.atanh(truth), 2)
+
+
+def randomized_response_truth(epsilon: float) -> float:
+    """The largest p with randomized_response_epsilon(p) ≤ ε: tanh(ε/2) = (e^ε − 1)/(e^ε + 1), rounded down.
+
+    :param epsilon: ε > 0.
+    """
+    epsilon = check_positive_finite("epsilon", epsilon)
+    return max(0.0, math.nextafter(math.nextafter(math.tanh(epsilon / 2.0), 0.0), 0.0))
+
+
+def randomized_response_count_std(people: int, epsilon: float) -> float:
+    """Standard deviation of the unbiased count estimate (Y − n(1 − p)/2)/p from n randomized-response
+    answers at ε (p = tanh(ε/2)): each answer has variance (1 − p²)/4, so the std is √(n(1 − p²))/(2p),
+    rounded up.
+
+    :param people: n ≥ 1, the number of people answering.
+    :param epsilon: ε > 0.
+    """
+    truth = randomized_response_truth(epsilon)
+    return _up(math.sqrt(people * (1.0 - truth * truth)) / (2.0 * truth), 4)

@@ -11,7 +11,7 @@ import { onChange, state } from "./state.js";
 import { setStep } from "./url.js";
 
 const $ = (id) => document.getElementById(id);
-const local = { query: "sum", relation: "add-remove", row: 1, replacement: 100, z: null, s0: 0, sw: 2, trap: false };
+const local = { query: "sum", relation: "add-remove", row: 1, replacement: 100, z: null, s0: 0, sw: 2, trap: false, total: 2, people: 1000, group: 4, clamp: 100, answers: {} };
 let current = 0;
 // Where the step being drawn puts its picture and controls (swapped in when complete).
 let body = null;
@@ -558,6 +558,142 @@ function stepRecall(body) {
   body.append(box);
 }
 
+// The live panel's ε slider, mirrored in a step (its position, the same state and checks).
+function epsilonSlider() {
+  liveSlider(t("walk.epsilon"), "epsilon", { min: 0, max: 400, step: 1, value: Number($("epsilon").value), text: () => `ε = ${fmt(state.epsilon)}` });
+}
+
+// Predict, then reveal: the learner picks an answer; only then does the page say whether it was
+// right and why (with the server's numbers). The pick survives a redraw for a new setting.
+function predict(body, id, question, choices, correct, explanation) {
+  const box = h("fieldset", { class: "predict", id });
+  box.append(h("legend", {}, question));
+  const row = h("div", { class: "choices" });
+  choices.forEach((text, i) => {
+    const button = h("button", { type: "button", class: "choice", id: `${id}-choice-${i}`, "aria-pressed": String(local.answers[id] === i) }, text);
+    button.addEventListener("click", () => { local.answers[id] = i; reveal(); });
+    row.append(button);
+  });
+  const feedback = h("p", { class: "feedback", id: `${id}-feedback`, role: "status" });
+  box.append(row, feedback);
+  function reveal() {
+    const picked = local.answers[id];
+    for (const [i, button] of [...row.children].entries()) button.setAttribute("aria-pressed", String(i === picked));
+    if (picked === undefined) { feedback.hidden = true; return; }
+    feedback.hidden = false;
+    feedback.className = `feedback ${picked === correct ? "right" : "wrong"}`;
+    feedback.dataset.correct = String(picked === correct);
+    setText(feedback, `${t(picked === correct ? "predict.right" : "predict.wrong", { answer: choices[correct] })} ${explanation}`);
+  }
+  reveal();
+  body.append(box);
+}
+
+function formula(body, text) {
+  body.append(h("p", { class: "formula" }, text)); // the server's formula (TeX), typeset
+}
+
+async function stepLinked(body, turn) {
+  epsilonSlider();
+  localSlider(t("linked.total"), "total", { min: 0.5, max: 10, step: 0.5, text: (v) => t("linked.total_value", { total: v }) });
+  const data = await turn.get("walkthrough/linked", { epsilon: state.epsilon, sensitivity: state.sensitivity, total: local.total });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
+  const { error: e, roc: r, posterior: p, budget: g } = data;
+  body.append(h("p", { id: "step-result" }, t("linked.result", { eps: data.epsilon, w: e.half_width, post: p.bound, adv: r.advantage_cap, left: g.left, total: g.total })));
+  const grid4 = h("div", { class: "linked", id: "linked-panels" });
+  body.append(grid4);
+  const panel = (id, caption, draw, formulaText, note) => {
+    const cell = h("div", { class: "linked-panel", id });
+    const plot = figure(cell, caption);
+    draw(plot);
+    formula(cell, formulaText);
+    cell.append(h("p", { class: "small" }, note));
+    grid4.append(cell);
+  };
+  const xs = e.z.length > 1 ? e.z : [-1, 0, 1];
+  panel("linked-error", t("linked.error_plot"), (plot) => linePlot(plot, {
+    title: t("linked.error_plot"), alt: t("linked.error_note", { b: e.scale, w: e.half_width }), xLabel: t("linked.axis_error"), yLabel: t("live.axis_density"), yMin: 0,
+    series: [{ x: xs, y: e.z.length > 1 ? e.density : [0, 0, 0], cls: "s0", label: "Lap(b)" }],
+    vlines: e.half_width > 0 ? [{ x: -e.half_width, cls: "marker", label: `−w` }, { x: e.half_width, cls: "marker", label: `w = ${fmt(e.half_width)}` }] : [],
+  }), e.formula, t("linked.error_note", { b: e.scale, w: e.half_width }));
+  panel("linked-roc", t("linked.roc_plot"), (plot) => linePlot(plot, {
+    title: t("linked.roc_plot"), alt: t("linked.roc_note", { adv: r.advantage_cap, tpr: r.tpr_at_1pct }), xLabel: t("linked.axis_fpr"), yLabel: t("linked.axis_tpr"), xMin: 0, xMax: 1, yMin: 0, yMax: 1, legend: true,
+    series: [{ x: r.fpr, y: r.tpr, cls: "s0", label: t("linked.roc_best") }, { x: r.bound_fpr, y: r.bound_tpr, cls: "bound", label: t("linked.roc_cap") }, { x: [0, 1], y: [0, 1], cls: "s4", label: t("linked.roc_guess") }],
+  }), r.formula, t("linked.roc_note", { adv: r.advantage_cap, tpr: r.tpr_at_1pct }));
+  panel("linked-posterior", t("linked.posterior_plot"), (plot) => linePlot(plot, {
+    title: t("linked.posterior_plot"), alt: t("linked.posterior_note", { post: p.bound }), xLabel: t("linked.axis_prior"), yLabel: t("linked.axis_posterior"), xMin: 0, xMax: 1, yMin: 0, yMax: 1,
+    series: [{ x: p.curve_prior, y: p.curve_posterior, cls: "s1", label: t("linked.posterior_cap") }, { x: [0, 1], y: [0, 1], cls: "s4", label: t("linked.no_change") }],
+    points: [{ x: p.prior, y: p.bound, r: 6 }],
+  }), p.formula, t("linked.posterior_note", { post: p.bound }));
+  panel("linked-budget", t("linked.budget_plot"), (plot) => bars(plot, {
+    title: t("linked.budget_plot"), alt: t("linked.budget_note", { left: g.left, total: g.total, k: g.releases }), xLabel: "ε", max: Math.max(g.total, g.spent) * 1.1,
+    bars: [{ label: t("linked.spent"), value: g.spent }, { label: t("linked.left"), value: g.left }],
+  }), g.formula, t(g.over ? "linked.budget_over" : "linked.budget_note", { left: g.left, total: g.total, k: g.releases }));
+  // Doubling ε: what happens to the error and to the posterior (the server's numbers for ε and 2ε are in the panels).
+  predict(body, "predict-linked", t("linked.q"), [t("linked.q_a0"), t("linked.q_a1"), t("linked.q_a2")], 1, t("linked.q_why", { eps: data.epsilon, w: e.half_width, post: p.bound, eps2: data.doubled.epsilon, w2: data.doubled.half_width, post2: data.doubled.posterior }));
+}
+
+async function stepRandomizedResponse(body, turn) {
+  epsilonSlider();
+  localSlider(t("rr.people"), "people", { min: 100, max: 100000, step: 100, text: (v) => t("rr.people_value", { n: v }) });
+  const data = await turn.get("walkthrough/randomized-response", { epsilon: state.epsilon, people: local.people });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
+  body.append(h("p", { id: "step-result", "data-truth": String(data.truth) }, t("rr.result", { eps: data.epsilon, p: data.truth, yy: data.yes_if_yes, yn: data.yes_if_no, ratio: data.ratio, n: data.people, local: data.local_half_width, central: data.central_half_width })));
+  formula(body, data.formula_truth);
+  formula(body, data.formula_answers);
+  formula(body, data.formula_local);
+  formula(body, data.formula_central);
+  linePlot(figure(body, t("rr.plot")), {
+    title: t("rr.plot"), alt: t("rr.result", { eps: data.epsilon, p: data.truth, yy: data.yes_if_yes, yn: data.yes_if_no, ratio: data.ratio, n: data.people, local: data.local_half_width, central: data.central_half_width }),
+    xLabel: t("rr.axis_n"), yLabel: t("rr.axis_error"), xlog: true, ylog: true, legend: true,
+    yMin: Math.min(data.central_half_width, ...data.local_curve) / 2, yMax: Math.max(data.central_half_width, ...data.local_curve) * 2,
+    series: [{ x: data.sizes, y: data.local_curve, cls: "s1", label: t("rr.local") }, { x: data.sizes, y: data.central_curve, cls: "s0", label: t("rr.central") }],
+    points: [{ x: data.people, y: data.local_half_width, r: 6 }],
+  });
+  const central = data.central_half_width < data.local_half_width ? 1 : 0;
+  predict(body, "predict-rr", t("rr.q", { n: data.people, eps: data.epsilon }), [t("rr.q_a0"), t("rr.q_a1")], central, t("rr.q_why", { local: data.local_half_width, central: data.central_half_width, factor: data.local_half_width / data.central_half_width }));
+}
+
+async function stepGroup(body, turn) {
+  epsilonSlider();
+  localSlider(t("group.size"), "group", { min: 1, max: 20, step: 1, text: (v) => t("group.size_value", { k: v }) });
+  const data = await turn.get("walkthrough/group", { epsilon: state.epsilon, size: local.group });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
+  body.append(h("p", { id: "step-result", "data-loss": String(data.loss) }, t("group.result", { k: data.size, eps: data.epsilon, loss: data.loss, factor: data.factor, post: data.posterior })));
+  formula(body, data.formula);
+  const K = data.sizes.length;
+  linePlot(figure(body, t("group.plot")), {
+    title: t("group.plot"), alt: t("group.result", { k: data.size, eps: data.epsilon, loss: data.loss, factor: data.factor, post: data.posterior }),
+    xLabel: t("group.axis_k"), yLabel: t("group.axis_loss"), xMin: 0.5, xMax: K + 0.5, yMin: 0, yMax: Math.max(...data.losses) * 1.1,
+    bins: { edges: [0.5, ...data.sizes.map((k) => k + 0.5)], counts: data.losses, cls: "hist", label: t("group.bars") },
+    points: [{ x: data.size, y: data.loss, r: 6 }],
+  });
+  predict(body, "predict-group", t("group.q", { k: data.size, eps: data.epsilon }), [t("group.q_a0", { eps: data.epsilon }), t("group.q_a1", { loss: data.size * data.epsilon }), t("group.q_a2", { loss: data.size * data.size * data.epsilon })], 1, t("group.q_why", { k: data.size, loss: data.loss, factor: data.factor }));
+}
+
+async function stepClamp(body, turn) {
+  epsilonSlider();
+  localSlider(t("clamp.bound"), "clamp", { min: 5, max: 500, step: 5, text: (v) => t("clamp.bound_value", { c: v }) });
+  const data = await turn.get("walkthrough/clamp", { epsilon: state.epsilon, bound: local.clamp });
+  if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
+  body.append(h("p", { id: "step-result", "data-best": String(data.best_bound) }, t("clamp.result", { n: data.people, mean: data.true_mean, largest: data.largest, c: data.bound, bias: Math.abs(data.bias), std: data.noise_std, rmse: data.rmse, best: data.best_bound, best_rmse: data.best_rmse, eps: data.epsilon })));
+  formula(body, data.formula);
+  const top = Math.max(...data.rmse_curve.filter((v) => v > 0)) * 1.5;
+  linePlot(figure(body, t("clamp.plot")), {
+    title: t("clamp.plot"), alt: t("clamp.result", { n: data.people, mean: data.true_mean, largest: data.largest, c: data.bound, bias: Math.abs(data.bias), std: data.noise_std, rmse: data.rmse, best: data.best_bound, best_rmse: data.best_rmse, eps: data.epsilon }),
+    xLabel: t("clamp.axis_c"), yLabel: t("clamp.axis_error"), xlog: true, ylog: true, yMin: Math.max(1e-3, data.best_rmse / 20), yMax: top, legend: true,
+    series: [
+      { x: data.bounds, y: data.bias_curve.map((v) => Math.max(v, 1e-6)), cls: "s1", label: t("clamp.bias") },
+      { x: data.bounds, y: data.noise_curve, cls: "s2", label: t("clamp.noise") },
+      { x: data.bounds, y: data.rmse_curve, cls: "s0", label: t("clamp.rmse") },
+    ],
+    vlines: [{ x: data.best_bound, cls: "marker", label: t("clamp.best", { best: fmt(data.best_bound) }) }, { x: data.largest, cls: "marker illus", label: t("clamp.largest") }],
+    points: [{ x: data.bound, y: data.rmse, r: 6 }],
+  });
+  const below = data.best_bound < data.largest ? 1 : 0;
+  predict(body, "predict-clamp", t("clamp.q", { largest: data.largest, eps: data.epsilon }), [t("clamp.q_a0"), t("clamp.q_a1")], below, t("clamp.q_why", { best: data.best_bound, best_rmse: data.best_rmse, largest: data.largest }));
+}
+
 const STEPS = [
   { key: "step1", draw: stepNeighbour },
   { key: "step2", draw: stepSensitivity },
@@ -571,6 +707,10 @@ const STEPS = [
   { key: "step10", draw: stepDifferencing, live: true },
   { key: "step11", draw: stepVector, live: true },
   { key: "step12", draw: stepSummary, live: true },
+  { key: "linked", draw: stepLinked, live: true },
+  { key: "rr", draw: stepRandomizedResponse, live: true },
+  { key: "group", draw: stepGroup, live: true },
+  { key: "clamp", draw: stepClamp, live: true },
   { key: "step13", draw: stepSymbols },
   { key: "step14", draw: stepRecall },
 ];
