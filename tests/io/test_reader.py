@@ -29,7 +29,7 @@ from dpwitness.common.errors import ParameterError
 from dpwitness.engines import engine_for
 from dpwitness.io.cells import read_number
 from dpwitness.io.reader import _scan_native, dialect_for, header, native_is_exact, scan_polars
-from dpwitness.serve.config import ColumnConfig, TableConfig
+from dpwitness.serve.config import parse_table
 from dpwitness.serve.tables import load_table
 
 Row = tuple[str | None, ...]
@@ -226,13 +226,13 @@ def test_the_service_loader_reads_the_reference_table_with_the_configs_types(cor
     path = corpus[name]
     _, rows = _expected(path)
     texts = sorted({r[1] for r in rows if r[1] is not None}) or ["none"]
-    columns = {
-        "id": ColumnConfig("id", bounds=(0, 100)),
-        "name": ColumnConfig("name", categories=tuple(texts)),
-        "age": ColumnConfig("age", bounds=(0, 100)),
-        "sex": ColumnConfig("sex", categories=("F", "M")),
+    columns = {  # the table's [columns] as parsed from TOML: no types, so bounds → float, categories → string
+        "id": {"bounds": [0, 100]},
+        "name": {"categories": texts},
+        "age": {"bounds": [0, 100]},
+        "sex": {"categories": ["F", "M"]},
     }
-    table = load_table(TableConfig("t", path, columns))
+    table = load_table(parse_table("t", {"path": str(path), "columns": columns}, base=path.parent))
     got = table.frame.with_columns(table.frame["name"].cast(str), table.frame["sex"].cast(str)).rows()
     want = [(_number(i), n, _number(a), s if s in ("F", "M") else None) for i, n, a, s in rows]
     assert got == want
