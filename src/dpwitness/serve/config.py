@@ -186,7 +186,8 @@ def parse_table(name: str, body: Mapping[str, Any], *, base: Path) -> TableConfi
             entries[column] = _entry(declared, column)
     for column, spec in _table(body.get("columns"), f"{where}.columns").items():  # a table's own keys win
         if declared is not None and column not in declared.columns:
-            raise ParameterError(f"{where}.columns.{column}", f"a column declared in {where}.schema ({', '.join(declared.columns)})", column)
+            listed = ", ".join(declared.columns)
+            raise ParameterError(f"{where}.columns.{column}", f"a column declared in {where}.schema ({listed})", column)
         entry = {**entries.get(column, _entry(declared, column)), **_table(spec, f"{where}.columns.{column}")}
         if "bounds" not in entry and "categories" not in entry:
             raise ParameterError(f"{where}.columns.{column}", "bounds = [L, U] and/or categories = [...]", spec)
@@ -263,9 +264,11 @@ def _kind(where: str, entry: Mapping[str, Any], from_file: ColumnKind | None) ->
     if from_file is None:
         return ColumnKind.FLOAT.value if "bounds" in entry else ColumnKind.STRING.value
     if from_file not in DECLARABLE:
-        raise ParameterError(f"{where}.type", "one of integer, float, string, boolean (the file's type is none of them)", from_file.value)
+        expected = "one of integer, float, string, boolean (the file's type is none of them)"
+        raise ParameterError(f"{where}.type", expected, from_file.value)
     if "bounds" in entry and not from_file.numeric:
-        raise ParameterError(f"{where}.bounds", f"declared only on a numeric column (the file's type is {from_file.value})", entry["bounds"])
+        expected = f"declared only on a numeric column (the file's type is {from_file.value})"
+        raise ParameterError(f"{where}.bounds", expected, entry["bounds"])
     return from_file.value
 
 
