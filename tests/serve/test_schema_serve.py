@@ -98,3 +98,25 @@ def test_declared_types_close_the_type_oracle(tmp_path: Path) -> None:
     first, second = loaded
     assert first.frame.schema == second.frame.schema
     assert first.keys == second.keys == {"hours": (40.0,)}
+
+
+def test_a_parquet_columns_type_comes_from_its_footer(tmp_path: Path) -> None:
+    """Without a ``type``, a Parquet column takes the file's declared type (metadata): its
+    categories are read in that type, and a declared ``type`` is applied as a non-strict cast."""
+    import polars as pl
+
+    pl.DataFrame(
+        {"grade": [1, 2, 2], "hours": [40, 38, 41], "who": ["a", "b", "c"]}, schema_overrides={"grade": pl.Int32}
+    ).write_parquet(tmp_path / "t.parquet")
+    body = {
+        "path": "t.parquet",
+        "privacy_unit": "who",
+        "columns": {"grade": {"categories": [1, 2]}, "hours": {"type": "float", "bounds": [0, 60]}},
+    }
+    table = load_table(parse_config(_config(body), base=tmp_path).tables["t"])
+    assert table.schema.columns == {"grade": ColumnKind.INTEGER, "hours": ColumnKind.FLOAT, "who": ColumnKind.STRING}
+    assert table.keys == {"grade": (1, 2)} and table.frame.schema["hours"].is_float()
+    body["columns"] = {"grade": {"categories": ["1", "2"]}}
+    with pytest.raises(ParameterError, match=r"column's type \(integer\)") as refused:
+        parse_config(_config(body), base=tmp_path)
+    assert refused.value.parameter == "tables.t.columns.grade.categories"

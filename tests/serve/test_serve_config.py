@@ -75,6 +75,7 @@ def valid() -> dict[str, Any]:
         (lambda c: c["tables"]["t"]["columns"]["x"].update(bounds=[float("nan"), 1]), "tables.t.columns.x.bounds"),
         (lambda c: c["tables"]["t"]["columns"]["g"].update(categories=[]), "tables.t.columns.g.categories"),
         (lambda c: c["tables"]["t"]["columns"].update(y={}), "tables.t.columns.y"),
+        (lambda c: c["tables"]["t"]["columns"]["x"].update(kind="integer"), "tables.t.columns.x"),  # not a schema field
         (lambda c: c["tables"]["t"].update(neighbours="swap"), "neighbours"),
         (lambda c: c.update(service={"rate_per_second": -1}), "service.rate_per_second"),
     ],
