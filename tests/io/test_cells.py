@@ -90,15 +90,22 @@ def test_polars_reads_every_cell_as_the_reference(corpus: Path) -> None:
 
 
 def test_the_service_loader_reads_every_cell_as_the_reference(corpus: Path) -> None:
-    """The service loads a table through the engine with the config's declared kinds (a column with
-    bounds and no kind is read as a number), so through the grammar."""
-    from dpwitness.io.schema import ColumnKind
-    from dpwitness.serve.config import ColumnConfig, TableConfig
+    """The service loads a table through the engine with its config's schema (a column with bounds
+    and no type is read as a number), so through the grammar."""
+    from dpwitness.serve.config import parse_table
     from dpwitness.serve.tables import load_table
 
-    columns = {c: ColumnConfig(c, kind=ColumnKind(k)) for c, k in DTYPES.items()}
-    columns["u"] = ColumnConfig("u", bounds=(0.0, 1.0))
-    loaded = load_table(TableConfig("cells", corpus, columns))
+    section = {  # as parsed from TOML; s (no bounds, no categories: not exposed) is loaded as the privacy unit, text
+        "path": str(corpus),
+        "privacy_unit": "s",
+        "columns": {
+            "i": {"type": "integer", "bounds": [0, 1]},
+            "f": {"type": "float", "bounds": [0, 1]},
+            "b": {"type": "boolean", "categories": [True, False]},
+            "u": {"bounds": [0, 1]},
+        },
+    }
+    loaded = load_table(parse_table("cells", section, base=corpus.parent))
     assert loaded.frame.select([*DTYPES, "u"]).rows() == _reference(RAW_CELLS)
 
 

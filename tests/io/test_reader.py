@@ -29,7 +29,7 @@ from dpwitness.common.errors import ParameterError
 from dpwitness.engines import engine_for
 from dpwitness.io.cells import read_number
 from dpwitness.io.reader import _scan_native, dialect_for, header, native_is_exact, scan_polars
-from dpwitness.serve.config import ColumnConfig, TableConfig
+from dpwitness.serve.config import parse_table
 from dpwitness.serve.tables import load_table
 
 Row = tuple[str | None, ...]
@@ -226,13 +226,13 @@ def test_the_service_loader_reads_the_reference_table_with_the_configs_types(cor
     path = corpus[name]
     _, rows = _expected(path)
     texts = sorted({r[1] for r in rows if r[1] is not None}) or ["none"]
-    columns = {
-        "id": ColumnConfig("id", bounds=(0, 100)),
-        "name": ColumnConfig("name", categories=tuple(texts)),
-        "age": ColumnConfig("age", bounds=(0, 100)),
-        "sex": ColumnConfig("sex", categories=("F", "M")),
+    columns = {  # the table's [columns] as parsed from TOML: no types, so bounds → float, categories → string
+        "id": {"bounds": [0, 100]},
+        "name": {"categories": texts},
+        "age": {"bounds": [0, 100]},
+        "sex": {"categories": ["F", "M"]},
     }
-    table = load_table(TableConfig("t", path, columns))
+    table = load_table(parse_table("t", {"path": str(path), "columns": columns}, base=path.parent))
     got = table.frame.with_columns(table.frame["name"].cast(str), table.frame["sex"].cast(str)).rows()
     want = [(_number(i), n, _number(a), s if s in ("F", "M") else None) for i, n, a, s in rows]
     assert got == want
@@ -319,7 +319,7 @@ def test_a_file_without_a_usable_header_is_refused_on_every_face(tmp_path: Path,
         session.count(epsilon=0.5)
     assert session.spent.epsilon == 0
     with pytest.raises(ParameterError):
-        load_table(TableConfig("t", path, {"age": ColumnConfig("age", bounds=(0, 1))}))
+        load_table(parse_table("t", {"path": str(path), "columns": {"age": {"bounds": [0, 1]}}}, base=tmp_path))
     result = CliRunner().invoke(app, ["query", str(path), "--count", "--epsilon", "1"])
     assert result.exit_code == 2 and "source" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
@@ -377,7 +377,7 @@ def test_the_service_loader_types_and_starts_alike_whatever_one_record_holds(tmp
     base = ["id,hours,sex"] + [f"{i},40,{'FM'[i % 2]}" for i in range(12_000)]
     variants = {"same": {}, "early float": {5: "5,37.5,M"}, "late float": {11_000: "11000,37.5,F"}}
     variants |= {"unclosed quote": {7: '7,"40,F'}, "empty line": {9: ""}, "text": {3: "3,forty,M"}}
-    columns = {"hours": ColumnConfig("hours", bounds=(0, 99)), "sex": ColumnConfig("sex", categories=("F", "M"))}
+    columns = {"hours": {"bounds": [0, 99]}, "sex": {"categories": ["F", "M"]}}  # [columns] as parsed from TOML
     schemas = set()
     for name, changes in variants.items():
         lines = list(base)
@@ -385,7 +385,7 @@ def test_the_service_loader_types_and_starts_alike_whatever_one_record_holds(tmp
             lines[index + 1] = line
         path = tmp_path / f"{name}.csv"
         path.write_text("\n".join(lines) + "\n")
-        table = load_table(TableConfig("t", path, columns))
+        table = load_table(parse_table("t", {"path": str(path), "columns": columns}, base=tmp_path))
         assert table.frame.height == 12_000, name
         schemas.add(str(table.frame.schema))
         assert table.frame["hours"].dtype.is_float()

@@ -48,9 +48,9 @@ def people(tmp_path: Path) -> Path:
 def test_a_tables_schema_gives_its_columns_types_and_unit(people: Path, body: dict[str, Any]) -> None:
     config = parse_config(_config({"path": "people.csv", **body}), base=people.parent)
     table = config.tables["t"]
-    assert set(table.columns) == {"hours", "sex"}  # only columns with bounds or categories are exposed
-    assert table.columns["hours"].kind is ColumnKind.INTEGER and table.columns["hours"].bounds == (0.0, 100.0)
-    assert table.columns["sex"].kind is ColumnKind.STRING and table.columns["sex"].categories == ("F", "M")
+    assert table.columns == ("hours", "sex")  # only columns with bounds or categories are exposed
+    assert table.schema.columns == {"id": ColumnKind.INTEGER, "hours": ColumnKind.INTEGER, "sex": ColumnKind.STRING}
+    assert table.schema.bounds == {"hours": (0.0, 100.0)} and table.schema.categories == {"sex": ("F", "M")}
     assert table.privacy_unit == "id"
     assert table.public()["columns"][0]["type"] == "integer"
 
@@ -62,8 +62,8 @@ def test_a_tables_own_entries_refine_the_schema(people: Path) -> None:
         "columns": {"hours": {"bounds": [0, 60]}, "sex": {"description": "as recorded"}},
     }
     table = parse_config(_config(body), base=people.parent).tables["t"]
-    assert table.columns["hours"].bounds == (0.0, 60.0) and table.columns["hours"].kind is ColumnKind.INTEGER
-    assert table.columns["sex"].categories == ("F", "M") and table.columns["sex"].description == "as recorded"
+    assert table.schema.bounds["hours"] == (0.0, 60.0) and table.schema.columns["hours"] is ColumnKind.INTEGER
+    assert table.schema.categories["sex"] == ("F", "M") and table.public()["columns"][1]["description"] == "as recorded"
 
 
 @pytest.mark.parametrize(
@@ -93,8 +93,30 @@ def test_declared_types_close_the_type_oracle(tmp_path: Path) -> None:
     loaded = []
     for name, table_rows in (("a.csv", rows), ("b.csv", changed)):
         _write(tmp_path / name, table_rows)
-        body = {"path": name, "columns": {"hours": {"type": "float", "bounds": [0, 100], "categories": ["40"]}}}
+        body = {"path": name, "columns": {"hours": {"type": "float", "bounds": [0, 100], "categories": [40]}}}
         loaded.append(load_table(parse_config(_config(body), base=tmp_path).tables["t"]))
     first, second = loaded
     assert first.frame.schema == second.frame.schema
     assert first.keys == second.keys == {"hours": (40.0,)}
+
+
+def test_a_parquet_columns_type_comes_from_its_footer(tmp_path: Path) -> None:
+    """Without a ``type``, a Parquet column takes the file's declared type (metadata): its
+    categories are read in that type, and a declared ``type`` is applied as a non-strict cast."""
+    import polars as pl
+
+    pl.DataFrame(
+        {"grade": [1, 2, 2], "hours": [40, 38, 41], "who": ["a", "b", "c"]}, schema_overrides={"grade": pl.Int32}
+    ).write_parquet(tmp_path / "t.parquet")
+    body = {
+        "path": "t.parquet",
+        "privacy_unit": "who",
+        "columns": {"grade": {"categories": [1, 2]}, "hours": {"type": "float", "bounds": [0, 60]}},
+    }
+    table = load_table(parse_config(_config(body), base=tmp_path).tables["t"])
+    assert table.schema.columns == {"grade": ColumnKind.INTEGER, "hours": ColumnKind.FLOAT, "who": ColumnKind.STRING}
+    assert table.keys == {"grade": (1, 2)} and table.frame.schema["hours"].is_float()
+    body["columns"] = {"grade": {"categories": ["1", "2"]}}
+    with pytest.raises(ParameterError, match=r"column's type \(integer\)") as refused:
+        parse_config(_config(body), base=tmp_path)
+    assert refused.value.parameter == "tables.t.columns.grade.categories"

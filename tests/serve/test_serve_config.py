@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from dpwitness.common.errors import ParameterError
+from dpwitness.io.schema import ColumnKind
 from dpwitness.serve.app import scale_rate_limits
 from dpwitness.serve.auth import StoredToken, TokenStore, hash_token, new_token, parse_token_hash
 from dpwitness.serve.config import load_config, parse_config
@@ -41,8 +42,10 @@ def test_example_config_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert set(config.analysts) == {"alice", "bob"}
     assert config.analysts["bob"].tables == ("people", "adult")
     assert config.tables["adult"].path == adult
-    assert config.tables["adult"].columns["age"].bounds == (17.0, 90.0)
-    assert config.tables["adult"].columns["native_country"].categories[-1] == "Holand-Netherlands"
+    adult_schema = config.tables["adult"].schema  # the config's columns, built as a schema file's
+    assert adult_schema.bounds["age"] == (17.0, 90.0) and adult_schema.columns["age"] is ColumnKind.FLOAT
+    assert adult_schema.categories["native_country"][-1] == "Holand-Netherlands"
+    assert adult_schema.categories["education_num"][:2] == (1, 2)  # categories keep the declared type
     assert config.tables["people"].path == EXAMPLE.parent / "people.csv"
     monkeypatch.setenv("DPWITNESS_ADULT", str(tmp_path / "absent.csv"))  # optional = true: left out, also from bob's list
     without = load_config(EXAMPLE)
@@ -72,6 +75,7 @@ def valid() -> dict[str, Any]:
         (lambda c: c["tables"]["t"]["columns"]["x"].update(bounds=[float("nan"), 1]), "tables.t.columns.x.bounds"),
         (lambda c: c["tables"]["t"]["columns"]["g"].update(categories=[]), "tables.t.columns.g.categories"),
         (lambda c: c["tables"]["t"]["columns"].update(y={}), "tables.t.columns.y"),
+        (lambda c: c["tables"]["t"]["columns"]["x"].update(kind="integer"), "tables.t.columns.x"),  # not a schema field
         (lambda c: c["tables"]["t"].update(neighbours="swap"), "neighbours"),
         (lambda c: c.update(service={"rate_per_second": -1}), "service.rate_per_second"),
     ],
@@ -93,16 +97,26 @@ def test_tables_are_checked_against_column_types(tmp_path: Path) -> None:
     # A CSV's types come from the config only: categories alone are text, never inferred as integers.
     assert table.keys == {"g": ("a", "b"), "n": ("1", "2")}
     assert table.frame["g"].null_count() == 1  # 'c' is not declared: treated as missing
-    config["tables"]["t"]["columns"]["n"] = {"bounds": [0, 5], "categories": ["1", "2"]}
+    config["tables"]["t"]["columns"]["n"] = {"bounds": [0, 5], "categories": [1, 2]}
     table = load_table(parse_config(config, base=tmp_path).tables["t"])
     assert table.keys["n"] == (1.0, 2.0) and table.frame["n"].to_list() == [1.0, 2.0]  # bounds: read as numbers
+    # A category keeps its declared type: text categories of a numeric column are refused, never converted.
+    config["tables"]["t"]["columns"]["n"] = {"bounds": [0, 5], "categories": ["1", "2"]}
+    with pytest.raises(ParameterError, match=r"column's type \(float\)") as refused:
+        parse_config(config, base=tmp_path)
+    assert refused.value.parameter == "tables.t.columns.n.categories"
+    config["tables"]["t"]["columns"]["n"] = {"bounds": [0, 5]}
     config["tables"]["t"]["columns"]["g"] = {"bounds": [0, 1]}
     assert load_table(parse_config(config, base=tmp_path).tables["t"]).frame["g"].null_count() == 2  # text → null
     # A Parquet file's types are its declared metadata: bounds on a text column are refused.
     pl.read_csv(tmp_path / "t.csv", infer_schema=False).write_parquet(tmp_path / "t.parquet")
     config["tables"]["t"]["path"] = str(tmp_path / "t.parquet")
-    with pytest.raises(ParameterError, match="numeric"):
+    with pytest.raises(ParameterError, match="numeric") as refused:
         load_table(parse_config(config, base=tmp_path).tables["t"])
+    assert refused.value.parameter == "tables.t.columns.x.bounds"
+    config["tables"]["t"]["columns"] = {"x": {"type": "float", "bounds": [0, 1]}, "n": {"categories": ["1", "2"]}}
+    table = load_table(parse_config(config, base=tmp_path).tables["t"])  # a declared type is a non-strict cast
+    assert table.schema.columns["n"] is ColumnKind.STRING and table.frame["x"].to_list() == [0.5, 0.7]
     config["tables"]["t"]["path"] = str(tmp_path / "t.csv")
     config["tables"]["t"]["columns"] = {"missing": {"bounds": [0, 1]}}
     with pytest.raises(ParameterError, match="columns"):

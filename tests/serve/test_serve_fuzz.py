@@ -31,7 +31,7 @@ TABLES: dict[str, Any] = {
     "people": {
         "columns": {
             "dept": {"categories": ["A", "B", "C"]},
-            "grade": {"bounds": [1, 5], "categories": ["1", "2", "3", "4", "5"]},
+            "grade": {"type": "integer", "bounds": [1, 5], "categories": [1, 2, 3, 4, 5]},
             "salary": {"bounds": [0, 10_000]},
         }
     }

@@ -4,6 +4,7 @@ release, before any spend."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from dpwitness.common.errors import ParameterError
 from dpwitness.io.schema import MAX_KEYS, Schema
 from dpwitness.query.resolve import Request
-from dpwitness.serve.config import ColumnConfig, Limits, TableConfig
+from dpwitness.serve.config import Limits, parse_table
 from dpwitness.serve.policy import Policy
 from dpwitness.serve.requests import QueryError
 from dpwitness.serve.tables import LoadedTable, load_table
@@ -22,13 +23,14 @@ from dpwitness.session import Session
 def table(tmp_path: Path) -> LoadedTable:
     path = tmp_path / "t.csv"
     path.write_text("age,town,ward,secret\n" + "".join(f"{20 + i % 50},{'ABC'[i % 3]},{'XY'[i % 2]},{i}\n" for i in range(60)))
-    columns = {
-        "age": ColumnConfig("age", bounds=(0, 100)),
-        "town": ColumnConfig("town", categories=("A", "B", "C")),
-        "ward": ColumnConfig("ward", categories=("X", "Y")),
-    }
-    config = TableConfig("t", path, columns)
-    return load_table(config)
+    section = """
+    path = "t.csv"
+    [columns]
+    age = { bounds = [0, 100] }
+    town = { categories = ["A", "B", "C"] }
+    ward = { categories = ["X", "Y"] }
+    """
+    return load_table(parse_table("t", tomllib.loads(section), base=tmp_path))
 
 
 def refusal(table: LoadedTable, limits: Limits, request: Request) -> str | None:

@@ -38,7 +38,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
             "people": {
                 "path": str(folder / "people.csv"),
                 "columns": {
-                    "age": {"bounds": [0, 100], "kind": "integer"},
+                    "age": {"bounds": [0, 100], "type": "integer"},
                     "sex": {"categories": ["F", "M"]},
                     "hours_per_week": {"bounds": [0, 100]},
                     "town": {"categories": ["Ashby", "Brill", "Crane"]},

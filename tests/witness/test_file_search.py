@@ -25,7 +25,7 @@ import polars as pl
 import pytest
 
 from dpwitness.query.queries import Query, Statistic, derivation_cases
-from dpwitness.serve.config import ColumnConfig, TableConfig
+from dpwitness.serve.config import parse_table
 from dpwitness.serve.tables import load_table
 from dpwitness.witness.file_search import (
     FRESH_UNIT,
@@ -98,17 +98,16 @@ def _seed(face: str, relation: str, unit: bool) -> int:
 
 def _service_table(path: Path) -> Any:
     """The service's loader, with the column types the config declares."""
-    config = TableConfig(
-        name="t",
-        path=path,
-        columns={
-            "x": ColumnConfig("x", bounds=(2.0, 5.0), kind="float"),  # type: ignore[arg-type]
-            "g": ColumnConfig("g", categories=("a", "b", "c"), kind="string"),  # type: ignore[arg-type]
-            "o": ColumnConfig("o", bounds=(0.0, 2.0), kind="integer"),  # type: ignore[arg-type]
+    section = {  # the [tables.t] section as parsed from TOML
+        "path": str(path),
+        "privacy_unit": "pid",
+        "columns": {
+            "x": {"type": "float", "bounds": [2.0, 5.0]},
+            "g": {"type": "string", "categories": ["a", "b", "c"]},
+            "o": {"type": "integer", "bounds": [0, 2]},
         },
-        privacy_unit="pid",
-    )
-    return load_table(config).frame
+    }
+    return load_table(parse_table("t", section, base=path.parent)).frame
 
 
 FACES = {

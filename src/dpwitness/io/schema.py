@@ -374,7 +374,12 @@ class Schema:
         for name, values in categories.items():  # TOML has no float/int distinction for a float column's 1
             if kinds[name] is ColumnKind.FLOAT and isinstance(values, list):
                 categories[name] = [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
-        return cls(kinds, bounds, categories, raw.get("privacy_unit"), declared=True)
+        try:
+            return cls(kinds, bounds, categories, raw.get("privacy_unit"), declared=True)
+        except ParameterError as error:  # the constructor names its keys schema.…: name them as the caller's
+            if prefix == "schema" or not error.parameter.startswith("schema."):
+                raise
+            raise ParameterError(prefix + error.parameter.removeprefix("schema"), error.expected, error.got) from None
 
     def to_toml(self, *, source: str | None = None) -> str:
         """The schema as a TOML file, with a header saying what it is and that it was read from data.

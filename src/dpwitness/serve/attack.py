@@ -55,7 +55,7 @@ def differencing_against_server(
             by = max(categorical, key=lambda name: len(categorical[name]["categories"]), default=None)
             if by is None:
                 raise ServiceError(422, "the attack needs a categorical column to isolate the target")
-            target = (by, categorical[by]["categories"][-1])
+            target = (by, str(categorical[by]["categories"][-1]))  # as the service writes a group's key
         by, key = target
         low, high = numeric[column]["bounds"]
         start_spent = client.budget(limit=1)["spent"]["epsilon"]

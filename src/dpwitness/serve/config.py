@@ -2,71 +2,57 @@
 
 Everything in this file is public metadata chosen by the data owner (column types, bounds,
 category lists, the neighbour relation) or a secret stored hashed (analyst tokens).
-Nothing here is derived from the data: the service takes every column's type from here (a
-column's ``type``, or the table's ``schema`` file, see docs/schema.md), never from the values.
+Nothing here is derived from the data: each table's columns are declared as a schema file
+declares them (docs/schema.md) and become its :class:`~dpwitness.io.schema.Schema`; a column's
+type comes from its ``type``, the table's ``schema`` file or a Parquet file's footer (metadata),
+never from the values.
 """
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_count, check_positive_finite
+from dpwitness.engines.polars import PolarsEngine
 from dpwitness.io.schema import DECLARABLE, ColumnKind, Schema, schema_beside
 from dpwitness.privacy.budget import Budget, check_total
-from dpwitness.privacy.neighbours import Neighbours, check_bounds
+from dpwitness.privacy.neighbours import Neighbours
 from dpwitness.serve.auth import StoredToken, parse_token_hash
 
 
 @dataclass(frozen=True)
-class ColumnConfig:
-    """A column the owner exposes: numeric with public clamping ``bounds``, categorical with
-    public ``categories`` (the only keys ever released for it), or both. ``kind`` is its declared
-    type (integer, float, string, boolean), or None: then a CSV column with bounds is read as
-    numbers and one without as text (:mod:`dpwitness.serve.tables`)."""
-
-    name: str
-    bounds: tuple[float, float] | None = None
-    categories: tuple[str, ...] | None = None
-    description: str = ""
-    kind: ColumnKind | None = None
-
-    @property
-    def numeric(self) -> bool:
-        return self.bounds is not None
-
-    @property
-    def categorical(self) -> bool:
-        return self.categories is not None
-
-    def public(self) -> dict[str, Any]:
-        kinds = [k for k, flag in (("numeric", self.numeric), ("categorical", self.categorical)) if flag]
-        return {
-            "name": self.name,
-            "kinds": kinds,
-            "type": None if self.kind is None else self.kind.value,
-            "bounds": list(self.bounds) if self.bounds else None,
-            "categories": list(self.categories) if self.categories else None,
-            "description": self.description,
-        }
-
-
-@dataclass(frozen=True)
 class TableConfig:
+    """A table the owner exposes: its file, its relation, and its declared :class:`Schema` — the
+    exposed columns and the privacy unit, each with its kind, and the public clamping ``bounds``
+    and ``categories`` (in the column's type: the only keys ever released for it). Built once,
+    when the config is read (:func:`parse_table`), from the same fields as a schema file."""
+
     name: str
     path: Path
-    columns: dict[str, ColumnConfig]
+    schema: Schema
     neighbours: Neighbours = Neighbours.ADD_REMOVE
-    privacy_unit: str | None = None
     max_contributions: int = 1
     description: str = ""
     #: A public (lookup) table: its values are public, so SQL may JOIN it with a private table
     #: (``public = true``; see docs/sql.md).
     lookup: bool = False
+    #: Column → the owner's description of it (shown in the public schema).
+    descriptions: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The columns analysts may name: those with declared bounds or categories."""
+        return tuple(c for c in self.schema.columns if c in self.schema.bounds or c in self.schema.categories)
+
+    @property
+    def privacy_unit(self) -> str | None:
+        return self.schema.privacy_unit
 
     def public(self) -> dict[str, Any]:
         """The public schema: names, kinds, declared bounds and categories, never values."""
@@ -77,7 +63,19 @@ class TableConfig:
             "privacy_unit": self.privacy_unit,
             "max_contributions": self.max_contributions,
             "public": self.lookup,
-            "columns": [c.public() for c in self.columns.values()],
+            "columns": [self._public_column(c) for c in self.columns],
+        }
+
+    def _public_column(self, name: str) -> dict[str, Any]:
+        bounds, categories = self.schema.bounds.get(name), self.schema.categories.get(name)
+        kinds = [k for k, given in (("numeric", bounds), ("categorical", categories)) if given is not None]
+        return {
+            "name": name,
+            "kinds": kinds,
+            "type": self.schema.columns[name].value,
+            "bounds": None if bounds is None else list(bounds),
+            "categories": None if categories is None else list(categories),
+            "description": self.descriptions.get(name, ""),
         }
 
 
@@ -141,13 +139,9 @@ def load_config(path: str | Path) -> ServiceConfig:
 
 def parse_config(raw: dict[str, Any], *, base: Path) -> ServiceConfig:
     service = _table(raw.get("service", {}), "service")
-    tables = {
-        name: _table_config(name, _table(body, f"tables.{name}"), base)
-        for name, body in _table(raw.get("tables"), "tables").items()
-    }
-    absent = {name for name, body in _table(raw.get("tables"), "tables").items() if _optional(name, body)}
-    absent = {name for name in absent if not tables[name].path.is_file()}
-    tables = {name: table for name, table in tables.items() if name not in absent}
+    bodies = {name: _table(body, f"tables.{name}") for name, body in _table(raw.get("tables"), "tables").items()}
+    absent = {name for name, body in bodies.items() if _optional(name, body) and not _path(name, body, base).is_file()}
+    tables = {name: parse_table(name, body, base=base) for name, body in bodies.items() if name not in absent}
     if not tables:
         raise ParameterError("tables", "at least one [tables.NAME] section", raw.get("tables"))
     analysts = {
@@ -171,7 +165,65 @@ def parse_config(raw: dict[str, Any], *, base: Path) -> ServiceConfig:
     return ServiceConfig(tables, analysts, ledger if ledger.is_absolute() else base / ledger, limits, alpha)
 
 
-def _table_config(name: str, body: dict[str, Any], base: Path) -> TableConfig:
+def parse_table(name: str, body: Mapping[str, Any], *, base: Path) -> TableConfig:
+    """One ``[tables.NAME]`` section (parsed TOML; relative paths from ``base``) → its config.
+
+    The table's columns are read as a schema file's ``[columns.NAME]`` entries (``type``,
+    ``bounds``, ``categories``, ``description``): those of its ``schema`` file (without the key,
+    the data file's ``STEM.schema.toml`` beside it, if any) that declare bounds or categories,
+    refined key by key by its own ``[tables.NAME.columns]``. A column
+    without a ``type`` takes a Parquet file's declared type (its footer: metadata, no value),
+    else (a CSV) float when it has bounds and string otherwise. The :class:`Schema` is then
+    built once, with the schema file's checks and messages (named ``tables.NAME.…``).
+    """
+    where = f"tables.{name}"
+    path = _path(name, body, base)
+    beside = schema_beside(path) if "schema" not in body else None  # FILE.schema.toml beside the data, as in Session
+    declared = _schema(name, body.get("schema", None if beside is None else str(beside)), base)
+    entries: dict[str, dict[str, Any]] = {}
+    if declared is not None:  # the columns a schema exposes: those with declared bounds or categories
+        for column in (c for c in declared.columns if c in declared.bounds or c in declared.categories):
+            entries[column] = _entry(declared, column)
+    for column, spec in _table(body.get("columns"), f"{where}.columns").items():  # a table's own keys win
+        if declared is not None and column not in declared.columns:
+            listed = ", ".join(declared.columns)
+            raise ParameterError(f"{where}.columns.{column}", f"a column declared in {where}.schema ({listed})", column)
+        entry = {**entries.get(column, _entry(declared, column)), **_table(spec, f"{where}.columns.{column}")}
+        if "bounds" not in entry and "categories" not in entry:
+            raise ParameterError(f"{where}.columns.{column}", "bounds = [L, U] and/or categories = [...]", spec)
+        entries[column] = entry
+    if not entries:
+        expected = "at least one declared column (or a schema with bounds or categories)"
+        raise ParameterError(f"{where}.columns", expected, None)
+    unit = body.get("privacy_unit", None if declared is None else declared.privacy_unit)
+    if unit is not None and not (isinstance(unit, str) and unit):
+        raise ParameterError(f"{where}.privacy_unit", "a column name", unit)
+    if unit is not None and unit not in entries:
+        entries[unit] = _entry(declared, unit)
+    untyped = [c for c, entry in entries.items() if "type" not in entry]
+    file_kinds = _file_kinds(name, path) if untyped and path.suffix.lower() in PARQUET_SUFFIXES else {}
+    for column in untyped:
+        entries[column]["type"] = _kind(f"{where}.columns.{column}", entries[column], file_kinds.get(column))
+    schema = Schema.from_mapping({"columns": entries, "privacy_unit": unit}, prefix=where)
+    return TableConfig(
+        name=name,
+        path=path,
+        schema=schema,
+        neighbours=Neighbours.parse(body.get("neighbours", "add-remove")),
+        max_contributions=_whole(body, "max_contributions", 1),
+        description=str(body.get("description", "")),
+        lookup=_flag(name, body.get("public", False)),
+        descriptions={c: str(entry.get("description", "")) for c, entry in entries.items()},
+    )
+
+
+#: The file suffixes read as Parquet (the others as CSV).
+PARQUET_SUFFIXES = frozenset({".parquet", ".pq"})
+
+
+def _path(name: str, body: Mapping[str, Any], base: Path) -> Path:
+    """The table's file: ``path_env``'s variable when set, else ``path``; a relative path is taken
+    from the config's folder, or from the working directory when it exists there only."""
     if "path" not in body:
         raise ParameterError(f"tables.{name}.path", "the path of a CSV or Parquet file", None)
     variable = body.get("path_env")
@@ -180,30 +232,47 @@ def _table_config(name: str, body: dict[str, Any], base: Path) -> TableConfig:
     path = Path(os.environ[variable] if variable and os.environ.get(variable) else str(body["path"]))
     if not path.is_absolute():
         path = base / path if (base / path).exists() or not path.exists() else path.resolve()
-    beside = schema_beside(path) if "schema" not in body else None  # FILE.schema.toml beside the data, as in Session
-    declared = _schema(name, body.get("schema", None if beside is None else str(beside)), base)
-    columns = _schema_columns(declared) if declared is not None else {}
-    for c, spec in _table(body.get("columns"), f"tables.{name}.columns").items():  # a table's own entries win
-        columns[c] = _column(name, c, _table(spec, f"tables.{name}.columns.{c}"), declared, columns.get(c))
-    if not columns:
-        expected = "at least one declared column (or a schema with bounds or categories)"
-        raise ParameterError(f"tables.{name}.columns", expected, None)
-    unit = body.get("privacy_unit", None if declared is None else declared.privacy_unit)
-    if unit is not None and not (isinstance(unit, str) and unit):
-        raise ParameterError(f"tables.{name}.privacy_unit", "a column name", unit)
-    return TableConfig(
-        name=name,
-        path=path,
-        columns=columns,
-        neighbours=Neighbours.parse(body.get("neighbours", "add-remove")),
-        privacy_unit=unit,
-        max_contributions=_whole(body, "max_contributions", 1),
-        description=str(body.get("description", "")),
-        lookup=_flag(name, body.get("public", False)),
-    )
+    return path
 
 
-def _optional(table: str, body: dict[str, Any]) -> bool:
+def _entry(schema: Schema | None, column: str) -> dict[str, Any]:
+    """``column``'s entry in a schema file's form (type, bounds, categories), from ``schema``; {} without one."""
+    if schema is None or column not in schema.columns:
+        return {}
+    entry: dict[str, Any] = {"type": schema.columns[column].value}
+    if column in schema.bounds:
+        entry["bounds"] = list(schema.bounds[column])
+    if column in schema.categories:
+        entry["categories"] = list(schema.categories[column])
+    return entry
+
+
+def _file_kinds(table: str, path: Path) -> dict[str, ColumnKind]:
+    """A Parquet file's column kinds, from its footer (metadata: no value is read)."""
+    engine = PolarsEngine()
+    if not path.is_file():
+        raise ParameterError(f"tables.{table}.path", "an existing CSV or Parquet file", str(path))
+    try:
+        return dict(engine.schema(engine.open(path)).columns)
+    except ParameterError as error:
+        raise ParameterError(f"tables.{table}.path", error.expected, str(path)) from None
+
+
+def _kind(where: str, entry: Mapping[str, Any], from_file: ColumnKind | None) -> str:
+    """The type of a column the config gives none: the file's declared one (a Parquet footer), else
+    (a CSV, whose cells are text) float for a column with bounds and string otherwise."""
+    if from_file is None:
+        return ColumnKind.FLOAT.value if "bounds" in entry else ColumnKind.STRING.value
+    if from_file not in DECLARABLE:
+        expected = "one of integer, float, string, boolean (the file's type is none of them)"
+        raise ParameterError(f"{where}.type", expected, from_file.value)
+    if "bounds" in entry and not from_file.numeric:
+        expected = f"declared only on a numeric column (the file's type is {from_file.value})"
+        raise ParameterError(f"{where}.bounds", expected, entry["bounds"])
+    return from_file.value
+
+
+def _optional(table: str, body: Mapping[str, Any]) -> bool:
     """``optional = true``: a table whose file is absent is left out (and out of analysts' lists)."""
     value = body.get("optional", False)
     if not isinstance(value, bool):
@@ -237,51 +306,6 @@ def _schema(table: str, value: Any, base: Path) -> Schema | None:
         return Schema.load(path)
     except ParameterError as error:
         raise ParameterError(f"tables.{table}.schema", error.expected, f"{path}: {error}") from None
-
-
-def _schema_columns(schema: Schema) -> dict[str, ColumnConfig]:
-    """The columns a schema exposes: those with declared bounds or categories, with their types."""
-    return {
-        name: ColumnConfig(
-            name,
-            schema.bounds.get(name),
-            None if name not in schema.categories else tuple(str(v) for v in schema.categories[name]),
-            kind=kind,
-        )
-        for name, kind in schema.columns.items()
-        if name in schema.bounds or name in schema.categories
-    }
-
-
-def _column(
-    table: str, name: str, spec: dict[str, Any], schema: Schema | None = None, from_schema: ColumnConfig | None = None
-) -> ColumnConfig:
-    """A ``[tables.T.columns.NAME]`` entry; what it leaves out comes from the table's schema."""
-    where = f"tables.{table}.columns.{name}"
-    if schema is not None and name not in schema.columns:
-        raise ParameterError(where, f"a column declared in tables.{table}.schema ({', '.join(schema.columns)})", name)
-    kind = None if schema is None else schema.columns.get(name)
-    if "type" in spec:
-        if str(spec["type"]) not in {k.value for k in DECLARABLE}:
-            raise ParameterError(f"{where}.type", "one of integer, float, string, boolean", spec["type"])
-        kind = ColumnKind(str(spec["type"]))
-    bounds = None if from_schema is None else from_schema.bounds
-    if "bounds" in spec:
-        value = spec["bounds"]
-        if not isinstance(value, list) or len(value) != 2:
-            raise ParameterError(f"{where}.bounds", "[L, U] with finite L < U", value)
-        bounds = check_bounds(value[0], value[1], f"{where}.bounds")
-    categories = None if from_schema is None else from_schema.categories
-    if "categories" in spec:
-        value = spec["categories"]
-        if not isinstance(value, list) or not value or len(set(map(str, value))) != len(value):
-            raise ParameterError(f"{where}.categories", "a non-empty list of distinct values", value)
-        categories = tuple(str(v) for v in value)
-    if bounds is None and categories is None:
-        raise ParameterError(where, "bounds = [L, U] and/or categories = [...]", spec)
-    if bounds is not None and kind is not None and not kind.numeric:
-        raise ParameterError(f"{where}.bounds", f"declared only on an integer or float column (declared {kind.value})", bounds)
-    return ColumnConfig(name, bounds, categories, str(spec.get("description", "")), kind)
 
 
 def _analyst(name: str, body: dict[str, Any], tables: dict[str, TableConfig]) -> AnalystConfig:
@@ -326,6 +350,6 @@ def _table(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _whole(body: dict[str, Any], key: str, default: int, *, minimum: int = 1) -> int:
+def _whole(body: Mapping[str, Any], key: str, default: int, *, minimum: int = 1) -> int:
     value = body.get(key, default)
     return check_count(key, value, minimum=minimum)
