@@ -48,7 +48,6 @@ from __future__ import annotations
 import atexit
 import codecs
 import hashlib
-import os
 import re
 import shutil
 import tempfile
@@ -377,9 +376,7 @@ def _first_record_has_bom(path: Path) -> tuple[bool, bool]:
         return bom, bom and handle.read(1) == b""
 
 
-def scan_polars(
-    path: Path, *, separator: str | None = None, exact: bool = False, encoding: str | None = None
-) -> pl.LazyFrame:
+def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False, encoding: str | None = None) -> pl.LazyFrame:
     """A lazy Polars frame of ``path`` under the rules above: every column text, one line one record.
 
     When :func:`native_is_exact` holds (a whole-file byte check, cached per file), the frame is

@@ -352,7 +352,8 @@ class Schema:
             raise ParameterError(f"{prefix}.schema_version", f"{SCHEMA_VERSION} (this version of dpwitness)", version)
         unknown = sorted(set(raw) - {"schema_version", "columns", "privacy_unit", "encoding", "source"})
         if unknown and prefix == "schema":
-            raise ParameterError("schema", "only schema_version, source, privacy_unit, encoding and [columns.NAME] tables", unknown)
+            expected = "only schema_version, source, privacy_unit, encoding and [columns.NAME] tables"
+            raise ParameterError("schema", expected, unknown)
         body = raw.get("columns")
         if not isinstance(body, Mapping) or not body:
             raise ParameterError(f"{prefix}.columns", "at least one [columns.NAME] table with a type", body)
