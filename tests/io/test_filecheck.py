@@ -95,6 +95,28 @@ def test_latin1_bytes_are_counted_with_their_lines(tmp_path: Path) -> None:
     _no_value_in(done.stderr)
 
 
+def test_a_declared_encoding_reads_the_file_as_its_text_and_counts_what_it_cannot_decode(tmp_path: Path) -> None:
+    path = tmp_path / "cp1252.csv"
+    text = "name,price,note\nJosé,€5,“ok”\nRenée,€6,it’s\n"
+    path.write_bytes(text.encode("cp1252") + b"Zo\x81,7,x\n")  # 0x81: no character in cp1252
+    undeclared = check_file(path)  # as before: every line with é, € or a smart quote is counted
+    [found] = [f for f in undeclared.findings if f.kind == "not_utf8"]
+    assert found.count == 3 and found.lines == [2, 3, 4]
+    declared = check_file(path, encoding="cp1252")
+    [found] = [f for f in declared.findings if f.kind != "type"]
+    assert (found.kind, found.count, found.lines) == ("not_decoded", 1, [4])
+    done = runner.invoke(app, ["schema", str(path), "--encoding", "cp1252", "--categories", "5"])
+    assert done.exit_code == 0 and 'encoding = "cp1252"' in done.stdout and '"€5"' in done.stdout
+    assert "1 line with bytes that are not cp1252 (read as U+FFFD) (line 4)" in done.stderr
+    latin1 = tmp_path / "latin1.csv"
+    latin1.write_bytes("name,age\nJosé,30\nRenée,40\n".encode("latin-1"))
+    assert check_file(latin1, encoding="latin-1").clean
+    schema = tmp_path / "latin1.schema.toml"
+    schema.write_text('schema_version = 1\nencoding = "latin-1"\n[columns.name]\ntype = "string"\n', encoding="utf-8")
+    done = runner.invoke(app, ["schema", str(latin1), "--against", str(schema)])  # the schema's encoding applies
+    assert done.exit_code == 0 and "every line well formed" in done.stderr
+
+
 def test_ragged_malformed_empty_and_bare_return_lines_are_counted(tmp_path: Path) -> None:
     path = tmp_path / "edited.csv"
     path.write_bytes(

@@ -29,6 +29,7 @@ from dpwitness.common.errors import ParameterError
 from dpwitness.engines import engine_for
 from dpwitness.io.cells import read_number
 from dpwitness.io.reader import _scan_native, dialect_for, header, native_is_exact, scan_polars
+from dpwitness.io.schema import Schema
 from dpwitness.serve.config import parse_table
 from dpwitness.serve.tables import load_table
 
@@ -522,3 +523,74 @@ def test_the_check_reads_blocks_of_whole_lines(tmp_path: Path, monkeypatch: pyte
         path.write_bytes(data)
         assert native_is_exact(path) is admitted, name
         assert scan_polars(path).collect().rows() == _expected(path)[1], name
+
+
+# --- a declared encoding: Latin-1 and cp1252 files read as their text on every engine --------
+
+#: Each file's rows, written in its own encoding: é, € and the smart quotes are cp1252-only or Latin-1 bytes.
+ENCODED = {
+    "latin-1": [("name", "town"), ("José", "Ashby"), ("Renée", "Ashby"), ("Zoë", "Bourne")],
+    "cp1252": [("name", "price", "note"), ("José", "€5", "“ok”"), ("Renée", "€6", "it’s"), ("Zoë", "€7", "")],
+}
+
+
+def _encoded(tmp_path: Path, encoding: str) -> Path:
+    path = tmp_path / f"{encoding}.csv"
+    path.write_bytes("".join(",".join(row) + "\r\n" for row in ENCODED[encoding]).encode(encoding))
+    return path
+
+
+def _rows(encoding: str) -> list[tuple[str | None, ...]]:
+    return [tuple(cell or None for cell in row) for row in ENCODED[encoding][1:]]
+
+
+@pytest.mark.parametrize("encoding", list(ENCODED))
+def test_a_declared_encoding_reads_the_files_text_on_polars(tmp_path: Path, encoding: str) -> None:
+    path = _encoded(tmp_path, encoding)
+    assert b"\xe9" in path.read_bytes()  # é as one byte: not UTF-8
+    for exact in (False, True):
+        frame = scan_polars(path, encoding=encoding, exact=exact).collect()
+        assert tuple(frame.columns) == ENCODED[encoding][0]
+        assert frame.rows() == _rows(encoding)
+    undeclared = scan_polars(path).collect()  # as before: the bytes that are not UTF-8 become U+FFFD
+    assert undeclared["name"][0] == "Jos\ufffd"
+    session = Session(str(path), epsilon=100, encoding=encoding, seed=7)
+    release = session.histogram("name", ["José", "Renée", "Zoë"], epsilon=100)
+    assert {key: round(v) for key, v in release.value.items()} == {"José": 1, "Renée": 1, "Zoë": 1}
+
+
+def test_a_schemas_encoding_is_how_every_face_reads_the_file(tmp_path: Path) -> None:
+    path = _encoded(tmp_path, "cp1252")
+    written = Schema.infer(str(path), categories=5, encoding="cp1252")
+    assert written.encoding == "cp1252" and written.categories["price"] == ("€5", "€6", "€7")
+    toml = written.to_toml(source=path.name)
+    assert 'encoding = "cp1252"' in toml
+    (tmp_path / "cp1252.schema.toml").write_text(toml, encoding="utf-8")
+    session = Session(str(path), epsilon=100, seed=7)  # the schema beside the file declares the encoding
+    assert session.encoding == "cp1252"
+    assert {key: round(v) for key, v in session.histogram("note", epsilon=100).value.items()} == {"it’s": 1, "“ok”": 1}
+    with pytest.raises(ParameterError, match="encoding"):
+        Session(str(path), epsilon=1, encoding="latin-1")  # contradicts the schema
+    with pytest.raises(ParameterError, match=r"schema\.encoding"):
+        Schema.from_toml('schema_version = 1\nencoding = "klingon"\n[columns.name]\ntype = "string"\n')
+
+
+@pytest.mark.parametrize("encoding", ["klingon", "base64", 7])
+def test_an_unknown_encoding_is_refused_naming_the_parameter_before_anything_is_read(tmp_path: Path, encoding: Any) -> None:
+    missing = tmp_path / "absent.csv"  # never opened: the name is checked first
+    with pytest.raises(ParameterError, match=r"^encoding must be a text encoding"):
+        Session(str(missing), epsilon=1, encoding=encoding)
+    done = CliRunner().invoke(app, ["query", str(missing), "--epsilon", "1", "--count", "--encoding", str(encoding)])
+    assert done.exit_code == 2 and "--encoding must be a text encoding" in done.output
+    done = CliRunner().invoke(app, ["schema", str(missing), "--encoding", str(encoding)])
+    assert done.exit_code == 2 and "--encoding must be a text encoding" in done.output
+
+
+@pytest.mark.spark
+def test_a_declared_encoding_reads_the_same_table_on_spark(spark: Any, tmp_path: Path) -> None:
+    engine = engine_for("spark")
+    for encoding in ENCODED:
+        path = _encoded(tmp_path, encoding)
+        frame = engine.open(path, encoding=encoding).frame
+        assert tuple(frame.columns) == ENCODED[encoding][0]
+        assert sorted(map(tuple, frame.collect())) == sorted(_rows(encoding))

@@ -7,10 +7,16 @@ line's ``# exit N`` comment says, 0 otherwise), ``dpwitness serve`` and ``dpwitn
 real servers on 127.0.0.1 with the ``curl`` lines and the client's Python block against them, and
 the Python blocks of each page in order in one namespace. The few lines that are not run are
 listed in ``NOT_RUN`` with the reason; a test checks that nothing else is left out.
+
+Every output the pages show is checked against what the code prints (scripts/docs_outputs.py):
+each ``<!-- output of: … -->`` block is regenerated and compared exactly, and every figure of a
+result comment (``mech.scale  # 0.1``, ``dpwitness witness … # exit 1: worst log ratio 8``) must
+be one the statement or the command shows.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -43,6 +49,10 @@ NOT_RUN = {
 }
 SERVERS = ("dpwitness serve", "dpwitness explore")
 runner = CliRunner()
+_spec = importlib.util.spec_from_file_location("docs_outputs", ROOT / "scripts" / "docs_outputs.py")
+assert _spec is not None and _spec.loader is not None
+docs_outputs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(docs_outputs)
 
 
 def blocks(page: Path, language: str) -> list[str]:
@@ -50,8 +60,9 @@ def blocks(page: Path, language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", page.read_text(encoding="utf-8"), flags=re.M | re.S)
 
 
-def commands(block: str) -> list[tuple[str, int]]:
-    """A bash block's commands (continuations joined, ``&&`` split) with their documented exit codes."""
+def commands(block: str) -> list[tuple[str, int, str | None]]:
+    """A bash block's commands (continuations joined, ``&&`` split) with their documented exit
+    codes and their comments (a result comment: docs_outputs.stale_figures)."""
     joined = re.sub(r"\\\n\s*", " ", block)
     found = []
     for line in joined.splitlines():
@@ -61,7 +72,7 @@ def commands(block: str) -> list[tuple[str, int]]:
         code = re.search(r"#\s*exit (\d)", line)
         text = shlex.join(words)
         for part in text.split(" && "):
-            found.append((part.strip(), int(code.group(1)) if code else 0))
+            found.append((part.strip(), int(code.group(1)) if code else 0, docs_outputs.command_comment(line)))
     return found
 
 
@@ -79,12 +90,12 @@ def clone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def page_commands(page: Path) -> list[list[tuple[str, int]]]:
+def page_commands(page: Path) -> list[list[tuple[str, int, str | None]]]:
     return [commands(block) for block in blocks(page, "bash")]
 
 
 def test_every_command_is_run_or_named_with_a_reason() -> None:
-    every = [c for page in PAGES for block in page_commands(page) for c, _ in block]
+    every = [c for page in PAGES for block in page_commands(page) for c, _, _ in block]
     assert len(every) >= 30
     for command in every:
         assert command.startswith(("dpwitness ", "curl ")) or skipped(command), command
@@ -95,14 +106,16 @@ def test_every_command_is_run_or_named_with_a_reason() -> None:
 def test_cli_commands_exit_as_documented(page: Path, clone: Path) -> None:
     ran = 0
     for block in page_commands(page):
-        if any(c.startswith(SERVERS) for c, _ in block):
+        if any(c.startswith(SERVERS) for c, _, _ in block):
             continue  # test_the_service_and_the_explorer_serve_as_documented
-        for command, code in block:
+        for command, code, comment in block:
             if skipped(command):
                 continue
             args, _, redirect = command.partition(" '>' ")  # `dpwitness schema FILE > OUT`: stdout to a file
             result = runner.invoke(app, shlex.split(args)[1:])
             assert result.exit_code == code, (command, result.output[-2000:], repr(result.exception))
+            stale = docs_outputs.stale_figures(comment or "", result.output)
+            assert not stale, (command, comment, stale, result.output[-2000:])
             if redirect:
                 Path(redirect.strip()).write_text(result.stdout, encoding="utf-8")
             ran += 1
@@ -148,7 +161,7 @@ def test_the_service_and_the_explorer_serve_as_documented(server: Any, clone: Pa
     for page in PAGES:
         for block in page_commands(page):
             port = None
-            for command, code in block:
+            for command, code, _ in block:
                 if skipped(command):
                     continue
                 if command.startswith(SERVERS):
@@ -160,28 +173,60 @@ def test_the_service_and_the_explorer_serve_as_documented(server: Any, clone: Pa
                     result = subprocess.run([*args, "--fail-with-body"], capture_output=True, text=True, timeout=60)
                     assert result.returncode == code, (command, result.stdout, result.stderr)
                     assert '"error"' not in result.stdout and "detail" not in result.stdout, result.stdout
-            if port is not None and page.name == "guide.md" and any(c.startswith("dpwitness serve") for c, _ in block):
+            if port is not None and page.name == "guide.md" and any(c.startswith("dpwitness serve") for c, _, _ in block):
                 client = next(b for b in blocks(page, "python") if "serve.client import Client" in b)
                 namespace: dict[str, Any] = {}
-                exec(compile(client.replace("127.0.0.1:8000", f"127.0.0.1:{port}"), f"{page.name}:client", "exec"), namespace)
+                stale = docs_outputs.run_python_block(client.replace("127.0.0.1:8000", f"127.0.0.1:{port}"), namespace, "client")
+                assert not stale, stale
     assert served >= 2  # the guide's explore and serve
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_python_blocks_run(page: Path, clone: Path) -> None:
     namespace: dict[str, Any] = {"__name__": "__docs__"}
-    ran = 0
+    ran, stale = 0, []
     for index, block in enumerate(blocks(page, "python")):
         if "serve.client import Client" in block or "local_session" in block:
             continue  # against the server above; Spark below
-        exec(compile(block, f"{page.name}:python block {index}", "exec"), namespace)
+        stale += docs_outputs.run_python_block(block, namespace, f"{page.name}:python block {index}")
         ran += 1
     assert ran >= 2
+    assert not stale, "\n".join(stale)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_output_block_is_the_codes_output(page: Path) -> None:
+    shown = docs_outputs.output_blocks(page)
+    with docs_outputs.clone() as folder:
+        for command, output in shown:
+            assert "--seed" in command, f"{command}: an output shown must be seeded"
+            code, produced = docs_outputs.run_command(command, folder)
+            assert code == 0, (command, produced)
+            assert produced.rstrip() == output.rstrip(), f"{command}: stale; python3 scripts/docs_outputs.py --write"
+    if page.name == "README.md":
+        assert shown, "the README shows at least one output"
 
 
 @pytest.mark.spark
 def test_the_spark_block_runs(spark: Any, clone: Path) -> None:
     block = next(b for b in blocks(ROOT / "docs" / "guide.md", "python") if "local_session" in b)
     namespace: dict[str, Any] = {}
-    exec(compile(block, "guide.md:spark", "exec"), namespace)
+    stale = docs_outputs.run_python_block(block, namespace, "guide.md:spark")
+    assert not stale, stale
     assert namespace["session"].spent.epsilon == pytest.approx(1.0)  # the mean and the histogram, 0.5 each
+
+
+def test_a_result_comment_is_held_to_every_figure_it_states() -> None:
+    shown = repr((0.1, 0.020000000000000004, 0.2995732273553992))
+    assert docs_outputs.stale_figures("0.1, 0.02, 0.2996 (= b·ln 20)", shown) == []  # parentheses explain
+    assert docs_outputs.stale_figures("0.1, 0.02, 0.2995", shown) == ["0.2995"]  # rounded, not cut
+    assert docs_outputs.stale_figures("0.1, 0.02, 0.2995…", shown) == []  # cut where it ends in …
+    assert docs_outputs.stale_figures("'violated', 7.99, 'X ≤ 47.7303'", "('violated', 7.863, 'X > 53.1275')") == [
+        "7.99",
+        "47.7303",
+        "'X ≤ 47.7303'",
+    ]
+    assert docs_outputs.stale_figures("exit 1: worst log ratio 8 = Δ²/ε", "ratio 8 > claimed") == []
+    assert docs_outputs.stale_figures("from 20,000 runs", "from 20,000 runs per input") == []
+    assert docs_outputs.stale_figures("Δ = 1", "sensitivity=0.6") == ["1"]  # a whole number is exact
+    assert docs_outputs.command_comment("dpwitness sql f.csv \"SELECT '#' FROM t\"  # exit 2: bad") == "exit 2: bad"

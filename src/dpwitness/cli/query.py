@@ -166,6 +166,10 @@ def query(
             "privacy unit; the header and every statistic are checked against it before any spend."
         ),
     ] = None,
+    encoding: Annotated[
+        str | None,
+        typer.Option(help="The CSV's text encoding, e.g. latin-1 or cp1252 (default: the schema's, else UTF-8)."),
+    ] = None,
     order_by: Annotated[str | None, typer.Option(help="The table's declared order, for row_number in --where.")] = None,
     engine: Annotated[str, typer.Option(help="polars or spark.")] = "polars",
     ledger: Annotated[Path | None, typer.Option(help="SQLite budget ledger: spends are recorded before any release.")] = None,
@@ -279,6 +283,7 @@ def query(
                 delta=_number("--delta", defaults.get("--delta"), float),
                 dtypes=_declared_types(dtype),
                 schema=schema,
+                encoding=encoding,
                 order_by=order_by,
                 mechanism=defaults.get("--mechanism", "laplace"),
             )

@@ -19,8 +19,9 @@ from typing import Annotated
 
 import typer
 
-from dpwitness.cli.core import user_errors
+from dpwitness.cli.core import flag_names, user_errors
 from dpwitness.common.errors import ParameterError
+from dpwitness.io.reader import check_encoding
 from dpwitness.io.schema import DEFAULT_MAX_CATEGORIES
 
 WARNING = (
@@ -42,6 +43,10 @@ def schema(
         ),
     ] = 0,
     privacy_unit: Annotated[str | None, typer.Option(help="The column that identifies a person.")] = None,
+    encoding: Annotated[
+        str | None,
+        typer.Option(help="FILE's text encoding, e.g. latin-1 or cp1252 (default UTF-8); kept in the schema as `encoding`."),
+    ] = None,
     output: Annotated[Path | None, typer.Option(help="Write the TOML here instead of to stdout.")] = None,
     against: Annotated[
         Path | None,
@@ -57,15 +62,23 @@ def schema(
 
     csv = file.suffix.lower() in (".csv", ".tsv")
     with user_errors():
+        with flag_names():
+            encoding = check_encoding(encoding)
+        if encoding is not None and not csv:
+            raise ParameterError("--encoding", "used with a CSV or TSV FILE", file.suffix or "no suffix")
         if against is not None:
             if not csv:
                 raise ParameterError("--against", "used with a CSV or TSV FILE", file.suffix or "no suffix")
-            typer.echo(check_file(file, kinds=Schema.load(against).columns).text(), err=True)
+            declared = Schema.load(against)
+            if encoding is not None and declared.encoding not in (None, encoding):
+                raise ParameterError("--encoding", f"the schema's encoding {declared.encoding!r} (or none)", encoding)
+            encoding = encoding or declared.encoding
+            typer.echo(check_file(file, kinds=declared.columns, encoding=encoding).text(), err=True)
             typer.echo(WARNING.format(file=file.name), err=True)
             return
-        declared = Schema.infer(str(file), bounds=bounds, categories=categories, privacy_unit=privacy_unit)
+        declared = Schema.infer(str(file), bounds=bounds, categories=categories, privacy_unit=privacy_unit, encoding=encoding)
         text = declared.to_toml(source=file.name)
-        report = check_file(file, kinds=declared.columns) if csv else None
+        report = check_file(file, kinds=declared.columns, encoding=encoding) if csv else None
     if report is not None:
         typer.echo(report.text(), err=True)
     if output is not None:

@@ -2,7 +2,7 @@
 
 The contract (every engine implements it the same way; the session does all the rest):
 
-``open(source, *, dtypes=None, separator=None) -> handle``
+``open(source, *, dtypes=None, separator=None, encoding=None) -> handle``
     Cheap: no data scan (a CSV's header, a Parquet footer). Turn a path / frame into the
     engine's lazy handle; raise :class:`~dpwitness.ParameterError` (parameter ``"source"``)
     for a missing file, a CSV without a usable header or an unsupported source. A CSV is read
@@ -78,14 +78,17 @@ class Engine(Protocol):
 
     ``open``'s ``source`` is a path (CSV, TSV or Parquet) or an in-memory frame, ``dtypes``
     the declared column types (None: a CSV's columns are text) and ``separator`` a CSV's
-    declared separator (None: a tab for ``.tsv``, else a comma). ``handle`` is what ``open``
+    declared separator (None: a tab for ``.tsv``, else a comma), ``encoding`` its declared text
+    encoding (None: UTF-8). ``handle`` is what ``open``
     returned, ``query`` a checked :class:`~dpwitness.query.queries.Query`, and ``selection_key`` the
     four 64-bit words (:data:`SelectionKey`) that key contribution bounding's random choice.
     """
 
     name: str
 
-    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> Any: ...
+    def open(
+        self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None, encoding: str | None = None
+    ) -> Any: ...
 
     def schema(self, handle: Any) -> Schema: ...
 

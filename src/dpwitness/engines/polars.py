@@ -61,11 +61,13 @@ class PolarsEngine:
 
     name = "polars"
 
-    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> PolarsTable:
+    def open(
+        self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None, encoding: str | None = None
+    ) -> PolarsTable:
         """A lazy table over ``source``; a path is checked to exist and only a CSV's header is read.
 
         A CSV is read by :mod:`dpwitness.io.reader` (one physical line, one record; ``separator``
-        declared, else a tab for ``.tsv`` and a comma otherwise); its columns are text
+        declared, else a tab for ``.tsv`` and a comma otherwise; ``encoding`` declared, else UTF-8); its columns are text
         (``untyped``) unless ``dtypes`` declares them; ``dtypes`` (integer, float, string,
         boolean) is applied to any source as a non-strict cast.
         """
@@ -85,7 +87,7 @@ class PolarsEngine:
             if suffix in _PARQUET:
                 frame = pl.scan_parquet(path)
             elif suffix in _CSV:
-                frame = scan_polars(path, separator=separator)  # the one reader: reads the header only
+                frame = scan_polars(path, separator=separator, encoding=encoding)  # the one reader: reads the header only
                 untyped = frozenset(frame.collect_schema().names())
             else:
                 raise ParameterError("source", "a file ending in .csv, .tsv, .parquet or .pq", str(source))

@@ -125,17 +125,20 @@ class SparkEngine:
 
     name = "spark"
 
-    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> SparkTable:
+    def open(
+        self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None, encoding: str | None = None
+    ) -> SparkTable:
         """A Spark table over ``source``: a Spark DataFrame, a CSV/Parquet path, or a pandas/Polars frame.
 
         A Parquet path only reads the file's footer; a CSV path only its header, and its lines
         are read by :func:`dpwitness.io.reader.read_spark` (the rules of every face: one physical
-        line, one record; ``separator`` declared, else a tab for ``.tsv`` and a comma). Every
+        line, one record; ``separator`` declared, else a tab for ``.tsv`` and a comma; ``encoding``
+        declared, else UTF-8). Every
         CSV column is text (``untyped``) unless ``dtypes`` declares it (never Spark's type
         inference, which reads the values). Declared types are non-strict casts (``try_cast``).
         """
         declared = parse_dtypes(dtypes)
-        table = self._open(source, separator)
+        table = self._open(source, separator, encoding)
         if not declared:
             return table
         frame, names = table.frame, table.frame.columns
@@ -146,7 +149,7 @@ class SparkEngine:
             frame = frame.withColumn(column, _declare(frame, column, kind))
         return SparkTable(frame, table.untyped - set(declared))
 
-    def _open(self, source: Any, separator: str | None = None) -> SparkTable:
+    def _open(self, source: Any, separator: str | None = None, encoding: str | None = None) -> SparkTable:
         from pyspark.sql import DataFrame
 
         if isinstance(source, SparkTable):
@@ -162,7 +165,7 @@ class SparkEngine:
             if path.is_dir() or suffix in _PARQUET:
                 return SparkTable(spark.read.parquet(str(path)))
             if suffix in _CSV:  # the one reader of every face: one physical line, one record
-                frame = read_spark(spark, path, separator=separator)
+                frame = read_spark(spark, path, separator=separator, encoding=encoding)
                 return SparkTable(frame, frozenset(frame.columns))
             raise ParameterError("source", "a file ending in .csv, .tsv, .parquet or .pq, or a Parquet folder", str(source))
         module = type(source).__module__.split(".")[0]

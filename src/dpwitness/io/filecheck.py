@@ -7,7 +7,8 @@ numbers — never a cell's value:
 * lines holding a bare ``\\r`` (old-Mac line ends: the reader cuts records at ``\\n`` only, so a
   file whose lines end in ``\\r`` alone is one header line holding everything);
 * lines with bytes that are not UTF-8 (the reader replaces them by U+FFFD: a Latin-1 or cp1252
-  file loses its accented letters);
+  file loses its accented letters unless its ``encoding`` is declared), or, with a declared
+  encoding, lines with bytes that encoding cannot decode;
 * malformed lines (a quote that does not close, text after a closing quote: the reader makes
   them records of nulls), ragged lines (fewer fields than the header: the missing cells are null;
   more: the extra fields are dropped) and empty lines (records of nulls);
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from dpwitness.common.errors import ParameterError, require
-from dpwitness.io.reader import Dialect, dialect_for, header
+from dpwitness.io.reader import Dialect, check_encoding, dialect_for, header, utf8_path
 from dpwitness.io.schema import POLARS_READERS, ColumnKind
 
 #: How many line numbers each finding lists.
@@ -81,28 +82,43 @@ class FileReport:
         """The report as lines of text (counts and line numbers only, never a cell)."""
         head = f"file check: {self.records:,} records under a header of {len(self.columns)} columns"
         if self.clean:
-            return head + ": every line well formed, UTF-8, with the header's number of fields; every cell fits its type."
+            return head + ": every line well formed, decodable, with the header's number of fields; every cell fits its type."
         return "\n".join([head + ":", *(f"  {f.text()}" for f in self.findings)])
 
     def to_dict(self) -> dict[str, Any]:
         return {"records": self.records, "columns": list(self.columns), "findings": [f.to_dict() for f in self.findings]}
 
 
-def check_file(source: str | Path, *, separator: str | None = None, kinds: Mapping[str, ColumnKind] | None = None) -> FileReport:
+def check_file(
+    source: str | Path,
+    *,
+    separator: str | None = None,
+    kinds: Mapping[str, ColumnKind] | None = None,
+    encoding: str | None = None,
+) -> FileReport:
     """READS THE VALUES of the CSV ``source`` and reports what the reader will do with each line (see the module).
 
     :param separator: the separator the file is read with (default as :func:`dpwitness.io.reader.dialect_for`).
     :param kinds: each column's declared or inferred type; cells that do not fit are counted per column
         (default: none checked). A ``string`` column is also checked for cells that are not numbers
         when most of its cells are.
+    :param encoding: the file's declared text encoding (None: UTF-8); the file is checked as the
+        reader reads it, transcoded to UTF-8 (:func:`dpwitness.io.reader.utf8_path`).
     """
+    encoding = check_encoding(encoding)
     path = Path(source)
     if not path.is_file():
         raise ParameterError("source", "an existing CSV file", str(source))
     dialect = dialect_for(path, separator)
+    path = utf8_path(path, encoding)
     names = header(path, dialect)
     bare = Finding("bare_cr", "lines holding a bare \\r (the reader ends records at \\n only; a \\r inside a line is text)")
-    invalid = Finding("not_utf8", "lines with bytes that are not UTF-8 (read as U+FFFD; Latin-1 or cp1252? convert to UTF-8)")
+    if encoding is None:
+        what = "lines with bytes that are not UTF-8 (read as U+FFFD; Latin-1 or cp1252? declare it: --encoding cp1252)"
+        invalid = Finding("not_utf8", what)
+    else:  # the copy holds U+FFFD where the declared encoding could not decode a byte
+        invalid = Finding("not_decoded", f"lines with bytes that are not {encoding} (read as U+FFFD)")
+    fits = _is_utf8 if encoding is None else _no_replacement
     malformed = Finding("malformed", "malformed lines (an unclosed quote, or text after a closing quote): read as nulls")
     short = Finding("short", f"lines with fewer than the header's {len(names)} fields (the missing cells are null)")
     long = Finding("long", f"lines with more than the header's {len(names)} fields (the extra fields are dropped)")
@@ -110,14 +126,14 @@ def check_file(source: str | Path, *, separator: str | None = None, kinds: Mappi
     records = 0
     with path.open("rb") as handle:
         first = handle.readline(1 << 24)
-        if not _is_utf8(first):
+        if not fits(first):
             invalid.add(1)
         for number, raw in enumerate(handle, start=2):
             records += 1
             line = raw.removesuffix(b"\n").removesuffix(b"\r")
             if b"\r" in line:
                 bare.add(number)
-            if not _is_utf8(line):
+            if not fits(line):
                 invalid.add(number)
             if not line:
                 empty.add(number)
@@ -131,7 +147,7 @@ def check_file(source: str | Path, *, separator: str | None = None, kinds: Mappi
                 long.add(number)
     findings = [f for f in (bare, invalid, malformed, short, long, empty) if f.count]
     if kinds:
-        findings += _cell_findings(path, dialect, {n: k for n, k in kinds.items() if n in names})
+        findings += _cell_findings(path, dialect, {n: k for n, k in kinds.items() if n in names})  # the UTF-8 copy
     return FileReport(records, names, tuple(findings))
 
 
@@ -141,6 +157,10 @@ def _is_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _no_replacement(data: bytes) -> bool:
+    return "\ufffd".encode() not in data
 
 
 def _cell_findings(path: Path, dialect: Dialect, kinds: Mapping[str, ColumnKind]) -> list[Finding]:

@@ -3,7 +3,9 @@ through these rules, so one file gives one table everywhere (docs/engines.md, "R
 
 The record boundary no record can move: **one physical line is one record.**
 
-* Bytes are UTF-8; a byte sequence that is not is replaced by U+FFFD (never an error); a
+* Bytes are UTF-8, or the declared ``encoding`` (:func:`check_encoding`; a schema's
+  ``encoding = "cp1252"``, ``--encoding``), transcoded to UTF-8 as the file is streamed
+  (:func:`utf8_path`); a byte sequence that is not valid is replaced by U+FFFD (never an error); a
   leading UTF-8 byte-order mark is dropped (the file's only: a record that starts with U+FEFF
   keeps it as text, even a record that is U+FEFF alone as the file's last bytes).
 * The file is cut at every ``\\n``; one ``\\r`` at the end of a line is dropped (so ``\\r\\n``
@@ -43,7 +45,13 @@ instead; the table is the same either way, only the time differs.
 
 from __future__ import annotations
 
+import atexit
+import codecs
+import hashlib
 import re
+import shutil
+import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -121,6 +129,66 @@ def _cell(raw: str) -> str | None:
     if raw.startswith('"'):
         return raw[1:-1].replace('""', '"')
     return raw or None
+
+
+def check_encoding(encoding: str | None, parameter: str = "encoding") -> str | None:
+    """The canonical name of a declared text ``encoding`` (``codecs.lookup``), None for UTF-8 (or None).
+
+    Raises :class:`~dpwitness.ParameterError` naming ``parameter`` for a name Python does not
+    know or a codec that does not decode bytes to text (e.g. ``base64``); nothing is read.
+    """
+    if encoding is None:
+        return None
+    try:
+        name = codecs.lookup(encoding).name
+        text = isinstance(codecs.decode(b"", name), str)
+    except (LookupError, TypeError, ValueError):
+        text = False
+    if not (isinstance(encoding, str) and text):
+        raise ParameterError(parameter, "a text encoding, e.g. utf-8, latin-1 or cp1252", encoding)
+    return None if name == "utf-8" else name
+
+
+_COPIES: dict[tuple[object, ...], Path] = {}  # (file identity, encoding) -> its UTF-8 copy
+_COPIES_LOCK = threading.Lock()
+_copies_dir: Path | None = None
+
+
+def utf8_path(path: Path, encoding: str | None) -> Path:
+    """``path`` itself when ``encoding`` is None (UTF-8); else a UTF-8 copy of it, decoded from ``encoding``.
+
+    The copy is streamed (a few MiB at a time, undecodable bytes replaced by U+FFFD), written
+    once per file identity (device, inode, size, modification time) and encoding into a private
+    temporary folder (mode 0700) removed when the process exits; it keeps ``path``'s suffix.
+    Every engine reads the copy, so one file gives one table everywhere. (Spark on a cluster:
+    the copy is on the driver's disk; give the cluster a UTF-8 file instead.)
+
+    :param encoding: a name from :func:`check_encoding` (checked again here).
+    """
+    encoding = check_encoding(encoding)
+    if encoding is None:
+        return path
+    status = path.stat()
+    key = (str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, encoding)
+    with _COPIES_LOCK:
+        if key not in _COPIES or not _COPIES[key].is_file():
+            digest = hashlib.sha256(repr(key).encode()).hexdigest()[:24]
+            target = _private_dir() / f"{digest}{path.suffix}"
+            decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+            with path.open("rb") as source, target.open("wb") as copy:
+                while block := source.read(_CHUNK):
+                    copy.write(decoder.decode(block).encode("utf-8"))
+                copy.write(decoder.decode(b"", final=True).encode("utf-8"))
+            _COPIES[key] = target
+        return _COPIES[key]
+
+
+def _private_dir() -> Path:
+    global _copies_dir
+    if _copies_dir is None:
+        _copies_dir = Path(tempfile.mkdtemp(prefix="dpwitness-utf8-"))  # mode 0700
+        atexit.register(shutil.rmtree, _copies_dir, ignore_errors=True)
+    return _copies_dir
 
 
 def dialect_for(path: Path, separator: str | None = None) -> Dialect:
@@ -308,7 +376,7 @@ def _first_record_has_bom(path: Path) -> tuple[bool, bool]:
         return bom, bom and handle.read(1) == b""
 
 
-def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False) -> pl.LazyFrame:
+def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False, encoding: str | None = None) -> pl.LazyFrame:
     """A lazy Polars frame of ``path`` under the rules above: every column text, one line one record.
 
     When :func:`native_is_exact` holds (a whole-file byte check, cached per file), the frame is
@@ -317,10 +385,12 @@ def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False
     table; which one ran shows only in the time. Only the columns a plan uses are read.
 
     :param separator: one of ``,``, ``;``, ``|`` or a tab; None (default) as :func:`dialect_for`.
+    :param encoding: the file's declared text encoding (None: UTF-8); see :func:`utf8_path`.
     """
     import polars as pl
 
     dialect = dialect_for(path, separator)
+    path = utf8_path(path, encoding)
     names = header(path, dialect)
     if not exact and native_is_exact(path, separator=dialect.separator):
         return _scan_native(path, dialect, names)
@@ -356,7 +426,7 @@ def scan_polars(path: Path, *, separator: str | None = None, exact: bool = False
     return lines.select(raw).select([_polars_cell(pl.col(name)).alias(name) for name in names])
 
 
-def read_spark(spark: SparkSession, path: Path, *, separator: str | None = None) -> DataFrame:
+def read_spark(spark: SparkSession, path: Path, *, separator: str | None = None, encoding: str | None = None) -> DataFrame:
     """A Spark frame of ``path`` under the rules above: every column text, one line one record.
 
     Lines come from ``spark.read.text`` (``lineSep="\\n"``, split across tasks as any text
@@ -364,10 +434,12 @@ def read_spark(spark: SparkSession, path: Path, *, separator: str | None = None)
     its content; the fields are cut per line in Spark with :class:`Dialect`'s expressions.
 
     :param separator: one of ``,``, ``;``, ``|`` or a tab; None (default) as :func:`dialect_for`.
+    :param encoding: the file's declared text encoding (None: UTF-8); see :func:`utf8_path`.
     """
     from pyspark.sql import functions as F
 
     dialect = dialect_for(path, separator)
+    path = utf8_path(path, encoding)
     names = header(path, dialect)
     raw = spark.read.option("lineSep", "\n").text(str(path))
     first = (F.input_file_block_start() == 0) & ((F.monotonically_increasing_id() % F.lit(1 << 33)) == 0)

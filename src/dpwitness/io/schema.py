@@ -39,6 +39,7 @@ import numpy as np
 from dpwitness.common.errors import ParameterError, Verbatim, require
 from dpwitness.common.validation import check_count
 from dpwitness.io.cells import SPACES, polars_boolean, polars_integer, polars_number
+from dpwitness.io.reader import check_encoding
 from dpwitness.privacy.neighbours import check_bounds
 
 if TYPE_CHECKING:
@@ -177,7 +178,8 @@ class Schema:
     ``columns`` maps each name to its :class:`ColumnKind` (or its name). ``bounds`` gives a
     numeric column's public clamping range [L, U]; ``categories`` a column's public values
     (the only keys ever released for it); ``privacy_unit`` the column that identifies a
-    person. ``declared`` is True for a data owner's schema (a file, :meth:`infer`), False for
+    person; ``encoding`` the CSV file's text encoding (None: UTF-8; read by every face through
+    :func:`dpwitness.io.reader.utf8_path`). ``declared`` is True for a data owner's schema (a file, :meth:`infer`), False for
     an engine's metadata. Validated on construction; reads no data. Whether the table (or a
     filter's result) is empty is *not* public: an empty selection gets a noisy answer like any
     other (see docs/statistics.md). ``source`` is the name of the file the metadata describes
@@ -189,6 +191,7 @@ class Schema:
     categories: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     privacy_unit: str | None = None
     declared: bool = False
+    encoding: str | None = None
     source: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -227,6 +230,7 @@ class Schema:
         unit = self.privacy_unit
         if unit is not None and not (isinstance(unit, str) and unit in columns):
             raise ParameterError("schema.privacy_unit", f"a column of the schema ({', '.join(columns)})", unit)
+        object.__setattr__(self, "encoding", check_encoding(self.encoding, "schema.encoding"))
         object.__setattr__(self, "columns", columns)
         object.__setattr__(self, "bounds", bounds)
         object.__setattr__(self, "categories", categories)
@@ -338,16 +342,18 @@ class Schema:
     def from_mapping(cls, raw: Mapping[str, Any], *, prefix: str = "schema") -> Schema:
         """A declared schema from parsed TOML (also a service config's ``[tables.NAME]`` body).
 
-        :param raw: the parsed mapping: ``schema_version``, ``columns``, optional ``privacy_unit``, ``source``.
+        :param raw: the parsed mapping: ``schema_version``, ``columns``, optional ``privacy_unit``,
+            ``encoding`` (the CSV's text encoding, e.g. "cp1252"), ``source``.
         :param prefix: the parameter name errors are prefixed with (default "schema"; a service
             config passes its table's key); other prefixes allow keys beside the schema's own.
         """
         version = raw.get("schema_version", SCHEMA_VERSION)
         if version != SCHEMA_VERSION:
             raise ParameterError(f"{prefix}.schema_version", f"{SCHEMA_VERSION} (this version of dpwitness)", version)
-        unknown = sorted(set(raw) - {"schema_version", "columns", "privacy_unit", "source"})
+        unknown = sorted(set(raw) - {"schema_version", "columns", "privacy_unit", "encoding", "source"})
         if unknown and prefix == "schema":
-            raise ParameterError("schema", "only schema_version, source, privacy_unit and [columns.NAME] tables", unknown)
+            expected = "only schema_version, source, privacy_unit, encoding and [columns.NAME] tables"
+            raise ParameterError("schema", expected, unknown)
         body = raw.get("columns")
         if not isinstance(body, Mapping) or not body:
             raise ParameterError(f"{prefix}.columns", "at least one [columns.NAME] table with a type", body)
@@ -374,8 +380,9 @@ class Schema:
         for name, values in categories.items():  # TOML has no float/int distinction for a float column's 1
             if kinds[name] is ColumnKind.FLOAT and isinstance(values, list):
                 categories[name] = [float(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
+        encoding = check_encoding(raw.get("encoding"), f"{prefix}.encoding")
         try:
-            return cls(kinds, bounds, categories, raw.get("privacy_unit"), declared=True)
+            return cls(kinds, bounds, categories, raw.get("privacy_unit"), declared=True, encoding=encoding)
         except ParameterError as error:  # the constructor names its keys schema.…: name them as the caller's
             if prefix == "schema" or not error.parameter.startswith("schema."):
                 raise
@@ -397,6 +404,8 @@ class Schema:
         ]
         if source is not None:
             lines.append(f"source = {_toml_value(source)}")
+        if self.encoding is not None:
+            lines.append(f"encoding = {_toml_value(self.encoding)}")
         if self.privacy_unit is not None:
             lines.append(f"privacy_unit = {_toml_value(self.privacy_unit)}")
         for name, kind in self.columns.items():
@@ -417,6 +426,7 @@ class Schema:
         bounds: bool = False,
         categories: int = 0,
         privacy_unit: str | None = None,
+        encoding: str | None = None,
     ) -> Schema:
         """READS THE VALUES of ``source`` (a CSV/Parquet path or a Polars/pandas frame) and declares
         its columns: the data owner's step, outside DP — review the result and keep it (:meth:`to_toml`).
@@ -427,8 +437,10 @@ class Schema:
         with no value is ``string``). Typed sources (Parquet, frames) keep their declared types.
         ``bounds`` adds each numeric column's [min, max] (when min < max); ``categories`` = N > 0
         lists the values of each text column with at most N distinct values. ``privacy_unit``
-        names the column that identifies a person (checked to exist).
+        names the column that identifies a person (checked to exist); ``encoding`` is a CSV's text
+        encoding (None: UTF-8), kept in the schema so every face reads the file the same way.
         """
+        encoding = check_encoding(encoding)
         if not isinstance(bounds, bool):
             raise ParameterError("bounds", "True or False", bounds)
         check_count(
@@ -441,7 +453,7 @@ class Schema:
         pl = require("polars", "polars", "Schema.infer")
         # The Polars engine's own opening (the one reader), looked up by name like every engine.
         engine = require("dpwitness.engines.polars", "polars", "Schema.infer").ENGINE
-        table = engine.open(source)
+        table = engine.open(source, encoding=encoding)
         metadata = engine.schema(table)
         frame = table.frame
         kinds: dict[str, ColumnKind] = {}
@@ -472,7 +484,7 @@ class Schema:
                 found_categories = {n: tuple(v) for n, v in zip(small, values, strict=True)}
         if privacy_unit is not None and privacy_unit not in kinds:
             raise ParameterError("privacy_unit", f"a column of the table ({', '.join(kinds)})", privacy_unit)
-        return cls(kinds, found_bounds, found_categories, privacy_unit, declared=True)
+        return cls(kinds, found_bounds, found_categories, privacy_unit, declared=True, encoding=encoding)
 
 
 _TYPES = "one of integer, float, string, boolean"

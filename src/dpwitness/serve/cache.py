@@ -36,8 +36,10 @@ class CachedAggregates:
         self._checked: set[str] = set()
         self._lock = threading.Lock()
 
-    def open(self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None) -> Any:
-        return self.engine.open(source, dtypes=dtypes, separator=separator)
+    def open(
+        self, source: Any, *, dtypes: Mapping[str, Any] | None = None, separator: str | None = None, encoding: str | None = None
+    ) -> Any:
+        return self.engine.open(source, dtypes=dtypes, separator=separator, encoding=encoding)
 
     def schema(self, handle: Any) -> Schema:
         return self.engine.schema(handle)

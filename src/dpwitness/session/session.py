@@ -15,7 +15,7 @@ from dpwitness.common.errors import ParameterError
 from dpwitness.common.progress import large_source, progress
 from dpwitness.common.validation import check_alpha
 from dpwitness.engines import Engine, engine_for
-from dpwitness.io.reader import Dialect
+from dpwitness.io.reader import Dialect, check_encoding
 from dpwitness.io.schema import load_schema, schema_beside
 from dpwitness.mechanisms.additive import Laplace
 from dpwitness.mechanisms.release import FOUND_BESIDE, Release
@@ -53,6 +53,8 @@ class Session:
     spawned from the seed by its position in the account's history, so no two share noise.
     ``separator`` (``,`` ``;`` ``|`` or a tab; default: a tab for ``.tsv``, else a comma) is a
     CSV's field separator; every CSV is read by :mod:`dpwitness.io.reader` (one line, one record).
+    ``encoding`` (e.g. "latin-1", "cp1252"; default: the schema's ``encoding``, else UTF-8) is a
+    CSV's text encoding, transcoded to UTF-8 as the file is read; an unknown name is refused.
     ``schema`` (a :class:`~dpwitness.io.schema.Schema` or the path of its TOML file, see
     docs/schema.md) is the data owner's declaration: column types (instead of ``dtypes``),
     bounds, categories and the privacy unit (the session's default unit). Every query is checked
@@ -93,6 +95,7 @@ class Session:
         mechanism: str = "laplace",
         schema: Any = None,
         separator: str | None = None,
+        encoding: str | None = None,
     ) -> None:
         continuing = epsilon is None and rho is None and ledger is not None  # the ledger's stored total
         wanted = None if continuing else check_total(epsilon=epsilon, delta=delta_budget, rho=rho)
@@ -108,6 +111,10 @@ class Session:
             if declared_unit is not None and privacy_unit not in (None, declared_unit):
                 raise ParameterError("privacy_unit", f"the schema's privacy unit {declared_unit!r} (or None)", privacy_unit)
             privacy_unit = privacy_unit if declared_unit is None else declared_unit
+            declared_encoding = self.declared_schema.encoding
+            if declared_encoding is not None and check_encoding(encoding) not in (None, declared_encoding):
+                raise ParameterError("encoding", f"the schema's encoding {declared_encoding!r} (or None)", encoding)
+            encoding = encoding if declared_encoding is None else declared_encoding
         if privacy_unit is not None and not (isinstance(privacy_unit, str) and privacy_unit):
             raise ParameterError("privacy_unit", "a column name or None", privacy_unit)
         ContributionBound.of(max_contributions, max_groups)
@@ -130,6 +137,7 @@ class Session:
         self.seed = seed
         self.dtypes = parse_dtypes(dtypes)  # declared column types (e.g. for a CSV); validated, nothing read
         self.separator = None if separator is None else Dialect(separator).separator  # a CSV's; validated, nothing read
+        self.encoding = check_encoding(encoding)  # a CSV's text encoding (None: UTF-8); validated, nothing read
         self.order_by: tuple[str, ...] = (order_by,) if isinstance(order_by, str) else tuple(order_by or ())
         self.engine: Engine = engine_for(engine)
         self.source = source
@@ -667,9 +675,10 @@ class Session:
         if self._handle is None:
             declared = self.declared_schema
             if declared is None:
-                self._handle = self.engine.open(self.source, dtypes=self.dtypes or None, separator=self.separator)
+                source, dtypes, separator, encoding = self.source, self.dtypes or None, self.separator, self.encoding
+                self._handle = self.engine.open(source, dtypes=dtypes, separator=separator, encoding=encoding)
             else:  # the header must hold every declared column; then the declared types apply
-                handle = self.engine.open(self.source, separator=self.separator)
+                handle = self.engine.open(self.source, separator=self.separator, encoding=self.encoding)
                 declared.check_header(self.engine.schema(handle).columns, source=_source_name(self.source))
                 self._handle = self.engine.open(handle, dtypes=declared.dtypes)
         return self._handle
