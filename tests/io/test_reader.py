@@ -575,6 +575,22 @@ def test_a_schemas_encoding_is_how_every_face_reads_the_file(tmp_path: Path) -> 
         Schema.from_toml('schema_version = 1\nencoding = "klingon"\n[columns.name]\ntype = "string"\n')
 
 
+def test_the_service_reads_a_table_in_its_declared_encoding(tmp_path: Path) -> None:
+    """The service's loader reads through the same reader: a schema beside the file (or the
+    table's own ``encoding`` key) declares the encoding, and the categories are the file's text."""
+    path = _encoded(tmp_path, "cp1252")
+    body = {"path": str(path), "columns": {"note": {"type": "string", "categories": ["“ok”", "it’s"]}}}
+    table = load_table(parse_table("t", {**body, "encoding": "cp1252"}, base=tmp_path))
+    assert sorted(v for v in table.frame["note"].to_list() if v is not None) == ["it’s", "“ok”"]
+    undeclared = load_table(parse_table("t", body, base=tmp_path))  # UTF-8: the smart quotes are not the file's text
+    assert undeclared.frame["note"].null_count() == 3
+    (tmp_path / "cp1252.schema.toml").write_text(
+        Schema.infer(str(path), categories=5, encoding="cp1252").to_toml(), encoding="utf-8"
+    )
+    beside = load_table(parse_table("t", {"path": str(path)}, base=tmp_path))
+    assert beside.schema.encoding == "cp1252" and "€5" in beside.frame["price"].to_list()
+
+
 @pytest.mark.parametrize("encoding", ["klingon", "base64", 7])
 def test_an_unknown_encoding_is_refused_naming_the_parameter_before_anything_is_read(tmp_path: Path, encoding: Any) -> None:
     missing = tmp_path / "absent.csv"  # never opened: the name is checked first

@@ -171,7 +171,8 @@ def parse_table(name: str, body: Mapping[str, Any], *, base: Path) -> TableConfi
     The table's columns are read as a schema file's ``[columns.NAME]`` entries (``type``,
     ``bounds``, ``categories``, ``description``): those of its ``schema`` file (without the key,
     the data file's ``STEM.schema.toml`` beside it, if any) that declare bounds or categories,
-    refined key by key by its own ``[tables.NAME.columns]``. A column
+    refined key by key by its own ``[tables.NAME.columns]``; its ``encoding`` (the table's own
+    ``encoding`` key wins), read by the one reader as on every face. A column
     without a ``type`` takes a Parquet file's declared type (its footer: metadata, no value),
     else (a CSV) float when it has bounds and string otherwise. The :class:`Schema` is then
     built once, with the schema file's checks and messages (named ``tables.NAME.…``).
@@ -204,7 +205,8 @@ def parse_table(name: str, body: Mapping[str, Any], *, base: Path) -> TableConfi
     file_kinds = _file_kinds(name, path) if untyped and path.suffix.lower() in PARQUET_SUFFIXES else {}
     for column in untyped:
         entries[column]["type"] = _kind(f"{where}.columns.{column}", entries[column], file_kinds.get(column))
-    schema = Schema.from_mapping({"columns": entries, "privacy_unit": unit}, prefix=where)
+    encoding = body.get("encoding", None if declared is None else declared.encoding)
+    schema = Schema.from_mapping({"columns": entries, "privacy_unit": unit, "encoding": encoding}, prefix=where)
     return TableConfig(
         name=name,
         path=path,

@@ -54,7 +54,7 @@ def load_table(config: TableConfig) -> LoadedTable:
     if not path.is_file():
         raise ParameterError(f"{where}.path", "an existing CSV or Parquet file", str(path))
     engine = PolarsEngine()
-    opened = engine.open(path)  # reads the header (or the footer) only
+    opened = engine.open(path, encoding=config.schema.encoding)  # reads the header (or the footer) only
     names = engine.schema(opened).columns
     missing = [c for c in schema.columns if c not in names]
     if missing:
