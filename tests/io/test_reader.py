@@ -610,3 +610,21 @@ def test_a_declared_encoding_reads_the_same_table_on_spark(spark: Any, tmp_path:
         frame = engine.open(path, encoding=encoding).frame
         assert tuple(frame.columns) == ENCODED[encoding][0]
         assert sorted(map(tuple, frame.collect())) == sorted(_rows(encoding))
+
+
+@pytest.mark.parametrize(
+    ("first_line", "said"),
+    [
+        ("38,Ashby,,F\n", "no name at column 3 of 4"),
+        ("38,Ashby,38,F\n", "column 3 repeats the name of column 1"),
+    ],
+)
+def test_a_header_made_of_data_is_refused_without_quoting_it(tmp_path: Path, first_line: str, said: str) -> None:
+    """A file without a header: its first record is read as the names. An empty or repeated "name"
+    is refused by position, never by quoting the cells (they are one person's record)."""
+    path = tmp_path / "headerless.csv"
+    path.write_text(first_line + "41,Bourne,41,M\n", encoding="utf-8")
+    with pytest.raises(ParameterError, match="source") as refused:
+        header(path, dialect_for(path))
+    message = str(refused.value)
+    assert said in message and "Ashby" not in message and "38" not in message

@@ -226,10 +226,16 @@ def header(path: Path, dialect: Dialect) -> tuple[str, ...]:
     if not well_formed or cells == [None]:
         raise ParameterError("source", "a CSV file whose first line is a header (the column names)", "an empty or malformed line")
     names = tuple(c or "" for c in cells)
+    # A "header" may be a record (a file without one): these messages give positions, never a name.
     if "" in names:
-        raise ParameterError("source", "a header naming every column (no empty name)", list(names))
+        empty = [i + 1 for i, name in enumerate(names) if not name]
+        raise ParameterError(
+            "source", "a header naming every column (no empty name)", Verbatim(f"no name at column {empty[0]} of {len(names)}")
+        )
     if len(set(names)) < len(names):
-        raise ParameterError("source", "a header with unique column names", list(names))
+        first = next(i for i, name in enumerate(names) if names.index(name) < i)
+        repeated = f"column {first + 1} repeats the name of column {names.index(names[first]) + 1}"
+        raise ParameterError("source", "a header with unique column names", Verbatim(repeated))
     return names
 
 
