@@ -169,7 +169,7 @@ def test_small_requests_take_the_scalar_path_with_the_same_words(sampler: GridLa
         for seed in range(20):
             scalar = sampler.sample(n, SeededBits(seed))
             bits = SeededBits(seed)
-            vector = rejection._fill(n, lambda k, bits=bits: sampler._attempt(k, bits), spare=spare)  # type: ignore[misc]
+            vector = rejection._fill(n, rejection.paired_attempts(sampler._attempt_words, bits), spare=spare)
             assert scalar.tolist() == vector.tolist()
     assert sampler._draw_one(SeededBits(3)) == int(sampler.sample(1, SeededBits(3))[0])
 

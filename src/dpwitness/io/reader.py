@@ -233,8 +233,8 @@ def header(path: Path, dialect: Dialect) -> tuple[str, ...]:
             "source", "a header naming every column (no empty name)", Verbatim(f"no name at column {empty[0]} of {len(names)}")
         )
     if len(set(names)) < len(names):
-        first = next(i for i, name in enumerate(names) if names.index(name) < i)
-        repeated = f"column {first + 1} repeats the name of column {names.index(names[first]) + 1}"
+        later = next(i for i, name in enumerate(names) if names.index(name) < i)
+        repeated = f"column {later + 1} repeats the name of column {names.index(names[later]) + 1}"
         raise ParameterError("source", "a header with unique column names", Verbatim(repeated))
     return names
 

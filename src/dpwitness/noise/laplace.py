@@ -31,7 +31,7 @@ import numpy.typing as npt
 from dpwitness.common.caching import scoped_cache
 from dpwitness.noise.bits import BitSource, _geometric_half, _secure_pairs
 from dpwitness.noise.grid import _max_steps
-from dpwitness.noise.rejection import _CHUNK, _LAPLACE_SPARE, SCALAR_DRAWS, _fill, _scalar_fill
+from dpwitness.noise.rejection import _LAPLACE_SPARE, _scalar_fill, draw_steps
 from dpwitness.noise.tables import _LOW_SIZE, LOW_BITS, _high_table, _low_table, _low_thresholds
 
 LN2 = math.log(2.0)
@@ -205,22 +205,14 @@ class GridLaplace:
 
         :param bits: the source of random words (:func:`bit_source`).
         """
-        if n <= SCALAR_DRAWS:
-            return np.array(
-                [self._draw_one(bits) for _ in range(n)]
-                if _secure_pairs(bits)
-                else _scalar_fill(n, bits, self._attempt_one, spare=_LAPLACE_SPARE),
-                dtype=np.int64,
-            )
-        out = np.empty(n, dtype=np.int64)
-        for start in range(0, n, _CHUNK):
-            stop = min(n, start + _CHUNK)
-            _fill(stop - start, lambda k: self._attempt(k, bits), spare=_LAPLACE_SPARE, out=out[start:stop])
-        return out
-
-    def _attempt(self, n: int, bits: BitSource) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        words = bits.words(2 * n)
-        return self._attempt_words(words[:n], words[n:], bits)
+        return draw_steps(
+            n,
+            bits,
+            draw_one=self._draw_one,
+            attempt_one=self._attempt_one,
+            attempt_words=self._attempt_words,
+            spare=_LAPLACE_SPARE,
+        )
 
     def _attempt_words(
         self, a: npt.NDArray[np.uint64], t: npt.NDArray[np.uint64], bits: BitSource

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from dpwitness.noise.bits import BitSource
+from dpwitness.noise.bits import BitSource, _secure_pairs
 
 _CHUNK = 1 << 16
 #: Requests of at most this many draws use the samplers' scalar path (Python integers).
@@ -66,4 +66,47 @@ def _fill(
         kept = draws[accepted][:need]
         out[filled : filled + len(kept)] = kept
         filled += len(kept)
+    return out
+
+
+Attempt = Callable[[int], tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]]
+AttemptWords = Callable[
+    [npt.NDArray[np.uint64], npt.NDArray[np.uint64], BitSource], tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]
+]
+
+
+def paired_attempts(attempt_words: AttemptWords, bits: BitSource) -> Attempt:
+    """k attempts on 2k fresh words from ``bits``: a = the first k, t = the last k (both samplers' layout)."""
+
+    def attempt(k: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        words = bits.words(2 * k)
+        return attempt_words(words[:k], words[k:], bits)
+
+    return attempt
+
+
+def draw_steps(
+    n: int,
+    bits: BitSource,
+    *,
+    draw_one: Callable[[BitSource], int],
+    attempt_one: Callable[[int, int, BitSource], int | None],
+    attempt_words: AttemptWords,
+    spare: int,
+) -> npt.NDArray[np.int64]:
+    """n draws in grid steps, the loop both samplers share.
+
+    Up to :data:`SCALAR_DRAWS` draws take the scalar path (Python integers: ``draw_one`` on two
+    fresh words per attempt from a secure source, else ``attempt_one`` on the vector path's
+    words, so seeded runs give the same draws on either path); more take vectorised rounds of
+    ``attempt_words`` in chunks of 2^16.
+    """
+    if n <= SCALAR_DRAWS:
+        scalar = [draw_one(bits) for _ in range(n)] if _secure_pairs(bits) else _scalar_fill(n, bits, attempt_one, spare=spare)
+        return np.array(scalar, dtype=np.int64)
+    attempt = paired_attempts(attempt_words, bits)
+    out = np.empty(n, dtype=np.int64)
+    for start in range(0, n, _CHUNK):
+        stop = min(n, start + _CHUNK)
+        _fill(stop - start, attempt, spare=spare, out=out[start:stop])
     return out
