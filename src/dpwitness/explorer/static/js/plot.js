@@ -39,9 +39,19 @@ function size(svg) {
   if (!known) {
     const box = svg.getBoundingClientRect();
     known = { width: Math.max(200, box.width || 600), height: Math.max(120, box.height || 260) };
-    sizes.set(svg, known);
+    // A plot drawn while detached has no size yet: its guess is not kept (see redrawPlaced).
+    if (svg.isConnected && box.width > 0) sizes.set(svg, known);
   }
   return known;
+}
+
+// Draw again, at their real size, the plots under ``root`` that were drawn before it was placed in
+// the page (the walkthrough builds a step off-screen, then swaps it in whole).
+export function redrawPlaced(root) {
+  for (const svg of root.querySelectorAll("svg")) {
+    const draw = drawers.get(svg);
+    if (draw && !sizes.has(svg)) draw();
+  }
 }
 
 function niceStep(span, count) {

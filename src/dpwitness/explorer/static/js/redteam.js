@@ -55,7 +55,6 @@ async function membership() {
   if (key === shownKey) return;
   const turn = membershipPanel.begin();
   $("membership-result").classList.remove("stale");
-  if ($("membership-sim").classList.contains("stale")) { $("membership-sim").textContent = ""; $("membership-sim").classList.remove("stale"); }
   let data;
   try {
     const answer = await turn.get("redteam/membership", { epsilon: state.epsilon, sensitivity: state.sensitivity, tamper: state.tamper });

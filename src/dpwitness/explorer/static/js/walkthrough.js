@@ -6,7 +6,7 @@ import { debounce } from "./api.js";
 import { Panel, settingKey } from "./answers.js";
 import { grid, histogram, laplaceDensity } from "./gauss.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
-import { arrowFan, bars, flow, linePlot, numberLine } from "./plot.js";
+import { arrowFan, bars, flow, linePlot, numberLine, redrawPlaced } from "./plot.js";
 import { onChange, state } from "./state.js";
 import { setStep } from "./url.js";
 
@@ -754,6 +754,7 @@ export async function render() {
   if (!turn.current) return; // a newer render, or the setting moved or was refused while drawing
   $("step-controls").replaceWith(myControls);
   $("step-body").replaceWith(myBody);
+  redrawPlaced(myBody);
   $("step").dataset.step = String(current + 1);
   walkPanel.shown();
   if (focused && focused.startsWith("walk-") && document.getElementById(focused)) document.getElementById(focused).focus();
