@@ -191,17 +191,24 @@ def _version(page: Any) -> int:
     return version
 
 
+def _drawn(page: Any) -> None:
+    """Until the animation frame the page has asked for is drawn (a callback asked for after it runs after it)."""
+    page.evaluate("() => new Promise((drawn) => requestAnimationFrame(() => requestAnimationFrame(drawn)))")
+
+
 def _set_number(page: Any, selector: str, value: str) -> None:
     """Type a value into a number box and wait for the server's answer to be drawn."""
     before = _version(page)
     page.fill(selector, value)
     page.wait_for_function(f"window.dpwExplorer.liveVersion > {before}", timeout=15_000)
+    _drawn(page)
 
 
 def _press_and_wait(page: Any, key: str) -> None:
     before = _version(page)
     page.keyboard.press(key)
     page.wait_for_function(f"window.dpwExplorer.liveVersion > {before}", timeout=15_000)
+    _drawn(page)
 
 
 def _text(page: Any, selector: str) -> str:
@@ -971,7 +978,7 @@ def test_fit_puts_peaks_and_999_permille_of_mass_in_view_and_the_delta_shown_is_
             _set_number(page, selector, value)
         page.click("#fit-axes")
         page.wait_for_function("document.getElementById('fit-axes').dataset.needed === 'false'")
-        page.wait_for_timeout(50)
+        _drawn(page)  # the fit is drawn in the animation frame it asked for
         assert float(page.get_attribute("#plot-density", "data-mass-in-view") or 0) >= 0.999, setting
         assert page.get_attribute("#plot-density", "data-peak-in-view") == "true", setting
         shown = float(page.get_attribute("#plot-gauss", "data-delta-in-view") or 0)
