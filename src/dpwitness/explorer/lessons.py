@@ -399,7 +399,12 @@ def deployments(epsilon: float) -> dict[str, Any]:
     """Each deployment's published ε (and δ) with the likelihood-ratio bound e^ε and how far a 50%
     prior may rise (the planner's ``posterior``), beside the page's ε."""
     rows = [
-        {**row, "factor": math.exp(min(row["epsilon"], 700.0)), "posterior": posterior(LINKED_PRIOR, row["epsilon"])}
+        {
+            **row,
+            "factor": math.exp(min(row["epsilon"], 700.0)),
+            "posterior": posterior(LINKED_PRIOR, row["epsilon"]),
+            "posterior_gap": 1.0 / (1.0 + math.exp(min(row["epsilon"], 700.0))),  # 1 − posterior, without cancellation
+        }
         for row in sorted(DEPLOYMENTS, key=lambda r: r["epsilon"])
     ]
     return {

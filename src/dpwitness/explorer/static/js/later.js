@@ -75,11 +75,11 @@ export function laterSteps({ h, figure, localSlider, epsilonSlider, predict, for
     const bar = figure(body, t("noisymax.plot"), "plot tall");
     bars(bar, {
       title: t("noisymax.plot"), alt: t("noisymax.result", words), xLabel: t("noisymax.axis_p"), max: 1,
-      bars: data.counts.map((c, i) => ({ label: `${names[i]} (${fmt(c)})`, value: p[i], text: fmt(p[i]) })),
+      bars: data.counts.map((c, i) => ({ label: `${names[i]} (${fmt(c)})`, value: p[i], text: fmt(p[i]), cls: "bar0" })),
     });
     linePlot(figure(body, t("noisymax.curve")), {
       title: t("noisymax.curve"), alt: t("noisymax.result", words), xLabel: "ε", yLabel: t("noisymax.axis_top"), xlog: true, yMin: 0, yMax: 1.05,
-      series: [{ x: data.epsilons, y: data.top_curve, cls: "s0", label: t("noisymax.curve") }],
+      series: [{ x: data.epsilons, y: data.top_curve, cls: "s0", label: names[data.top] }],
       points: [{ x: data.epsilon, y: top, r: 6 }],
     });
     const right = top >= 0.9 ? 0 : top - others < 0.01 ? 2 : 1;
@@ -93,8 +93,9 @@ export function laterSteps({ h, figure, localSlider, epsilonSlider, predict, for
     if (!data) return; // superseded, or the setting moved or was refused: render() draws nothing
     const rows = data.deployments;
     body.append(h("p", { id: "step-result", "data-count": String(rows.length) }, t("deploy.result", { eps: data.epsilon, post: data.posterior, factor: data.factor })));
-    const wrap = table(rows.map((r) => [t(`deploy.${r.key}`), fmt(r.epsilon), r.delta > 0 ? fmt(r.delta) : "0", t(`deploy.unit_${r.unit}`), t(`deploy.period_${r.period}`), fmt(r.posterior), ""]),
-      [t("deploy.col_who"), "ε", "δ", t("deploy.col_unit"), t("deploy.col_period"), t("deploy.col_post"), t("deploy.col_source")]);
+    const post = (r) => (r.posterior_gap < 1e-4 ? `1 − ${fmt(r.posterior_gap)}` : fmt(r.posterior)); // never a rounded "1"
+    const wrap = table(rows.map((r) => [t(`deploy.${r.key}`), fmt(r.epsilon), r.delta > 0 ? fmt(r.delta) : "0", t("deploy.unit_period", { unit: t(`deploy.unit_${r.unit}`), period: t(`deploy.period_${r.period}`) }), post(r), ""]),
+      [t("deploy.col_who"), "ε", "δ", t("deploy.col_unit"), t("deploy.col_post"), t("deploy.col_source")]);
     wrap.querySelector("table").id = "deploy-table";
     [...wrap.querySelectorAll("tr")].slice(1).forEach((tr, i) => {
       const link = h("a", { href: rows[i].url, rel: "noopener" }, null);
@@ -110,10 +111,9 @@ export function laterSteps({ h, figure, localSlider, epsilonSlider, predict, for
       bars: [...rows.map((r) => ({ label: t(`deploy.${r.key}`), value: r.epsilon })), { label: t("deploy.yours"), value: data.epsilon, cls: "bar-you" }],
     });
     const linkedin = rows.find((r) => r.key === "linkedin");
-    const post = linkedin.posterior;
-    const right = post > 0.999 ? 2 : post > 0.9 ? 1 : 0;
+    const right = linkedin.posterior > 0.999 ? 2 : linkedin.posterior > 0.9 ? 1 : 0;
     predict(body, "predict-deploy", t("deploy.q", { eps: linkedin.epsilon }), [t("deploy.q_a0"), t("deploy.q_a1"), t("deploy.q_a2")], right,
-      t("deploy.q_why", { eps: linkedin.epsilon, post, factor: linkedin.factor }));
+      t("deploy.q_why", { eps: linkedin.epsilon, post: post(linkedin), factor: linkedin.factor }));
   }
 
   return [
