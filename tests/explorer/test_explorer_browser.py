@@ -180,12 +180,18 @@ def _open(
     return page, problems
 
 
-def _shot(page: Any, name: str, selector: str | None = None, *, full_page: bool = True) -> None:
-    """The whole page (or what the viewport shows), or just the element ``selector``, to test-output/explorer/NAME.png."""
+def _shot(page: Any, name: str, selector: str | None = None, *, full_page: bool = True, unstuck: bool = False) -> None:
+    """The whole page (or what the viewport shows), or just the element ``selector``, to test-output/explorer/NAME.png.
+    ``unstuck``: the sticky bar left in its place for the picture instead of covering the element (the
+    pictures in docs/img/explorer), then sticky again."""
     path = OUTPUT / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     if selector is None:
         page.screenshot(path=str(path), full_page=full_page)
+    elif unstuck:
+        page.evaluate("document.querySelectorAll('.sticky-bar').forEach(b => { b.style.position = 'static'; })")
+        page.locator(selector).screenshot(path=str(path))
+        page.evaluate("document.querySelectorAll('.sticky-bar').forEach(b => { b.style.position = ''; })")
     else:
         page.locator(selector).screenshot(path=str(path))
 
@@ -1611,7 +1617,7 @@ def test_new_steps_render_with_their_control_and_reveal_feedback_after_an_answer
             assert _text(page, feedback).strip()
             widths = page.evaluate("[document.getElementById('step').scrollWidth, document.getElementById('step').clientWidth]")
             assert widths[0] <= widths[1], (lang, width, step, widths)
-            _shot(page, f"{lang}-{width}/new-step-{step:02d}", "#step")
+            _shot(page, f"{lang}-{width}/new-step-{step:02d}", "#step", unstuck=True)
         # the pick survives a redraw for a new total budget (the step asks the server again)
         _go_to_step(page, 13)
         before = _text(page, "#step-result")
