@@ -266,8 +266,8 @@ def parallel(epsilon: float, groups: int) -> dict[str, Any]:
         "parallel_curve": [parallel_loss for _ in sizes],
         "sequential_curve": sequential,
         "formula": (
-            r"$D = D_1 \sqcup \cdots \sqcup D_k:\ \varepsilon_{\text{person}} = \max_i \varepsilon_i = \varepsilon,"
-            r"\quad \text{same people: } \textstyle\sum_i \varepsilon_i = k\varepsilon$"
+            r"$D = D_1 \sqcup \cdots \sqcup D_k:\ \max_i \varepsilon_i = \varepsilon;"
+            r"\qquad q_1(D), \dots, q_k(D):\ \textstyle\sum_{i=1}^{k} \varepsilon_i = k\varepsilon$"
         ),
     }
 
@@ -330,8 +330,8 @@ def contribution(epsilon: float, cap: int) -> dict[str, Any]:
         "best_cap": caps[best],
         "best_rmse": curves[best][3],
         "formula": (
-            r"$\Delta_{\text{count}} = c,\quad \Delta_{\text{sum}} = c \cdot \max(\lvert L \rvert, \lvert U \rvert),"
-            r"\quad \mathrm{bias} = -\sum_p \max(0, r_p - c)$"
+            r"$\Delta = c \cdot \max(\lvert L \rvert, \lvert U \rvert)\ \ ([L, U] = [0, 1]:\ \Delta = c),"
+            r"\qquad B(c) = -\textstyle\sum_p \max(0,\, r_p - c)$"
         ),
     }
 
