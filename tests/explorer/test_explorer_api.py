@@ -111,7 +111,9 @@ def test_strings_table_lists_languages_and_rejects_unknown(client: TestClient) -
 def test_every_endpoint_answers_its_defaults(client: TestClient) -> None:
     schema = client.get("/api/openapi.json").json()
     paths = sorted(path for path, methods in schema["paths"].items() if "get" in methods)
-    assert len(paths) == 23, paths  # issue 22: younger-than-20, beyond/*; issue 29: linked, randomized-response, group, clamp
+    # issue 22: younger-than-20, beyond/*; issue 29: linked, randomized-response, group, clamp, parallel,
+    # contribution, noisy-max, deployments
+    assert len(paths) == 27, paths
     assert sorted(path for path, methods in schema["paths"].items() if "post" in methods) == ["/api/planner/release"]
     for path in paths:
         response = client.get(path)
@@ -785,7 +787,7 @@ def test_clamp_trade_off_bias_noise_and_optimum(client: TestClient) -> None:
 
 def test_new_steps_have_every_string_in_both_languages() -> None:
     tables = {lang: json.loads((STATIC / "i18n" / f"{lang}.json").read_text(encoding="utf-8")) for lang in ("en", "zh")}
-    for prefix in ("linked.", "rr.", "group.", "clamp.", "predict."):
+    for prefix in ("linked.", "rr.", "group.", "clamp.", "predict.", "parallel.", "unit.", "noisymax.", "deploy.", "param."):
         keys = {k for k in tables["en"] if k.startswith(prefix)}
         assert keys and keys == {k for k in tables["zh"] if k.startswith(prefix)}, prefix
 
@@ -795,3 +797,77 @@ def test_linked_view_answers_its_what_if_epsilon_doubles_question(client: TestCl
     assert body["doubled"]["epsilon"] == 1.0
     assert body["doubled"]["half_width"] == pytest.approx(body["error"]["half_width"] / 2)
     assert body["doubled"]["posterior"] == pytest.approx(math.e / (1 + math.e))
+
+
+# --- issue 29's last steps: parallel composition, the privacy unit, the exponential mechanism, deployments ---
+def test_parallel_composition_costs_epsilon_and_the_same_people_k_epsilon(client: TestClient) -> None:
+    body = get(client, "walkthrough/parallel", epsilon=0.5, groups=4)
+    one = Laplace(sensitivity=1, epsilon=0.5)
+    assert body["histogram_sensitivity"] == 1  # one person, one group: L1 Δ = 1 whatever k
+    assert body["parallel_loss"] == pytest.approx(one.privacy_loss(1)) == pytest.approx(0.5)
+    assert body["sequential_loss"] == pytest.approx(4 * one.privacy_loss(1)) == pytest.approx(2.0)
+    assert body["sequential_curve"] == pytest.approx([0.5 * k for k in body["sizes"]])
+    assert body["parallel_curve"] == pytest.approx([0.5] * len(body["sizes"]))
+    assert body["split_half_width"] == pytest.approx(4 * body["half_width"]) == pytest.approx(4 * 2 * math.log(20))
+    assert get(client, "walkthrough/parallel", epsilon=0.5, groups=20)["parallel_loss"] == pytest.approx(0.5)
+    assert client.get("/api/walkthrough/parallel", params={"groups": 0}).status_code == 422
+    assert client.get("/api/walkthrough/parallel", params={"groups": 21}).status_code == 422
+
+
+def test_contribution_bound_sets_delta_and_trades_noise_for_dropped_rows(client: TestClient) -> None:
+    from dpwitness.explorer import lessons
+
+    rows = np.array(lessons.unit_rows())
+    assert len(rows) == 1000 and rows.min() == 1 and rows.mean() == pytest.approx(5, rel=0.02)  # geometric, mean 1/p
+    body = get(client, "walkthrough/contribution", epsilon=0.5, cap=10)
+    assert body["sensitivity"] == 10 and body["sum_sensitivity"] == 10 * 50  # Δ = c, and c·max(|L|, |U|)
+    assert body["bias"] == -float(np.sum(np.maximum(rows - 10, 0))) and body["dropped_people"] == int(np.sum(rows > 10))
+    scale = Laplace(sensitivity=10, epsilon=0.5).scale
+    assert body["noise_std"] == pytest.approx(math.sqrt(2) * scale) == pytest.approx(math.sqrt(2) * 20)
+    assert body["rmse"] == pytest.approx(math.sqrt(body["bias"] ** 2 + 2 * scale**2))
+    assert body["best_rmse"] == pytest.approx(min(body["rmse_curve"])) and body["best_rmse"] <= body["rmse"]
+    assert 1 < body["best_cap"] < body["largest"]  # the point of the step: neither extreme
+    assert body["noise_curve"] == sorted(body["noise_curve"]) and body["bias_curve"] == sorted(body["bias_curve"], reverse=True)
+    assert get(client, "walkthrough/contribution", epsilon=0.05, cap=10)["best_cap"] < body["best_cap"]  # less ε, lower c
+    assert client.get("/api/walkthrough/contribution", params={"cap": 41}).status_code == 422
+
+
+def test_exponential_mechanism_probabilities_follow_the_formula(client: TestClient) -> None:
+    body = get(client, "walkthrough/noisy-max", epsilon=0.5)
+    counts = np.array(body["counts"], dtype=float)
+    assert body["sensitivity"] == 1
+    weights = np.exp(0.5 * counts / 2)
+    assert body["probabilities"] == pytest.approx((weights / weights.sum()).tolist(), rel=1e-12)
+    assert sum(body["probabilities"]) == pytest.approx(1.0)
+    # the ratio of two candidates is exp(ε·(u_i − u_j)/(2Δ)), whatever the others
+    assert body["probabilities"][0] / body["probabilities"][1] == pytest.approx(math.exp(0.5 * 3 / 2))
+    assert body["gumbel_scale"] == pytest.approx(4.0)
+    assert body["top_curve"] == sorted(body["top_curve"])  # more ε, the top count chosen more often
+    assert accounting.exponential_mechanism_probabilities([1e6, 0.0], 100.0, 1.0) == pytest.approx([1.0, 0.0])  # no overflow
+    with pytest.raises(ValueError):
+        accounting.exponential_mechanism_probabilities([], 1.0, 1.0)
+
+
+def test_report_noisy_max_with_gumbel_noise_picks_with_the_exponential_mechanisms_probabilities() -> None:
+    """The page's statement: adding Gumbel(2Δ/ε) to each score and reporting the largest is the exponential mechanism."""
+    from dpwitness.explorer import lessons
+
+    counts, epsilon, draws = np.array(lessons.CHOICE_COUNTS, dtype=float), 0.3, 40_000
+    rng = np.random.default_rng(29)
+    picks = np.argmax(counts + rng.gumbel(scale=2 / epsilon, size=(draws, len(counts))), axis=1)
+    expected = np.array(accounting.exponential_mechanism_probabilities(counts.tolist(), epsilon, 1.0))
+    observed = np.bincount(picks, minlength=len(counts)) / draws
+    assert np.all(np.abs(observed - expected) < 4.5 * np.sqrt(expected * (1 - expected) / draws) + 1e-9)
+
+
+def test_deployments_cite_a_primary_source_and_convert_their_epsilon(client: TestClient) -> None:
+    body = get(client, "walkthrough/deployments", epsilon=1)
+    rows = {row["key"]: row for row in body["deployments"]}
+    assert set(rows) == {"linkedin", "google_covid_trends", "google_vaccination"}  # only figures checked at their source
+    assert (rows["linkedin"]["epsilon"], rows["linkedin"]["period"]) == (34.9, "month")
+    assert (rows["google_covid_trends"]["epsilon"], rows["google_covid_trends"]["delta"]) == (1.68, 0)
+    assert (rows["google_vaccination"]["epsilon"], rows["google_vaccination"]["delta"]) == (2.19, 1e-5)
+    for row in rows.values():
+        assert row["url"].startswith("https://arxiv.org/abs/")
+        assert row["posterior"] == pytest.approx(math.exp(row["epsilon"]) / (1 + math.exp(row["epsilon"])))
+    assert body["posterior"] == pytest.approx(math.e / (1 + math.e))

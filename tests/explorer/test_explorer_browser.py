@@ -50,7 +50,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 #: Targets from the issues (a slower CI machine may loosen them with these variables).
-STEPS = 18
+STEPS = 22
 #: What each step must show, whatever the language: the issue's missing ideas, one selector each.
 STEP_CONTENT = {
     3: ["#set-form", "#step-body path.set-area"],  # the set form of the definition, S shaded
@@ -72,8 +72,12 @@ STEP_CONTENT = {
     14: ["#step-body path[data-series]", "#predict-rr"],  # randomized response: local against central
     15: ["#step-body path[data-hist]", "#predict-group"],  # group privacy
     16: ["#step-body path[data-series]", "#predict-clamp"],  # the clamp trade-off
-    17: ["#step-body table.symbols"],  # the symbols
-    18: ["#step-body details:nth-of-type(7)"],  # recall questions
+    17: ["#step-body path[data-series]", "#predict-parallel"],  # parallel against sequential composition
+    18: ["#step-body path[data-series]", "#predict-unit"],  # the privacy unit and contribution bounding
+    19: ["#step-body rect.bar0", "#predict-noisymax"],  # the exponential mechanism: each candidate's chance
+    20: ["#deploy-table a[href^='https://']", "#step-body rect.bar-you", "#predict-deploy"],  # real deployments' ε
+    21: ["#step-body table.symbols"],  # the symbols
+    22: ["#step-body details:nth-of-type(7)"],  # recall questions
 }
 WIDTHS = (1366, 375)
 LANGUAGES = ("en", "zh")
@@ -176,12 +180,18 @@ def _open(
     return page, problems
 
 
-def _shot(page: Any, name: str, selector: str | None = None, *, full_page: bool = True) -> None:
-    """The whole page (or what the viewport shows), or just the element ``selector``, to test-output/explorer/NAME.png."""
+def _shot(page: Any, name: str, selector: str | None = None, *, full_page: bool = True, unstuck: bool = False) -> None:
+    """The whole page (or what the viewport shows), or just the element ``selector``, to test-output/explorer/NAME.png.
+    ``unstuck``: the sticky bar left in its place for the picture instead of covering the element (the
+    pictures in docs/img/explorer), then sticky again."""
     path = OUTPUT / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
     if selector is None:
         page.screenshot(path=str(path), full_page=full_page)
+    elif unstuck:
+        page.evaluate("document.querySelectorAll('.sticky-bar').forEach(b => { b.style.position = 'static'; })")
+        page.locator(selector).screenshot(path=str(path))
+        page.evaluate("document.querySelectorAll('.sticky-bar').forEach(b => { b.style.position = ''; })")
     else:
         page.locator(selector).screenshot(path=str(path))
 
@@ -1022,7 +1032,7 @@ def test_step7_pictures_share_axes_and_draw_the_epsilon_they_name(browser: Any, 
 
 
 # --- typeset mathematics, offline -----------------------------------------------------------------------
-FORMULA_STEPS = (3, 5, 8, 9, 11)
+FORMULA_STEPS = (3, 5, 8, 9, 11, 17, 18, 19, 20)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -1564,9 +1574,9 @@ def test_issue29_layout_nothing_clipped_or_overlapping(browser: Any, server: dic
     assert cell is not None and cell["x"] + cell["width"] <= width + 0.5, cell
     # step 7's and step 9's axes, and the live panel's legend: every label inside its plot
     clipped = page.evaluate(CLIPPED_TEXTS, "#plot-density, #plot-ratio")
-    for step in (7, 9):
+    for step in (7, 9, 13, 14, 15, 16, 17, 18, 19, 20):  # and every new step's plots (issue 29)
         _go_to_step(page, step)
-        clipped += page.evaluate(CLIPPED_TEXTS, "#step-body svg")
+        clipped += [[step, *item] for item in page.evaluate(CLIPPED_TEXTS, "#step-body svg")]
     assert clipped == [], clipped
     # step 8 at k = 1: the ε and kε labels side by side, never on top of each other
     _go_to_step(page, 8)
@@ -1588,6 +1598,10 @@ NEW_STEPS = {
     14: ("#walk-people", "predict-rr"),
     15: ("#walk-group", "predict-group"),
     16: ("#walk-clamp", "predict-clamp"),
+    17: ("#walk-groups", "predict-parallel"),
+    18: ("#walk-cap", "predict-unit"),
+    19: ("#walk-epsilon", "predict-noisymax"),
+    20: ("#walk-epsilon", "predict-deploy"),
 }
 
 
@@ -1610,7 +1624,7 @@ def test_new_steps_render_with_their_control_and_reveal_feedback_after_an_answer
             assert _text(page, feedback).strip()
             widths = page.evaluate("[document.getElementById('step').scrollWidth, document.getElementById('step').clientWidth]")
             assert widths[0] <= widths[1], (lang, width, step, widths)
-            _shot(page, f"{lang}-{width}/new-step-{step:02d}", "#step")
+            _shot(page, f"{lang}-{width}/new-step-{step:02d}", "#step", unstuck=True)
         # the pick survives a redraw for a new total budget (the step asks the server again)
         _go_to_step(page, 13)
         before = _text(page, "#step-result")
@@ -1621,3 +1635,54 @@ def test_new_steps_render_with_their_control_and_reveal_feedback_after_an_answer
         assert page.get_attribute("#predict-linked-feedback", "data-correct") == "false"  # choice 0 is wrong: the risk rises
         assert problems == [], (lang, width, problems)
         page.context.close()
+
+
+def _page_number(text: str) -> float:
+    """A number as the page prints it: '0.5867', or '8.318 × 10⁻⁵'."""
+    mantissa, _, power = text.partition(" × 10")
+    exponent = power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")) or "0"
+    return float(mantissa) * 10 ** int(exponent)
+
+
+def test_issue29_last_steps_draw_the_servers_numbers_and_grade_by_them(browser: Any, server: dict[str, Any]) -> None:
+    """Steps 17–20 show the server's numbers (computed again here from the formulas) and grade the
+    predict question by them: the right answer changes with the setting."""
+    page, problems = _open(browser, server["url"], 1280)
+    # 17: parallel composition: one person loses ε whatever k; the same people asked k times lose kε
+    _go_to_step(page, 17)
+    page.eval_on_selector("#walk-groups", "el => { el.value = '7'; el.dispatchEvent(new Event('input')); }")
+    page.wait_for_function("(document.getElementById('step-result') || {dataset: {}}).dataset.sequential > 3")
+    assert float(page.get_attribute("#step-result", "data-parallel") or 0) == pytest.approx(0.5, rel=1e-6)
+    assert float(page.get_attribute("#step-result", "data-sequential") or 0) == pytest.approx(7 * 0.5, rel=1e-6)
+    page.click("#predict-parallel-choice-1")  # kε: wrong
+    assert page.get_attribute("#predict-parallel-feedback", "data-correct") == "false"
+    page.click("#predict-parallel-choice-0")
+    assert page.get_attribute("#predict-parallel-feedback", "data-correct") == "true"
+    # 18: Δ = c, and the best c lies between 1 and the most active person's rows; the right answer is read from it
+    _go_to_step(page, 18)
+    page.eval_on_selector("#walk-cap", "el => { el.value = '3'; el.dispatchEvent(new Event('input')); }")
+    page.wait_for_function("(document.getElementById('step-result') || {dataset: {}}).dataset.delta === '3'")
+    best = int(page.get_attribute("#step-result", "data-best") or 0)
+    assert 1 < best < 35
+    page.click("#predict-unit-choice-1")
+    assert page.get_attribute("#predict-unit-feedback", "data-correct") == "true"
+    # 19: each candidate's probability is exp(ε·u/(2Δ)) / Σ, from the server's accounting function
+    _go_to_step(page, 19)
+    cells = page.eval_on_selector_all("#step-body table td:last-child", "cells => cells.map(c => c.textContent)")
+    shown = [_page_number(v) for v in cells]
+    expected = accounting.exponential_mechanism_probabilities([48, 45, 30, 12, 5], 0.5, 1.0)
+    assert shown == pytest.approx(expected, abs=6e-4)  # as printed (4 significant digits)
+    page.click("#predict-noisymax-choice-1")  # at ε = 0.5 the top is chosen most often but below 90%
+    assert page.get_attribute("#predict-noisymax-feedback", "data-correct") == "true"
+    _set_number(page, "#epsilon-n", "20")
+    page.wait_for_function("Number((document.getElementById('step-result') || {dataset: {}}).dataset.top) > 0.99")
+    assert page.get_attribute("#predict-noisymax-feedback", "data-correct") == "false"  # the pick is kept; now it is wrong
+    # 20: three deployments, each with its primary source linked; the 50% prior's bound from ε
+    _go_to_step(page, 20)
+    links = page.eval_on_selector_all("#deploy-table a", "links => links.map(a => a.href)")
+    assert sorted(links) == sorted(
+        ["https://arxiv.org/abs/2002.05839", "https://arxiv.org/abs/2009.01265", "https://arxiv.org/abs/2107.01179"]
+    )
+    assert "34.9" in _text(page, "#deploy-table") and "1.68" in _text(page, "#deploy-table")
+    assert problems == []
+    page.context.close()

@@ -298,3 +298,31 @@ def get_group(
 def get_clamp(epsilon: Epsilon = 0.5, bound: Annotated[float, Query(description="C, the clamp bound")] = 100.0) -> dict[str, Any]:
     """The clamp bound's bias–noise trade-off on a fixed public example, with its optimum."""
     return _safe(lessons.clamp(compute.epsilon_param(epsilon), float(f"{bound:.6g}")))
+
+
+@router.get("/walkthrough/parallel")
+def get_parallel(
+    epsilon: Epsilon = 0.5, groups: Annotated[int, Query(description="k, the disjoint groups (or the queries)")] = 4
+) -> dict[str, Any]:
+    """Parallel composition: a histogram over k disjoint groups costs ε; k queries on the same people kε."""
+    return _safe(lessons.parallel(compute.epsilon_param(epsilon), groups))
+
+
+@router.get("/walkthrough/contribution")
+def get_contribution(
+    epsilon: Epsilon = 0.5, cap: Annotated[int, Query(description="c, the most rows kept per person")] = 10
+) -> dict[str, Any]:
+    """The privacy unit: bounding each person to c rows (Δ = c), noise against the bias of the rows dropped."""
+    return _safe(lessons.contribution(compute.epsilon_param(epsilon), cap))
+
+
+@router.get("/walkthrough/noisy-max")
+def get_noisy_max(epsilon: Epsilon = 0.5) -> dict[str, Any]:
+    """The exponential mechanism (report-noisy-max with Gumbel noise): each category's chance of being chosen."""
+    return _safe(lessons.noisy_max(compute.epsilon_param(epsilon)))
+
+
+@router.get("/walkthrough/deployments")
+def get_deployments(epsilon: Epsilon = 0.5) -> dict[str, Any]:
+    """Where real deployments put ε (primary sources only), beside the page's ε."""
+    return _safe(lessons.deployments(compute.epsilon_param(epsilon)))

@@ -1,6 +1,8 @@
 """The numbers behind the walkthrough's later steps: one ε seen as accuracy and as risk side by side
 (after ViP, PETS 2022), randomized response (local) against Laplace (central), group privacy and
-the clamp bound's bias–noise trade-off.
+the clamp bound's bias–noise trade-off, parallel against sequential composition, the privacy unit
+and contribution bounding, the exponential mechanism (report-noisy-max), and where real
+deployments put ε.
 
 Every number comes from the project's formulas: the mechanism's scale and interval
 (:mod:`dpwitness.mechanisms`), :mod:`dpwitness.privacy.accounting`, the red team's exact ROC
@@ -22,11 +24,14 @@ from dpwitness.explorer.compute import ALPHA, CURVE_POINTS, MAX_EPSILON, _laplac
 from dpwitness.explorer.planner import advantage, posterior
 from dpwitness.explorer.redteam import membership_analytic
 from dpwitness.privacy.accounting import (
+    exponential_mechanism_probabilities,
     gaussian_half_width,
     randomized_response_count_std,
     randomized_response_epsilon,
     randomized_response_truth,
 )
+from dpwitness.privacy.budget import Accountant
+from dpwitness.privacy.neighbours import ContributionBound, Neighbours, row_sensitivity, unit_sensitivity
 
 #: The largest stated total budget of the linked view.
 MAX_TOTAL = 100.0
@@ -223,4 +228,189 @@ def clamp(epsilon: float, bound: float) -> dict[str, Any]:
         "best_rmse": curves[best][2],
         "incomes_quantiles": [float(np.quantile(incomes, q)) for q in (0.5, 0.9, 0.99)],
         "formula": r"$\Delta = C/n,\quad b = C/(n\varepsilon),\quad \sqrt{\mathrm{bias}(C)^2 + 2b^2}$",
+    }
+
+
+#: The parallel-composition step: a histogram over k disjoint groups against k queries on the same people.
+MAX_GROUPS = 20
+
+
+@lru_cache(maxsize=128)
+def parallel(epsilon: float, groups: int) -> dict[str, Any]:
+    """A histogram over k disjoint groups (one person is in one group) at ε per group: its L1 Δ is 1
+    whatever k (``neighbours.unit_sensitivity``, grouped, one row per person), so one person loses ε.
+    k counts of the same people at ε each: the accountant's kε (basic composition). At one total ε
+    the k sequential queries get ε/k each, so each count's 95% half-width is k times wider."""
+    groups = count_param(groups, "groups", 1, MAX_GROUPS)
+    one_row = ContributionBound.of(1)
+    histogram_delta = unit_sensitivity(Neighbours.ADD_REMOVE, 0.0, 1.0, one_row, grouped=True)
+    count_delta = unit_sensitivity(Neighbours.ADD_REMOVE, 0.0, 1.0, one_row, grouped=False)
+    histogram = mechanism(histogram_delta, epsilon)
+    count = mechanism(count_delta, epsilon)
+    parallel_loss = histogram.privacy_loss(histogram_delta)
+    accountant = Accountant()
+    sequential = []
+    for k in range(1, MAX_GROUPS + 1):
+        accountant.spend(count.privacy_loss(count_delta), f"count {k}")
+        sequential.append(accountant.spent.epsilon)
+    sizes = list(range(1, MAX_GROUPS + 1))
+    return {
+        "epsilon": epsilon,
+        "groups": groups,
+        "histogram_sensitivity": histogram_delta,
+        "parallel_loss": parallel_loss,
+        "sequential_loss": sequential[groups - 1],
+        "half_width": histogram.interval(ALPHA),
+        "split_half_width": mechanism(count_delta, epsilon / groups).interval(ALPHA),
+        "sizes": sizes,
+        "parallel_curve": [parallel_loss for _ in sizes],
+        "sequential_curve": sequential,
+        "formula": (
+            r"$D = D_1 \sqcup \cdots \sqcup D_k:\ \max_i \varepsilon_i = \varepsilon;"
+            r"\qquad q_1(D), \dots, q_k(D):\ \textstyle\sum_{i=1}^{k} \varepsilon_i = k\varepsilon$"
+        ),
+    }
+
+
+#: The privacy-unit step's fixed, public example: rows per person, the quantiles of a geometric
+#: distribution on {1, 2, …} with mean 1/p = 5 (most people have a few rows, a few have many).
+UNIT_PEOPLE = 1000
+UNIT_ROWS_P = 0.2
+MAX_CAP = 40
+#: Each row's amount lies in [0, UNIT_AMOUNT] for the sum the step names beside the count.
+UNIT_AMOUNT = 50.0
+
+
+@lru_cache(maxsize=1)
+def unit_rows() -> list[int]:
+    """Rows per person (fixed, no randomness): the (i + ½)/n quantiles of Geometric(p) on {1, 2, …}."""
+    per = math.log1p(-UNIT_ROWS_P)
+    return [max(1, math.ceil(math.log1p(-(i + 0.5) / UNIT_PEOPLE) / per - 1e-12)) for i in range(UNIT_PEOPLE)]
+
+
+@lru_cache(maxsize=256)
+def contribution(epsilon: float, cap: int) -> dict[str, Any]:
+    """The count of rows (visits) with each person bounded to at most c rows: Δ = c
+    (``neighbours.unit_sensitivity``; a sum of amounts in [0, U] has Δ = c·U). The rows dropped by
+    the bound are the bias, −Σ max(0, r − c); the noise's std is √2·c/ε; the error √(bias² + 2b²)
+    against c, with its smallest value."""
+    cap = count_param(cap, "cap", 1, MAX_CAP)
+    rows = np.array(unit_rows())
+
+    def parts(c: int) -> tuple[float, float, float, float]:
+        delta = unit_sensitivity(Neighbours.ADD_REMOVE, 0.0, 1.0, ContributionBound.of(c), grouped=False)
+        bias = -float(np.sum(np.maximum(rows - c, 0)))
+        std = mechanism(delta, epsilon).std
+        return delta, bias, std, math.sqrt(bias * bias + std * std)
+
+    caps = list(range(1, MAX_CAP + 1))
+    curves = [parts(c) for c in caps]
+    best = int(np.argmin([r for *_, r in curves]))
+    delta, bias, std, rmse = curves[cap - 1]
+    return {
+        "epsilon": epsilon,
+        "cap": cap,
+        "people": UNIT_PEOPLE,
+        "mean_rows": float(np.mean(rows)),
+        "median_rows": float(np.median(rows)),
+        "largest": int(rows.max()),
+        "true_total": int(rows.sum()),
+        "rows_p": UNIT_ROWS_P,
+        "sensitivity": delta,
+        "amount": UNIT_AMOUNT,
+        "sum_sensitivity": unit_sensitivity(Neighbours.ADD_REMOVE, 0.0, UNIT_AMOUNT, ContributionBound.of(cap), grouped=False),
+        "bias": bias,
+        "dropped_people": int(np.sum(rows > cap)),
+        "noise_std": std,
+        "rmse": rmse,
+        "caps": caps,
+        "bias_curve": [abs(b) for _, b, _, _ in curves],
+        "noise_curve": [s for _, _, s, _ in curves],
+        "rmse_curve": [r for *_, r in curves],
+        "best_cap": caps[best],
+        "best_rmse": curves[best][3],
+        "formula": (
+            r"$\Delta = c \cdot \max(\lvert L \rvert, \lvert U \rvert)\ \ ([L, U] = [0, 1]:\ \Delta = c),"
+            r"\qquad B(c) = -\textstyle\sum_p \max(0,\, r_p - c)$"
+        ),
+    }
+
+
+#: The exponential mechanism's example: how many people name each category (fixed, public).
+CHOICE_COUNTS = (48, 45, 30, 12, 5)
+
+
+@lru_cache(maxsize=128)
+def noisy_max(epsilon: float) -> dict[str, Any]:
+    """Choose the most common category privately: the exponential mechanism with the counts as
+    scores (Δ = 1: one person adds or removes one answer) picks category i with probability
+    ∝ exp(ε·count_i/(2Δ)) (``accounting.exponential_mechanism_probabilities``); report-noisy-max
+    with Gumbel(2Δ/ε) noise picks with the same probabilities. Also the top category's chance against ε."""
+    delta = row_sensitivity(Neighbours.ADD_REMOVE, 0.0, 1.0, grouped=False)
+    probabilities = exponential_mechanism_probabilities(CHOICE_COUNTS, epsilon, delta)
+    grid = np.geomspace(0.01, 100.0, 121).tolist()
+    return {
+        "epsilon": epsilon,
+        "sensitivity": delta,
+        "counts": list(CHOICE_COUNTS),
+        "probabilities": probabilities,
+        "top": int(np.argmax(CHOICE_COUNTS)),
+        "epsilons": grid,
+        "top_curve": [exponential_mechanism_probabilities(CHOICE_COUNTS, e, delta)[0] for e in grid],
+        "gumbel_scale": 2.0 * delta / epsilon,
+        "formula": (
+            r"$\Pr[i] = \dfrac{e^{\varepsilon u_i / (2\Delta)}}{\sum_j e^{\varepsilon u_j / (2\Delta)}}"
+            r" = \Pr\big[i = \arg\max_j\, (u_j + G_j)\big],\ G_j \sim \mathrm{Gumbel}(2\Delta/\varepsilon)$"
+        ),
+    }
+
+
+#: Where real deployments put ε: only figures checked against their primary public source.
+DEPLOYMENTS: tuple[dict[str, Any], ...] = (
+    {
+        "key": "google_vaccination",
+        "epsilon": 2.19,
+        "delta": 1e-5,
+        "unit": "user",
+        "period": "day",
+        "url": "https://arxiv.org/abs/2107.01179",
+    },
+    {
+        "key": "google_covid_trends",
+        "epsilon": 1.68,
+        "delta": 0.0,
+        "unit": "user",
+        "period": "day",
+        "url": "https://arxiv.org/abs/2009.01265",
+    },
+    {
+        "key": "linkedin",
+        "epsilon": 34.9,
+        "delta": 7e-9,
+        "unit": "member",
+        "period": "month",
+        "url": "https://arxiv.org/abs/2002.05839",
+    },
+)
+
+
+@lru_cache(maxsize=128)
+def deployments(epsilon: float) -> dict[str, Any]:
+    """Each deployment's published ε (and δ) with the likelihood-ratio bound e^ε and how far a 50%
+    prior may rise (the planner's ``posterior``), beside the page's ε."""
+    rows = [
+        {
+            **row,
+            "factor": math.exp(min(row["epsilon"], 700.0)),
+            "posterior": posterior(LINKED_PRIOR, row["epsilon"]),
+            "posterior_gap": 1.0 / (1.0 + math.exp(min(row["epsilon"], 700.0))),  # 1 − posterior, without cancellation
+        }
+        for row in sorted(DEPLOYMENTS, key=lambda r: r["epsilon"])
+    ]
+    return {
+        "epsilon": epsilon,
+        "factor": math.exp(epsilon),
+        "posterior": posterior(LINKED_PRIOR, epsilon),
+        "deployments": rows,
+        "formula": r"$\Pr[D \mid z] \le \dfrac{e^{\varepsilon}}{1 + e^{\varepsilon}} \quad (p = \tfrac{1}{2})$",
     }

@@ -11,6 +11,7 @@ for a stated coverage never below the true quantile. Needs only the standard lib
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from statistics import NormalDist
@@ -302,3 +303,25 @@ def randomized_response_count_std(people: int, epsilon: float) -> float:
     """
     truth = randomized_response_truth(epsilon)
     return _up(math.sqrt(people * (1.0 - truth * truth)) / (2.0 * truth), 4)
+
+
+def exponential_mechanism_probabilities(scores: Sequence[float], epsilon: float, sensitivity: float) -> list[float]:
+    """The exponential mechanism's choice probabilities (McSherry and Talwar, 2007):
+    P(i) = exp(ε·u_i/(2Δ)) / Σ_j exp(ε·u_j/(2Δ)) for the scores u, each moving by at most Δ between
+    neighbours. Report-noisy-max with Gumbel noise of scale 2Δ/ε added to every score picks index i
+    with exactly these probabilities. Computed from the largest score down (no overflow); exact up
+    to float rounding, not a bound, so nothing is rounded in a direction.
+
+    :param scores: the candidates' scores u_i, finite (at least one).
+    :param epsilon: ε > 0.
+    :param sensitivity: Δ > 0, the most one unit moves any score.
+    """
+    epsilon = check_positive_finite("epsilon", epsilon)
+    sensitivity = check_positive_finite("sensitivity", sensitivity)
+    values = [check_finite("score", u) for u in scores]
+    if not values:
+        raise ParameterError("scores", "at least one score", scores)
+    top = max(values)
+    weights = [math.exp(epsilon * (u - top) / (2.0 * sensitivity)) for u in values]
+    total = math.fsum(weights)
+    return [w / total for w in weights]

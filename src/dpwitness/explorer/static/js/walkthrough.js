@@ -8,10 +8,11 @@ import { grid, histogram, laplaceDensity } from "./gauss.js";
 import { errorText, fmt, setText, t } from "./i18n.js";
 import { arrowFan, bars, flow, linePlot, numberLine, redrawPlaced } from "./plot.js";
 import { onChange, state } from "./state.js";
+import { laterSteps } from "./later.js";
 import { setStep } from "./url.js";
 
 const $ = (id) => document.getElementById(id);
-const local = { query: "sum", relation: "add-remove", row: 1, replacement: 100, z: null, s0: 0, sw: 2, trap: false, total: 2, people: 1000, group: 4, clamp: 100, answers: {} };
+const local = { query: "sum", relation: "add-remove", row: 1, replacement: 100, z: null, s0: 0, sw: 2, trap: false, total: 2, people: 1000, group: 4, clamp: 100, groups: 4, cap: 10, answers: {} };
 let current = 0;
 // Where the step being drawn puts its picture and controls (swapped in when complete).
 let body = null;
@@ -711,6 +712,7 @@ const STEPS = [
   { key: "rr", draw: stepRandomizedResponse, live: true },
   { key: "group", draw: stepGroup, live: true },
   { key: "clamp", draw: stepClamp, live: true },
+  ...laterSteps({ h, figure, localSlider, epsilonSlider, predict, formula, table, local }),
   { key: "step13", draw: stepSymbols },
   { key: "step14", draw: stepRecall },
 ];
