@@ -5,6 +5,8 @@ It knows nothing of dpwitness: numpy noise, a float sum added up row by row, a p
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 
@@ -192,6 +194,47 @@ class DictLaplace:
 
     def randomise(self, counts: dict[object, float]) -> dict[object, float]:
         return {key: float(c + self.rng.laplace(0.0, self.sensitivity / self.epsilon)) for key, c in counts.items()}
+
+
+class FrameLaplace:
+    """Laplace noise on every column of numbers of a table (a release per key returned as a frame,
+    as OpenDP's Polars context or SmartNoise SQL return theirs), for an L1 sensitivity: the key
+    columns are left as they are."""
+
+    def __init__(self, epsilon: float, sensitivity: float) -> None:
+        self.epsilon, self.sensitivity = epsilon, sensitivity
+        self.rng = np.random.default_rng()
+
+    def randomise(self, frame: Any) -> Any:
+        import polars as pl
+
+        scale = self.sensitivity / self.epsilon
+        return frame.with_columns(
+            pl.col(name).cast(pl.Float64) + pl.Series(self.rng.laplace(0.0, scale, frame.height))
+            for name, dtype in frame.schema.items()
+            if dtype.is_numeric()
+        )
+
+
+def counts_frame(keys: list[object], *, epsilon: float, public_keys: list[object] | None = None) -> Any:
+    """A noisy count per key as a frame (columns ``k``, ``count``): with ``public_keys`` one row per
+    public key; without, one row per key found in the data (no partition selection: the number of
+    rows and the keys released follow the data)."""
+    import polars as pl
+
+    released = sorted(set(keys), key=repr) if public_keys is None else list(public_keys)
+    counts = [float(sum(k == key for k in keys)) for key in released]
+    return FrameLaplace(epsilon, 1.0).randomise(pl.DataFrame({"k": released, "count": counts}))
+
+
+def counts_and_rows_frame(keys: list[object], public_keys: list[object], *, epsilon: float) -> Any:
+    """A noisy count per public key and the table's number of rows beside it in a second column,
+    all noised for Δ = 1: one record moves its key's count and the rows of every key (the bug)."""
+    import polars as pl
+
+    counts = [float(sum(k == key for k in keys)) for key in public_keys]
+    frame = pl.DataFrame({"k": public_keys, "count": counts, "rows": [float(len(keys))] * len(public_keys)})
+    return FrameLaplace(epsilon, 1.0).randomise(frame)
 
 
 def respond(value: object, items: list[object], *, epsilon: float) -> object:

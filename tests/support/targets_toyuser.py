@@ -22,7 +22,7 @@ class ToyAdapter(Adapter):
     def install(self) -> None:
         for cls in (toylib.LaplaceNoise, toylib.ClampedLaplace, toylib.VectorLaplace):
             self.patch(cls, "randomise", self._hook(vars(cls)["randomise"]))
-        for cls in (toylib.RandomizedResponse, toylib.BitFlip, toylib.MappedCounts, toylib.DictLaplace):
+        for cls in (toylib.RandomizedResponse, toylib.BitFlip, toylib.MappedCounts, toylib.DictLaplace, toylib.FrameLaplace):
             self.patch(cls, "randomise", self._any_hook(vars(cls)["randomise"]))
         self.patch(toylib.VectorDomain, "check", self._domain_hook(vars(toylib.VectorDomain)["check"]))
 
@@ -100,6 +100,7 @@ class ToyAdapter(Adapter):
             "targets_toylib.RandomizedResponse.randomise = _unnoised\n"
             "targets_toylib.DictLaplace.randomise = _unnoised\n"
             "targets_toylib.MappedCounts.randomise = _unnoised\n"
+            "targets_toylib.FrameLaplace.randomise = _unnoised\n"
             "targets_toylib.MappedCounts.sensitivity = property(lambda noise: noise.map(1)[1])\n"
         )
 
@@ -202,6 +203,21 @@ def counted_items_dict(table: pl.DataFrame) -> dict[object, float]:
 
 def counted_items_dict_twice(table: pl.DataFrame) -> dict[object, float]:
     return toylib.count_dict_twice(table["k"].to_list(), ITEMS, epsilon=1.0)
+
+
+def counted_frame(table: pl.DataFrame) -> pl.DataFrame:
+    """A noisy count per listed item, released as a frame (correct: one row per public key)."""
+    return toylib.counts_frame(table["k"].to_list(), epsilon=1.0, public_keys=ITEMS)
+
+
+def counted_frame_found_keys(table: pl.DataFrame) -> pl.DataFrame:
+    """A noisy count per key found in the data, as a frame: its rows are the key set (the bug)."""
+    return toylib.counts_frame(table["k"].to_list(), epsilon=1.0)
+
+
+def counted_frame_with_rows(table: pl.DataFrame) -> pl.DataFrame:
+    """The counts per listed item with the number of rows beside each, noised for Δ = 1 (the bug: a record moves 1 + 3)."""
+    return toylib.counts_and_rows_frame(table["k"].to_list(), ITEMS, epsilon=1.0)
 
 
 # --- inputs the check must reach --------------------------------------------------------------------

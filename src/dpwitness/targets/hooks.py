@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from dpwitness.common.encoding import frame_columns
+
 #: How a recorder treats the calls it sees.
 MODES = ("record", "unnoised")
 
@@ -242,9 +244,14 @@ def noise_call(
 
 def plain_value(value: Any) -> Any:
     """A pre-noise value made plain and exact: a float (numbers and booleans), a tuple of floats
-    (sequences and numeric arrays, flattened), bytes (kept), a dict (each value made plain), or
-    the object itself (text and anything else: compared by equality). NaN and ±∞ kept; a null
-    (None) is NaN, alone or among numbers."""
+    (sequences and numeric arrays, flattened), bytes (kept), a dict (each value made plain), a
+    data frame as a dict of its columns of numbers (each a tuple of floats; its other columns,
+    keys and text, are part of its shape: :func:`value_shape`), or the object itself (text and
+    anything else: compared by equality). NaN and ±∞ kept; a null (None) is NaN, alone or among
+    numbers."""
+    frame = frame_columns(value)
+    if frame is not None:
+        return dict(_frame_parts(frame)[0])
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     if isinstance(value, str):
@@ -275,9 +282,18 @@ def value_shape(value: Any, norm: str = "l1") -> Any:
     the value is one item whatever its length: only its kind. A dict's keys are not its shape
     (a key on one side only counts as 0, as in the L1/L2 distances of keyed outputs).
 
+    A data frame's shape is its number of rows, its columns' names in order and the values of its
+    columns that are not numbers (its keys: a frame whose key column differs between neighbours
+    released a different key set).
+
     :param value: the value before noise, as the library passed it.
     :param norm: the norm of the call's Δ (``"l1"``, ``"l2"`` or ``"discrete"``).
     """
+    frame = frame_columns(value)
+    if frame is not None:
+        keys = _frame_parts(frame)[1]
+        height = len(next(iter(frame.values()), []))
+        return ("frame", height, tuple(frame), tuple(sorted(keys.items())))
     if isinstance(value, bytes | bytearray | memoryview):
         return ("item",) if norm == "discrete" else ("bytes", len(bytes(value)))
     if isinstance(value, str):
@@ -289,6 +305,20 @@ def value_shape(value: Any, norm: str = "l1") -> Any:
     if isinstance(value, list | tuple):
         return ("sequence", _nested_lengths(value))
     return ("item",) if norm == "discrete" else ("number",)
+
+
+def _frame_parts(frame: Mapping[str, list[Any]]) -> tuple[dict[str, tuple[float, ...]], dict[str, tuple[Any, ...]]]:
+    """A frame's columns split into those of numbers (booleans and nulls among them: tuples of
+    floats, a null as NaN) and the others (keys, text: tuples of their values)."""
+    numbers: dict[str, tuple[float, ...]] = {}
+    others: dict[str, tuple[Any, ...]] = {}
+    for name, column in frame.items():
+        plain = plain_value(list(column))
+        if isinstance(plain, tuple):
+            numbers[name] = plain
+        else:
+            others[name] = tuple(column)
+    return numbers, others
 
 
 def _nested_lengths(value: Any) -> Any:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from dpwitness.common.encoding import frame_columns
 from dpwitness.common.errors import ParameterError
 from dpwitness.targets.check.probe import UnnoisedRunner, relative_shift
 from dpwitness.targets.check.report import Finding, ReportBuilder
@@ -184,6 +185,9 @@ def _released(output: Any) -> Any:
     encodes them)."""
     import numpy as np
 
+    frame = frame_columns(output)
+    if frame is not None:  # a frame: its columns by name (the audit encodes a dict of lists)
+        return frame
     if isinstance(output, bytes | bytearray | str | bool | Mapping):
         return bytes(output) if isinstance(output, bytearray) else output
     try:
@@ -198,6 +202,7 @@ def _numbers(output: Any) -> list[Any] | None:
     import numpy as np
 
     try:
+        output = frame_columns(output) or output
         if isinstance(output, Mapping):
             output = [output[key] for key in sorted(output)]
         if isinstance(output, bytes | bytearray | str):
@@ -212,6 +217,9 @@ def _numbers(output: Any) -> list[Any] | None:
 
 
 def _is_float(output: Any) -> bool:
+    frame = frame_columns(output)
+    if frame is not None:
+        return all(_is_float(column) for column in frame.values()) and bool(frame)
     try:
         import numpy as np
 

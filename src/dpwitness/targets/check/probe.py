@@ -255,8 +255,11 @@ def calls_finding(changed: CallsChanged, fn: Callable[[Any], Any]) -> Finding:
         index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a.shape != b.shape)
         call, other = first[index], second[index]
         claimed, witnessed = _size(call.shape), _size(other.shape)
+        on_d, on_d_prime = _shape_text(call.shape), _shape_text(other.shape)
+        if on_d == on_d_prime:  # the same size: what differs is a frame's keys or columns
+            on_d_prime += " with other keys or columns"
         detail = (
-            f"call #{index + 1}'s value before noise is {_shape_text(call.shape)} on D, {_shape_text(other.shape)} on D′ "
+            f"call #{index + 1}'s value before noise is {on_d} on D, {on_d_prime} on D′ "
             "(its length or shape reveals the data, whatever the noise)"
         )
     else:
@@ -297,6 +300,8 @@ def _size(shape: Any) -> float:
             return float(math.prod(size))
         if kind == "sequence":
             return float(size[0])
+    if isinstance(shape, tuple) and len(shape) == 4 and shape[0] == "frame":
+        return float(shape[1])
     return math.nan
 
 
@@ -308,4 +313,6 @@ def _shape_text(shape: Any) -> str:
         return f"an array of shape {rest[0]}"
     if kind == "sequence":
         return f"a sequence of {rest[0][0]} value(s)"
+    if kind == "frame":
+        return f"a frame of {rest[0]} row(s) and {len(rest[1])} column(s)"
     return {"number": "a number", "text": "text", "dict": "a dict", "item": "one item"}.get(str(kind), str(kind))

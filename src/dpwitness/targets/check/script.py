@@ -148,7 +148,11 @@ def repro_script(
 
 
             def numbers(value):
-                # the value's numbers by position (bytes: their bits; a dict: by key); None: not numbers
+                # the value's numbers by position (bytes: their bits; a dict: by key; a frame: its
+                # columns of numbers, by name); None: not numbers
+                if hasattr(value, "columns") and len(getattr(value, "shape", ())) == 2:
+                    columns = {{str(name): numbers(list(value[name])) for name in value.columns}}
+                    return {{(name, *k): v for name, inner in columns.items() if inner is not None for k, v in inner.items()}}
                 if isinstance(value, (bytes, bytearray)):
                     bits = np.unpackbits(np.frombuffer(bytes(value), dtype=np.uint8))
                     return {{(i,): float(b) for i, b in enumerate(bits)}}
@@ -198,7 +202,9 @@ def repro_script(
 #: (the exact output) or ``("above" | "below", j, t)`` (coordinate j of its numbers against t).
 EVENT_CODE = '''
 def plain(output):
-    """An output with numpy's types made Python's and a dict's keys in order."""
+    """An output with numpy's types made Python's, a dict's keys in order and a frame as its columns."""
+    if hasattr(output, "columns") and len(getattr(output, "shape", ())) == 2 and not isinstance(output, np.ndarray):
+        return {str(name): plain(list(output[name])) for name in sorted(output.columns, key=repr)}
     if isinstance(output, dict):
         return {key: plain(output[key]) for key in sorted(output, key=repr)}
     if isinstance(output, np.ndarray):
