@@ -197,3 +197,17 @@ def test_the_audit_samples_a_frame_and_the_frames_script_shows_its_shift(tmp_pat
     }
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert run.returncode == 1 and "l1 shift 4.0 vs declared sensitivity 1.0" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_frame_is_read_as_its_columns_by_every_part() -> None:
+    from dpwitness.common.encoding import frame_columns, json_value
+    from dpwitness.witness.audit.encode import Encoder, value_paths
+
+    frame = pl.DataFrame({"k": ["a", "b"], "n": [1.5, None]})
+    assert frame_columns(frame) == {"k": ["a", "b"], "n": [1.5, None]} and frame_columns({"k": [1]}) is None
+    pd = pytest.importorskip("pandas")
+    assert frame_columns(pd.DataFrame({"k": ["a"], "n": [2]})) == {"k": ["a"], "n": [2]}
+    assert json_value(frame) == {"k": ["a", "b"], "n": [1.5, None]}
+    signature, values = Encoder().encode(frame, "d")
+    assert signature == "F{'k':(s,s),'n':(n,∅)}" and values == [0.0, 1.0, 1.5, 2.0] and len(value_paths(frame)) == 4
+    assert math.isnan(hooks.plain_value(frame)["n"][1]) and hooks.value_shape(frame)[:3] == ("frame", 2, ("k", "n"))
