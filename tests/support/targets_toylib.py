@@ -5,8 +5,6 @@ It knows nothing of dpwitness: numpy noise, a float sum added up row by row, a p
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 
@@ -205,18 +203,18 @@ class FrameLaplace:
         self.epsilon, self.sensitivity = epsilon, sensitivity
         self.rng = np.random.default_rng()
 
-    def randomise(self, frame: Any) -> Any:
+    def randomise(self, frame: object) -> object:
         import polars as pl
 
         scale = self.sensitivity / self.epsilon
-        return frame.with_columns(
-            pl.col(name).cast(pl.Float64) + pl.Series(self.rng.laplace(0.0, scale, frame.height))
-            for name, dtype in frame.schema.items()
+        return frame.with_columns(  # type: ignore[attr-defined]
+            pl.col(name).cast(pl.Float64) + pl.Series(self.rng.laplace(0.0, scale, frame.height))  # type: ignore[attr-defined]
+            for name, dtype in frame.schema.items()  # type: ignore[attr-defined]
             if dtype.is_numeric()
         )
 
 
-def counts_frame(keys: list[object], *, epsilon: float, public_keys: list[object] | None = None) -> Any:
+def counts_frame(keys: list[object], *, epsilon: float, public_keys: list[object] | None = None) -> object:
     """A noisy count per key as a frame (columns ``k``, ``count``): with ``public_keys`` one row per
     public key; without, one row per key found in the data (no partition selection: the number of
     rows and the keys released follow the data)."""
@@ -227,7 +225,7 @@ def counts_frame(keys: list[object], *, epsilon: float, public_keys: list[object
     return FrameLaplace(epsilon, 1.0).randomise(pl.DataFrame({"k": released, "count": counts}))
 
 
-def counts_and_rows_frame(keys: list[object], public_keys: list[object], *, epsilon: float) -> Any:
+def counts_and_rows_frame(keys: list[object], public_keys: list[object], *, epsilon: float) -> object:
     """A noisy count per public key and the table's number of rows beside it in a second column,
     all noised for Δ = 1: one record moves its key's count and the rows of every key (the bug)."""
     import polars as pl

@@ -72,6 +72,9 @@ class NoiseCall:
     when it was given some. ``invariant`` is what the library was told is not protected
     (e.g. the key sets an OpenDP margin declares invariant): both neighbours must share it, so a
     pair on which it differs is outside the library's contract (skipped, never judged).
+    ``scale`` is the noise's scale (Laplace b, Gaussian σ) of a call that declares no Δ (a draw
+    seen by :mod:`~dpwitness.targets.numpy_random`): the check reads the Δ it allows at the
+    claimed ε from it.
     """
 
     library: str
@@ -88,6 +91,7 @@ class NoiseCall:
     replay: Callable[[], Any] | None = field(default=None, repr=False)
     invariant: Any = None
     shape: Any = None
+    scale: float | None = None
 
     @property
     def signature(self) -> tuple[Any, ...]:
@@ -117,6 +121,7 @@ class Recorder:
         self.calls: list[NoiseCall] = []
         self.outputs: list[Any] = []  # in "record" mode: what each call released (noise added)
         self.depth = 0
+        self.adapters: tuple[Adapter, ...] = ()  # the adapters this recording installed
 
 
 _active: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("dpwitness_recorder", default=None)
@@ -157,6 +162,7 @@ def recording(
                 f"{adapter.name} adapter failed pinning its library's randomness ({type(error).__name__} at {where})"
             ) from error
     recorder = Recorder(mode, epsilon=epsilon, neighbours=neighbours)
+    recorder.adapters = tuple(chosen)
     token = _active.set(recorder)
     try:
         yield recorder
@@ -180,6 +186,8 @@ def noise_call(
     skip_frames: int = 2,
     site: str | None = None,
     invariant: Any = None,
+    caller: str | None = None,
+    scale: float | None = None,
 ) -> Any:
     """The body of every hook: record the call, then add the noise (``noised()``) or not.
 
@@ -207,14 +215,17 @@ def noise_call(
     :param site: the call site to record, overriding the one found on the stack; default None.
     :param invariant: what the library was told is not protected (hashable; equal on both
         neighbours of a pair inside its contract); default None: nothing.
+    :param caller: the first line outside the library, overriding the one found on the stack; default None.
+    :param scale: the noise's scale, for a call that declares no Δ (see :class:`NoiseCall`); default None.
     """
     recorder = _active.get()
     if recorder is None or recorder.depth > 0:
         return noised()
     recorder.depth += 1
     try:
-        found, caller = call_sites(adapter.package_roots, skip_frames)
+        found, seen_from = call_sites(adapter.package_roots, skip_frames)
         site = site or found
+        caller = caller or seen_from
         recorder.calls.append(
             NoiseCall(
                 library=adapter.name,
@@ -231,6 +242,7 @@ def noise_call(
                 replay=replay,
                 invariant=invariant,
                 shape=value_shape(value, norm),
+                scale=scale,
             )
         )
         if recorder.mode == "unnoised":

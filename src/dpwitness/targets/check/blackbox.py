@@ -117,6 +117,10 @@ def audit_worst_pair(
             )
     else:
         replaying = force_replay
+    if replaying and not any(c.replay is not None for c in recorder.calls):
+        # nothing to replay (draws seen by the generic hook): replay would sample a constant
+        notes.append("no noise call can be replayed: the function itself is audited")
+        replaying = False
     replay: Callable[..., Any] | None = None
     if replaying:
         model = "the noise calls' outputs (replay: values before noise frozen, only the library's noise sampled)"
