@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 import targets_toylib as toylib
-import targets_toynumpy as toynumpy
 
 from dpwitness.targets import Adapter, Unsupported, active, noise_call, register
 from dpwitness.targets.hooks import declared_distance, largest_distance
@@ -23,7 +22,8 @@ class ToyAdapter(Adapter):
     def install(self) -> None:
         for cls in (toylib.LaplaceNoise, toylib.ClampedLaplace, toylib.VectorLaplace):
             self.patch(cls, "randomise", self._hook(vars(cls)["randomise"]))
-        for cls in (toylib.RandomizedResponse, toylib.BitFlip, toylib.MappedCounts, toylib.DictLaplace, toylib.FrameLaplace):
+        any_types = (toylib.RandomizedResponse, toylib.BitFlip, toylib.MappedCounts, toylib.DictLaplace, toylib.FrameLaplace)
+        for cls in (*any_types, toylib.GaussianNoise):
             self.patch(cls, "randomise", self._any_hook(vars(cls)["randomise"]))
         self.patch(toylib.VectorDomain, "check", self._domain_hook(vars(toylib.VectorDomain)["check"]))
 
@@ -72,12 +72,14 @@ class ToyAdapter(Adapter):
                 norm, sensitivity = "discrete", largest_distance(noise.map, claimed)
             elif isinstance(noise, toylib.MappedCounts):
                 sensitivity = declared_distance(noise.map(1), "l1")
+            elif isinstance(noise, toylib.GaussianNoise):
+                norm = "l2"
             return noise_call(
                 adapter,
                 mechanism=type(noise).__name__,
                 sensitivity=sensitivity,
                 epsilon=noise.epsilon,
-                delta=0.0,
+                delta=getattr(noise, "delta", 0.0),
                 value=value,
                 norm=norm,
                 noised=lambda: original(noise, value),
@@ -102,6 +104,7 @@ class ToyAdapter(Adapter):
             "targets_toylib.DictLaplace.randomise = _unnoised\n"
             "targets_toylib.MappedCounts.randomise = _unnoised\n"
             "targets_toylib.FrameLaplace.randomise = _unnoised\n"
+            "targets_toylib.GaussianNoise.randomise = _unnoised\n"
             "targets_toylib.MappedCounts.sensitivity = property(lambda noise: noise.map(1)[1])\n"
         )
 
@@ -256,24 +259,14 @@ def released_mean_public_size(table: pl.DataFrame) -> float:
     return toylib.private_mean(table["x"].to_list(), lower=0.0, upper=1.0, epsilon=1.0, rows=PUBLIC_ROWS)
 
 
-# --- noise no adapter covers: a library drawing numpy.random itself ---------------------------------
+# --- (ε, δ) claims ----------------------------------------------------------------------------------
 
 
-def numpy_sum(table: pl.DataFrame) -> float:
-    """A sum of values in [0, 1] noised with np.random.laplace(scale=1/ε) and never clipped (the bug)."""
-    return toynumpy.noisy_sum(table["x"].drop_nulls().to_list(), epsilon=1.0)
+def gaussian_count(table: pl.DataFrame) -> float:
+    """The number of rows through the classical Gaussian mechanism at ε = 1, δ = 10⁻⁵ (correct)."""
+    return toylib.gaussian_count(table["k"].to_list(), epsilon=1.0, delta=1e-5)
 
 
-def numpy_clipped_sum(table: pl.DataFrame) -> float:
-    """The same sum, clipped to [0, 1] first (correct)."""
-    return toynumpy.clipped_noisy_sum(table["x"].drop_nulls().to_list(), epsilon=1.0)
-
-
-def numpy_counts(table: pl.DataFrame) -> list[float]:
-    """Noisy counts per listed item from a Generator's Laplace draws (correct)."""
-    return toynumpy.noisy_counts(table["k"].to_list(), ITEMS, epsilon=1.0)
-
-
-def python_gaussian_count(table: pl.DataFrame) -> float:
-    """A count with Gaussian noise from Python's random.gauss (σ for ε = 1, δ = 1e-5: correct)."""
-    return toynumpy.gaussian_count(table["k"].to_list(), sigma=toynumpy.gaussian_sigma(1.0, 1e-5))
+def gaussian_count_wrong_sigma(table: pl.DataFrame) -> float:
+    """The same count with σ from the zCDP formula, ε taken for ρ (the bug: δ(ε) ≈ 0.29, not 10⁻⁵)."""
+    return toylib.gaussian_count(table["k"].to_list(), epsilon=1.0, delta=1e-5, wrong_sigma=True)

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import targets_toylib as toylib
-import targets_toyuser as user
+import targets_toynumpy_user as user
+import targets_toyuser  # noqa: F401 (registers the toylib adapter)
 
 import dpwitness
 from dpwitness.targets import hooks
@@ -41,7 +42,7 @@ def test_each_draw_is_a_noise_call_with_no_declared_delta_and_its_scale() -> Non
     ]
     assert all(c.sensitivity is None and c.epsilon is None and c.library == "numpy.random" for c in recorder.calls)
     assert (legacy.norm, generator.norm, python.norm) == ("l1", "l1", "l2") and python.scale == pytest.approx(4.8448, abs=1e-4)
-    assert all("targets_toynumpy.py:" in c.site and "targets_toyuser.py:" in c.caller for c in recorder.calls)
+    assert all("targets_toynumpy.py:" in c.site and "targets_toynumpy_user.py:" in c.caller for c in recorder.calls)
     assert generator.shape == ("array", (3,)) and legacy.value == 0.0
     with hooks.recording("record", (ADAPTER,), epsilon=1.0) as recorder:
         noisy = user.numpy_counts(table)

@@ -168,7 +168,8 @@ def audit_worst_pair(
                 d=d_runs,
                 d_prime=d_prime_runs,
                 detail=f"black-box audit of {model}: event {result.event}"
-                + (" (float test: the outputs' bit patterns)" if float_test else ""),
+                + (" (float test: the outputs' bit patterns)" if float_test else "")
+                + _delta_text(result),
                 script=audit_script(
                     runner,
                     d_runs,
@@ -177,10 +178,24 @@ def audit_worst_pair(
                     schema,
                     result,
                     script_event(fn, d, d_prime, per_run=per_run, seconds=max(2.0, 0.5 * (budget - report.cpu()))),
+                    delta=report.delta,
                 ),
             )
         )
     return result, notes
+
+
+def _delta_text(result: AuditResult) -> str:
+    """For an (ε, δ) claim: the event's rate gap at the claimed ε against δ (plug-in rates; the
+    certified statement is ε_lb, computed with δ taken off the likelier rate)."""
+    if not result.delta or not result.measured_runs:
+        return ""
+    likelier, other = (hits / result.measured_runs for hits in result.hits)
+    gap = likelier - math.exp(result.claimed_epsilon) * other
+    return (
+        f"; at the claimed ε its rates are {likelier:.4g} and {other:.4g}: the likelier exceeds e^ε times the other "
+        f"by {gap:.4g}, against the declared δ = {result.delta:.4g}"
+    )
 
 
 def _released(output: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -160,6 +161,13 @@ def _check(
             )
         raise ParameterError("fn", "a function that runs on tables of the declared columns", "; ".join(dict.fromkeys(refusals)))
     report.calls = tuple(calls)
+    declared_delta = math.fsum(c.delta for c in calls)
+    if report.delta == 0 and 0 < declared_delta < 1:  # (ε, δ): audited at the δ the library's calls declare
+        report.delta = declared_delta
+        notes.append(
+            f"no δ was given: the audit holds the release to δ = {declared_delta:.6g}, the sum of the δ its noise calls "
+            "declare (at the claimed ε, no event may be likelier on one table than e^ε times on the other plus δ)"
+        )
     runner.keys = tuple(call_key(i, c) for i, c in enumerate(calls))
     claims = {call_key(i, c): c.sensitivity for i, c in enumerate(calls) if c.sensitivity is not None}
     by_call = {call_key(i, c): c for i, c in enumerate(calls)}
