@@ -64,7 +64,8 @@ def check(
     audit's first round in the time left). See the module docstring.
 
     :param epsilon: the ε the function claims, a finite number > 0 (no default).
-    :param delta: the δ the function claims, in [0, 1); default 0.0 (pure ε-DP).
+    :param delta: the δ the function claims, in [0, 1); default 0.0: pure ε-DP, or, when its noise
+        calls declare δ > 0, the sum of the δ they declare (the audit holds the release to it).
     """
     started, cpu_started = time.perf_counter(), time.process_time()
     if not callable(fn):
