@@ -8,6 +8,7 @@ clipped first is not."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -82,3 +83,15 @@ def test_the_same_sum_clipped_first_is_not_flagged() -> None:
     report = check(user.numpy_clipped_sum, columns={"x": pl.Float64}, epsilon=1.0, max_seconds=20)
     assert report.verdict in ("ok", "inconclusive") and not report.findings, str(report)
     assert report.audit is not None and not report.audit.violated and report.calls[0].library == "numpy.random"
+
+
+@pytest.mark.slow
+def test_the_command_line_flags_the_unclipped_sum_from_its_draws() -> None:
+    command = [sys.executable, "-m", "dpwitness", "check", str(TESTS / "support" / "targets_toynumpy_user.py") + ":numpy_sum"]
+    command += ["--columns", '{"x": "Float64"}', "--epsilon", "1", "--no-structured", "--trials", "20", "--max-seconds", "20"]
+    run = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    payload = json.loads(run.stdout)
+    assert payload["verdict"] == "violated" and [f["kind"] for f in payload["findings"]] == ["audit"]
+    assert payload["calls"][0]["library"] == "numpy.random" and payload["calls"][0]["scale"] == 1.0
+    assert payload["calls"][0]["sensitivity"] is None
