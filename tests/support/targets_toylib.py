@@ -194,6 +194,80 @@ class DictLaplace:
         return {key: float(c + self.rng.laplace(0.0, self.sensitivity / self.epsilon)) for key, c in counts.items()}
 
 
+class FrameLaplace:
+    """Laplace noise on every column of numbers of a table (a release per key returned as a frame,
+    as OpenDP's Polars context or SmartNoise SQL return theirs), for an L1 sensitivity: the key
+    columns are left as they are."""
+
+    def __init__(self, epsilon: float, sensitivity: float) -> None:
+        self.epsilon, self.sensitivity = epsilon, sensitivity
+        self.rng = np.random.default_rng()
+
+    def randomise(self, frame: object) -> object:
+        import polars as pl
+
+        scale = self.sensitivity / self.epsilon
+        return frame.with_columns(  # type: ignore[attr-defined]
+            pl.col(name).cast(pl.Float64) + pl.Series(self.rng.laplace(0.0, scale, frame.height))  # type: ignore[attr-defined]
+            for name, dtype in frame.schema.items()  # type: ignore[attr-defined]
+            if dtype.is_numeric()
+        )
+
+
+def counts_frame(keys: list[object], *, epsilon: float, public_keys: list[object] | None = None) -> object:
+    """A noisy count per key as a frame (columns ``k``, ``count``): with ``public_keys`` one row per
+    public key; without, one row per key found in the data (no partition selection: the number of
+    rows and the keys released follow the data)."""
+    import polars as pl
+
+    released = sorted(set(keys), key=repr) if public_keys is None else list(public_keys)
+    counts = [float(sum(k == key for k in keys)) for key in released]
+    return FrameLaplace(epsilon, 1.0).randomise(pl.DataFrame({"k": released, "count": counts}))
+
+
+def counts_and_rows_frame(keys: list[object], public_keys: list[object], *, epsilon: float) -> object:
+    """A noisy count per public key and the table's number of rows beside it in a second column,
+    all noised for Δ = 1: one record moves its key's count and the rows of every key (the bug)."""
+    import polars as pl
+
+    counts = [float(sum(k == key for k in keys)) for key in public_keys]
+    frame = pl.DataFrame({"k": public_keys, "count": counts, "rows": [float(len(keys))] * len(public_keys)})
+    return FrameLaplace(epsilon, 1.0).randomise(frame)
+
+
+class GaussianNoise:
+    """The Gaussian mechanism for an (ε, δ) claim and an L2 sensitivity, with the classical σ =
+    Δ·√(2 ln(1.25/δ))/ε (Dwork & Roth, Thm A.1; ε ≤ 1); its release is snapped to a grid of 2⁻²⁰
+    (no porous float support)."""
+
+    def __init__(self, epsilon: float, delta: float, sensitivity: float) -> None:
+        if not 0 < epsilon <= 1 or not 0 < delta < 1 or sensitivity < 0:
+            raise ValueError("the classical Gaussian needs 0 < ε ≤ 1, 0 < δ < 1 and Δ ≥ 0")
+        self.epsilon, self.delta, self.sensitivity = epsilon, delta, sensitivity
+        self.rng = np.random.default_rng()
+
+    def sigma(self) -> float:
+        return float(self.sensitivity * np.sqrt(2 * np.log(1.25 / self.delta)) / self.epsilon)
+
+    def randomise(self, value: float) -> float:
+        noisy = value + self.rng.normal(0.0, self.sigma())
+        return float(np.round(noisy * 2.0**20) / 2.0**20)
+
+
+class GaussianNoiseRhoAsEpsilon(GaussianNoise):
+    """The same mechanism with σ = Δ/√(2ε): the zCDP formula σ = Δ/√(2ρ) with the claimed ε used as
+    ρ, never converted from (ε, δ) (the bug: σ ≈ 0.71 where 4.84 is needed at ε = 1, δ = 10⁻⁵)."""
+
+    def sigma(self) -> float:
+        return float(self.sensitivity / np.sqrt(2 * self.epsilon))
+
+
+def gaussian_count(keys: list[object], *, epsilon: float, delta: float, wrong_sigma: bool = False) -> float:
+    """The number of records through the Gaussian mechanism at (ε, δ) (Δ₂ = 1)."""
+    mechanism = GaussianNoiseRhoAsEpsilon if wrong_sigma else GaussianNoise
+    return mechanism(epsilon, delta, 1.0).randomise(float(len(keys)))
+
+
 def respond(value: object, items: list[object], *, epsilon: float) -> object:
     """The value through randomized response over the listed items."""
     return RandomizedResponse(items, epsilon).randomise(value)

@@ -22,7 +22,8 @@ class ToyAdapter(Adapter):
     def install(self) -> None:
         for cls in (toylib.LaplaceNoise, toylib.ClampedLaplace, toylib.VectorLaplace):
             self.patch(cls, "randomise", self._hook(vars(cls)["randomise"]))
-        for cls in (toylib.RandomizedResponse, toylib.BitFlip, toylib.MappedCounts, toylib.DictLaplace):
+        any_types = (toylib.RandomizedResponse, toylib.BitFlip, toylib.MappedCounts, toylib.DictLaplace, toylib.FrameLaplace)
+        for cls in (*any_types, toylib.GaussianNoise):
             self.patch(cls, "randomise", self._any_hook(vars(cls)["randomise"]))
         self.patch(toylib.VectorDomain, "check", self._domain_hook(vars(toylib.VectorDomain)["check"]))
 
@@ -71,12 +72,14 @@ class ToyAdapter(Adapter):
                 norm, sensitivity = "discrete", largest_distance(noise.map, claimed)
             elif isinstance(noise, toylib.MappedCounts):
                 sensitivity = declared_distance(noise.map(1), "l1")
+            elif isinstance(noise, toylib.GaussianNoise):
+                norm = "l2"
             return noise_call(
                 adapter,
                 mechanism=type(noise).__name__,
                 sensitivity=sensitivity,
                 epsilon=noise.epsilon,
-                delta=0.0,
+                delta=getattr(noise, "delta", 0.0),
                 value=value,
                 norm=norm,
                 noised=lambda: original(noise, value),
@@ -100,6 +103,8 @@ class ToyAdapter(Adapter):
             "targets_toylib.RandomizedResponse.randomise = _unnoised\n"
             "targets_toylib.DictLaplace.randomise = _unnoised\n"
             "targets_toylib.MappedCounts.randomise = _unnoised\n"
+            "targets_toylib.FrameLaplace.randomise = _unnoised\n"
+            "targets_toylib.GaussianNoise.randomise = _unnoised\n"
             "targets_toylib.MappedCounts.sensitivity = property(lambda noise: noise.map(1)[1])\n"
         )
 
@@ -204,6 +209,21 @@ def counted_items_dict_twice(table: pl.DataFrame) -> dict[object, float]:
     return toylib.count_dict_twice(table["k"].to_list(), ITEMS, epsilon=1.0)
 
 
+def counted_frame(table: pl.DataFrame) -> pl.DataFrame:
+    """A noisy count per listed item, released as a frame (correct: one row per public key)."""
+    return toylib.counts_frame(table["k"].to_list(), epsilon=1.0, public_keys=ITEMS)
+
+
+def counted_frame_found_keys(table: pl.DataFrame) -> pl.DataFrame:
+    """A noisy count per key found in the data, as a frame: its rows are the key set (the bug)."""
+    return toylib.counts_frame(table["k"].to_list(), epsilon=1.0)
+
+
+def counted_frame_with_rows(table: pl.DataFrame) -> pl.DataFrame:
+    """The counts per listed item with the number of rows beside each, noised for Δ = 1 (the bug: a record moves 1 + 3)."""
+    return toylib.counts_and_rows_frame(table["k"].to_list(), ITEMS, epsilon=1.0)
+
+
 # --- inputs the check must reach --------------------------------------------------------------------
 
 #: The number of rows a sized release declares public (its domain refuses every other size).
@@ -237,3 +257,16 @@ def released_mean_by_size(table: pl.DataFrame) -> float:
 def released_mean_public_size(table: pl.DataFrame) -> float:
     """The mean with its estimator chosen on the public size (correct)."""
     return toylib.private_mean(table["x"].to_list(), lower=0.0, upper=1.0, epsilon=1.0, rows=PUBLIC_ROWS)
+
+
+# --- (ε, δ) claims ----------------------------------------------------------------------------------
+
+
+def gaussian_count(table: pl.DataFrame) -> float:
+    """The number of rows through the classical Gaussian mechanism at ε = 1, δ = 10⁻⁵ (correct)."""
+    return toylib.gaussian_count(table["k"].to_list(), epsilon=1.0, delta=1e-5)
+
+
+def gaussian_count_wrong_sigma(table: pl.DataFrame) -> float:
+    """The same count with σ from the zCDP formula, ε taken for ρ (the bug: δ(ε) ≈ 0.29, not 10⁻⁵)."""
+    return toylib.gaussian_count(table["k"].to_list(), epsilon=1.0, delta=1e-5, wrong_sigma=True)

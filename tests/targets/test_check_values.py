@@ -32,8 +32,8 @@ QUICK: dict[str, Any] = dict(epsilon=1.0, libraries=["toylib"], audit=False, tri
 
 @pytest.mark.parametrize(
     "fn",
-    [user.answered_item, user.answered_flag, user.present_bits, user.counted_items, user.counted_items_dict],
-    ids=["bytes item", "boolean item", "bit vector", "tuple from a map of (l0, l1, l∞)", "dict"],
+    [user.answered_item, user.answered_flag, user.present_bits, user.counted_items, user.counted_items_dict, user.counted_frame],
+    ids=["bytes item", "boolean item", "bit vector", "tuple from a map of (l0, l1, l∞)", "dict", "frame"],
 )
 def test_correct_releases_of_every_type_raise_no_false_alarm(fn: Any) -> None:
     report = check(fn, columns=KEYS, **QUICK)
@@ -58,14 +58,31 @@ def test_a_length_leak_is_a_shape_finding() -> None:
     assert str(finding).startswith("✘ shape: toylib")
 
 
+def test_a_frame_whose_rows_follow_the_keys_found_is_a_shape_finding() -> None:
+    report = check(user.counted_frame_found_keys, columns=KEYS, **QUICK)
+    (finding,) = report.findings
+    assert finding.kind == "shape" and abs(finding.claimed - finding.witnessed) == 1, str(finding)
+    assert "a frame of" in finding.detail and "inf" not in str(finding)
+    (call,) = report.calls
+    assert call.value == {"count": (1.0,)} and call.shape == ("frame", 1, ("k", "count"), (("k", ("a",)),))
+
+
+def test_a_frame_whose_keys_change_at_the_same_size_is_a_shape_finding() -> None:
+    report = check(user.counted_frame_found_keys, columns=KEYS, **{**QUICK, "neighbours": "replace-one"})
+    assert [f.kind for f in report.findings] == ["shape"], [str(f) for f in report.findings]
+    (finding,) = report.findings
+    assert finding.claimed == finding.witnessed == 1 and "with other keys or columns on D′" in finding.detail, str(finding)
+
+
 @pytest.mark.parametrize(
     ("fn", "shifts"),
     [
         (user.counted_items_cumulative, (2.0, 3.0)),
         (user.present_bits_and_size, (2.0,)),
         (user.counted_items_dict_twice, (2.0,)),
+        (user.counted_frame_with_rows, (4.0,)),
     ],
-    ids=["tuple beyond its map's l1", "two bits flipped by one record", "dict counting each record twice"],
+    ids=["tuple beyond its map's l1", "two bits flipped by one record", "dict counting each record twice", "frame"],
 )
 def test_values_moving_beyond_their_delta_are_sensitivity_findings(fn: Any, shifts: tuple[float, ...]) -> None:
     report = check(fn, columns=KEYS, **QUICK)
@@ -107,8 +124,8 @@ def test_values_are_made_plain_without_losing_their_type() -> None:
 
 @pytest.mark.parametrize(
     "fn",
-    [user.answered_flag, user.present_bits, user.counted_items, user.counted_items_dict],
-    ids=["bool", "bits", "tuple", "dict"],
+    [user.answered_flag, user.present_bits, user.counted_items, user.counted_items_dict, user.counted_frame],
+    ids=["bool", "bits", "tuple", "dict", "frame"],
 )
 def test_the_replay_audit_samples_every_type(fn: Any) -> None:
     report = check(fn, columns=KEYS, epsilon=1.0, libraries=["toylib"], trials=10, structured=False, max_seconds=12, replay=True)
@@ -155,3 +172,42 @@ def test_a_broken_randomized_response_is_caught_by_the_audit(tmp_path: Path) -> 
         "BUG: the shift exceeds the declared sensitivity",  # the discrete metric: b"1" vs b" "
         "BUG: the event is more than e^ε times likelier on one table than on its neighbour",
     ]
+
+
+def test_the_audit_samples_a_frame_and_the_frames_script_shows_its_shift(tmp_path: Path) -> None:
+    report = check(
+        user.counted_frame,
+        columns=KEYS,
+        epsilon=1.0,
+        libraries=["toylib"],
+        trials=10,
+        structured=False,
+        max_seconds=12,
+        replay=False,
+    )
+    assert report.audit is not None and not report.audit.replayed and report.verdict != "adapter-error", report.notes
+    assert not report.findings or all("float test" in f.detail for f in report.findings), [str(f) for f in report.findings]
+    broken = check(user.counted_frame_with_rows, columns=KEYS, **QUICK)
+    (finding,) = broken.findings
+    script = tmp_path / "finding.py"
+    script.write_text(finding.script, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS / "support"), str(Path(dpwitness.__file__).resolve().parents[1])]),
+    }
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert run.returncode == 1 and "l1 shift 4.0 vs declared sensitivity 1.0" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_frame_is_read_as_its_columns_by_every_part() -> None:
+    from dpwitness.common.encoding import frame_columns, json_value
+    from dpwitness.witness.audit.encode import Encoder, value_paths
+
+    frame = pl.DataFrame({"k": ["a", "b"], "n": [1.5, None]})
+    assert frame_columns(frame) == {"k": ["a", "b"], "n": [1.5, None]} and frame_columns({"k": [1]}) is None
+    pd = pytest.importorskip("pandas")
+    assert frame_columns(pd.DataFrame({"k": ["a"], "n": [2]})) == {"k": ["a"], "n": [2]}
+    assert json_value(frame) == {"k": ["a", "b"], "n": [1.5, None]}
+    signature, values = Encoder().encode(frame, "d")
+    assert signature == "F{'k':(s,s),'n':(n,∅)}" and values == [0.0, 1.0, 1.5, 2.0] and len(value_paths(frame)) == 4
+    assert math.isnan(hooks.plain_value(frame)["n"][1]) and hooks.value_shape(frame)[:3] == ("frame", 2, ("k", "n"))

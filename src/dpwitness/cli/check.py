@@ -26,7 +26,7 @@ def check_command(
     function: Annotated[str, typer.Argument(help="MODULE:FUNCTION: a Polars table → a release made by a covered library.")],
     columns: Annotated[str, typer.Option(help='JSON {"col": "Float64" (a dtype) or \\[allowed values]}.')],
     epsilon: Annotated[float, typer.Option(help="ε the function claims.")],
-    delta: Annotated[float, typer.Option(help="δ the function claims.")] = 0.0,
+    delta: Annotated[float, typer.Option(help="δ the function claims (0: the sum of the δ its noise calls declare).")] = 0.0,
     neighbours: Annotated[str, typer.Option(help="'add-remove' or 'replace-one'.")] = "add-remove",
     trials: Annotated[int, typer.Option(help="Pairs of small tables the search tries (0: only the structured search).")] = 200,
     seed: Annotated[int | None, typer.Option(help="A reproducible search and audit.")] = 0,

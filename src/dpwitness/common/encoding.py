@@ -67,6 +67,9 @@ def json_value(value: Any) -> Any:
         return {str(k): json_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset | np.ndarray):
         return [json_value(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+    frame = frame_columns(value)
+    if frame is not None:
+        return json_value(frame)
     to_dict = getattr(value, "to_dict", None)
     if callable(to_dict):
         return json_value(to_dict())
@@ -75,10 +78,29 @@ def json_value(value: Any) -> Any:
     return str(value)
 
 
+def frame_columns(value: Any) -> dict[str, list[Any]] | None:
+    """A data frame (Polars, pandas: an object with ``columns`` and a two-dimensional ``shape``) as
+    {column name: its values in row order, as Python objects}; None for anything else. Duck-typed:
+    neither library is imported.
+
+    :param value: any object; only a frame gives a dictionary.
+    """
+    shape = getattr(value, "shape", None)
+    columns = getattr(value, "columns", None)
+    if isinstance(value, np.ndarray) or columns is None or not isinstance(shape, tuple) or len(shape) != 2:
+        return None
+    out: dict[str, list[Any]] = {}
+    for name in columns:
+        column = value[name]
+        items = column.to_list() if hasattr(column, "to_list") else column.tolist() if hasattr(column, "tolist") else list(column)
+        out[str(name)] = [item.item() if isinstance(item, np.generic) else item for item in items]
+    return out
+
+
 def dumps(value: Any, *, indent: int | None = None) -> str:
     """``value`` as strict JSON text (UTF-8 kept, not escaped) under the module's convention, with
     ``indent`` spaces per level (None: one line)."""
     return json.dumps(json_value(value), indent=indent, ensure_ascii=False, allow_nan=False)
 
 
-__all__ = ["INFINITY", "NEGATIVE_INFINITY", "dumps", "json_cell", "json_number", "json_value", "read_number"]
+__all__ = ["INFINITY", "NEGATIVE_INFINITY", "dumps", "frame_columns", "json_cell", "json_number", "json_value", "read_number"]

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from dpwitness.common.encoding import frame_columns
+
 #: How a recorder treats the calls it sees.
 MODES = ("record", "unnoised")
 
@@ -70,6 +72,9 @@ class NoiseCall:
     when it was given some. ``invariant`` is what the library was told is not protected
     (e.g. the key sets an OpenDP margin declares invariant): both neighbours must share it, so a
     pair on which it differs is outside the library's contract (skipped, never judged).
+    ``scale`` is the noise's scale (Laplace b, Gaussian σ) of a call that declares no Δ (a draw
+    seen by :mod:`~dpwitness.targets.numpy_random`): the check reads the Δ it allows at the
+    claimed ε from it.
     """
 
     library: str
@@ -86,6 +91,7 @@ class NoiseCall:
     replay: Callable[[], Any] | None = field(default=None, repr=False)
     invariant: Any = None
     shape: Any = None
+    scale: float | None = None
 
     @property
     def signature(self) -> tuple[Any, ...]:
@@ -115,6 +121,7 @@ class Recorder:
         self.calls: list[NoiseCall] = []
         self.outputs: list[Any] = []  # in "record" mode: what each call released (noise added)
         self.depth = 0
+        self.adapters: tuple[Adapter, ...] = ()  # the adapters this recording installed
 
 
 _active: contextvars.ContextVar[Recorder | None] = contextvars.ContextVar("dpwitness_recorder", default=None)
@@ -155,6 +162,7 @@ def recording(
                 f"{adapter.name} adapter failed pinning its library's randomness ({type(error).__name__} at {where})"
             ) from error
     recorder = Recorder(mode, epsilon=epsilon, neighbours=neighbours)
+    recorder.adapters = tuple(chosen)
     token = _active.set(recorder)
     try:
         yield recorder
@@ -178,6 +186,8 @@ def noise_call(
     skip_frames: int = 2,
     site: str | None = None,
     invariant: Any = None,
+    caller: str | None = None,
+    scale: float | None = None,
 ) -> Any:
     """The body of every hook: record the call, then add the noise (``noised()``) or not.
 
@@ -205,14 +215,17 @@ def noise_call(
     :param site: the call site to record, overriding the one found on the stack; default None.
     :param invariant: what the library was told is not protected (hashable; equal on both
         neighbours of a pair inside its contract); default None: nothing.
+    :param caller: the first line outside the library, overriding the one found on the stack; default None.
+    :param scale: the noise's scale, for a call that declares no Δ (see :class:`NoiseCall`); default None.
     """
     recorder = _active.get()
     if recorder is None or recorder.depth > 0:
         return noised()
     recorder.depth += 1
     try:
-        found, caller = call_sites(adapter.package_roots, skip_frames)
+        found, seen_from = call_sites(adapter.package_roots, skip_frames)
         site = site or found
+        caller = caller or seen_from
         recorder.calls.append(
             NoiseCall(
                 library=adapter.name,
@@ -229,6 +242,7 @@ def noise_call(
                 replay=replay,
                 invariant=invariant,
                 shape=value_shape(value, norm),
+                scale=scale,
             )
         )
         if recorder.mode == "unnoised":
@@ -242,9 +256,14 @@ def noise_call(
 
 def plain_value(value: Any) -> Any:
     """A pre-noise value made plain and exact: a float (numbers and booleans), a tuple of floats
-    (sequences and numeric arrays, flattened), bytes (kept), a dict (each value made plain), or
-    the object itself (text and anything else: compared by equality). NaN and ±∞ kept; a null
-    (None) is NaN, alone or among numbers."""
+    (sequences and numeric arrays, flattened), bytes (kept), a dict (each value made plain), a
+    data frame as a dict of its columns of numbers (each a tuple of floats; its other columns,
+    keys and text, are part of its shape: :func:`value_shape`), or the object itself (text and
+    anything else: compared by equality). NaN and ±∞ kept; a null (None) is NaN, alone or among
+    numbers."""
+    frame = frame_columns(value)
+    if frame is not None:
+        return dict(_frame_parts(frame)[0])
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value)
     if isinstance(value, str):
@@ -275,9 +294,18 @@ def value_shape(value: Any, norm: str = "l1") -> Any:
     the value is one item whatever its length: only its kind. A dict's keys are not its shape
     (a key on one side only counts as 0, as in the L1/L2 distances of keyed outputs).
 
+    A data frame's shape is its number of rows, its columns' names in order and the values of its
+    columns that are not numbers (its keys: a frame whose key column differs between neighbours
+    released a different key set).
+
     :param value: the value before noise, as the library passed it.
     :param norm: the norm of the call's Δ (``"l1"``, ``"l2"`` or ``"discrete"``).
     """
+    frame = frame_columns(value)
+    if frame is not None:
+        keys = _frame_parts(frame)[1]
+        height = len(next(iter(frame.values()), []))
+        return ("frame", height, tuple(frame), tuple(sorted(keys.items())))
     if isinstance(value, bytes | bytearray | memoryview):
         return ("item",) if norm == "discrete" else ("bytes", len(bytes(value)))
     if isinstance(value, str):
@@ -289,6 +317,20 @@ def value_shape(value: Any, norm: str = "l1") -> Any:
     if isinstance(value, list | tuple):
         return ("sequence", _nested_lengths(value))
     return ("item",) if norm == "discrete" else ("number",)
+
+
+def _frame_parts(frame: Mapping[str, list[Any]]) -> tuple[dict[str, tuple[float, ...]], dict[str, tuple[Any, ...]]]:
+    """A frame's columns split into those of numbers (booleans and nulls among them: tuples of
+    floats, a null as NaN) and the others (keys, text: tuples of their values)."""
+    numbers: dict[str, tuple[float, ...]] = {}
+    others: dict[str, tuple[Any, ...]] = {}
+    for name, column in frame.items():
+        plain = plain_value(list(column))
+        if isinstance(plain, tuple):
+            numbers[name] = plain
+        else:
+            others[name] = tuple(column)
+    return numbers, others
 
 
 def _nested_lengths(value: Any) -> Any:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from dpwitness.common.encoding import frame_columns
 from dpwitness.common.errors import ParameterError
 from dpwitness.targets.check.probe import UnnoisedRunner, relative_shift
 from dpwitness.targets.check.report import Finding, ReportBuilder
@@ -116,6 +117,10 @@ def audit_worst_pair(
             )
     else:
         replaying = force_replay
+    if replaying and not any(c.replay is not None for c in recorder.calls):
+        # nothing to replay (draws seen by the generic hook): replay would sample a constant
+        notes.append("no noise call can be replayed: the function itself is audited")
+        replaying = False
     replay: Callable[..., Any] | None = None
     if replaying:
         model = "the noise calls' outputs (replay: values before noise frozen, only the library's noise sampled)"
@@ -163,7 +168,8 @@ def audit_worst_pair(
                 d=d_runs,
                 d_prime=d_prime_runs,
                 detail=f"black-box audit of {model}: event {result.event}"
-                + (" (float test: the outputs' bit patterns)" if float_test else ""),
+                + (" (float test: the outputs' bit patterns)" if float_test else "")
+                + _delta_text(result),
                 script=audit_script(
                     runner,
                     d_runs,
@@ -172,10 +178,24 @@ def audit_worst_pair(
                     schema,
                     result,
                     script_event(fn, d, d_prime, per_run=per_run, seconds=max(2.0, 0.5 * (budget - report.cpu()))),
+                    delta=report.delta,
                 ),
             )
         )
     return result, notes
+
+
+def _delta_text(result: AuditResult) -> str:
+    """For an (ε, δ) claim: the event's rate gap at the claimed ε against δ (plug-in rates; the
+    certified statement is ε_lb, computed with δ taken off the likelier rate)."""
+    if not result.delta or not result.measured_runs:
+        return ""
+    likelier, other = (hits / result.measured_runs for hits in result.hits)
+    gap = likelier - math.exp(result.claimed_epsilon) * other
+    return (
+        f"; at the claimed ε its rates are {likelier:.4g} and {other:.4g}: the likelier exceeds e^ε times the other "
+        f"by {gap:.4g}, against the declared δ = {result.delta:.4g}"
+    )
 
 
 def _released(output: Any) -> Any:
@@ -184,6 +204,9 @@ def _released(output: Any) -> Any:
     encodes them)."""
     import numpy as np
 
+    frame = frame_columns(output)
+    if frame is not None:  # a frame: its columns by name (the audit encodes a dict of lists)
+        return frame
     if isinstance(output, bytes | bytearray | str | bool | Mapping):
         return bytes(output) if isinstance(output, bytearray) else output
     try:
@@ -198,6 +221,7 @@ def _numbers(output: Any) -> list[Any] | None:
     import numpy as np
 
     try:
+        output = frame_columns(output) or output
         if isinstance(output, Mapping):
             output = [output[key] for key in sorted(output)]
         if isinstance(output, bytes | bytearray | str):
@@ -212,6 +236,9 @@ def _numbers(output: Any) -> list[Any] | None:
 
 
 def _is_float(output: Any) -> bool:
+    frame = frame_columns(output)
+    if frame is not None:
+        return all(_is_float(column) for column in frame.values()) and bool(frame)
     try:
         import numpy as np
 

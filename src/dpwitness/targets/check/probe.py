@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dpwitness.targets.check.report import Finding
-from dpwitness.targets.hooks import Adapter, AdapterError, NoiseCall, Unsupported, raised_by, recording
+from dpwitness.targets.hooks import Adapter, AdapterError, NoiseCall, Unsupported, plain_value, raised_by, recording
 from dpwitness.witness.sensitivity import SensitivityResult
 from dpwitness.witness.structured import Runs
 
@@ -49,6 +49,7 @@ class UnnoisedRunner:
     evaluated: int = 0
     reasons: dict[str, int] = field(default_factory=dict)
     declared_rows: set[int] = field(default_factory=set)  # the sizes the library's refusals declare
+    output: Any = None  # what the function returned on its last run without noise
 
     def declare(self, error: BaseException) -> int | None:
         """The number of rows a refusal declares (:class:`Unsupported` ``rows``), remembered; None: none."""
@@ -59,7 +60,7 @@ class UnnoisedRunner:
 
     def calls(self, frame: Any) -> list[NoiseCall]:
         with recording("unnoised", self.adapters, epsilon=self.epsilon, neighbours=self.neighbours) as recorder:
-            self.fn(frame)
+            self.output = self.fn(frame)
         return recorder.calls
 
     def values(self, calls: list[NoiseCall], first: list[NoiseCall] | None = None) -> dict[str, Any]:
@@ -70,6 +71,10 @@ class UnnoisedRunner:
         before = {call_key(i, c): c for i, c in enumerate(first or ())}
         out: dict[str, Any] = {}
         for key in self.keys:
+            if key == RELEASE:  # the function's own output without its noise, as numbers (else unread: 0)
+                embedded = _embedded(plain_value(self.output))
+                out[key] = 0.0 if embedded is None else embedded
+                continue
             call = found.get(key)
             if call is None:
                 out[key] = math.nan
@@ -123,6 +128,33 @@ class UnnoisedRunner:
         if [c.shape for c in first] != [c.shape for c in calls]:
             raise CallsChanged(first_frame, frame, first, calls, kind="shape")
         return self.values(calls, first)
+
+
+#: The key under which the search reads the function's own output without its noise: searched when
+#: noise calls declare no Δ but a scale (draws seen by :mod:`~dpwitness.targets.numpy_random`).
+RELEASE = "the release without its noise"
+
+
+def implied_sensitivity(calls: Sequence[NoiseCall], epsilon: float, delta: float) -> tuple[float, str] | None:
+    """The Δ the smallest noise scale among the calls that declare none allows at the claimed
+    (ε, δ), and its norm: Laplace-like noise of scale b allows an L1 shift of b·ε; Gaussian noise
+    of σ (every such call Gaussian) an L2 shift of σ over the analytic Gaussian's σ for Δ = 1 at
+    (ε, δ) (δ = 0: σ·ε, a ranking only). None when no call declares a scale without a Δ.
+
+    :param calls: the noise calls seen on one table.
+    :param epsilon: the claimed ε; ``delta`` the claimed δ.
+    """
+    from dpwitness.privacy.accounting import analytic_gaussian_sigma
+
+    scaled = [c for c in calls if c.sensitivity is None and c.scale is not None and c.scale > 0]
+    if not scaled:
+        return None
+    smallest = min(float(c.scale or 0.0) for c in scaled)
+    if all(c.norm == "l2" for c in scaled):
+        if delta > 0:
+            return smallest / analytic_gaussian_sigma(1.0, epsilon, delta), "l2"
+        return smallest * epsilon, "l2"
+    return smallest * epsilon, "l1"
 
 
 def failure(error: Exception) -> str:
@@ -255,8 +287,11 @@ def calls_finding(changed: CallsChanged, fn: Callable[[Any], Any]) -> Finding:
         index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a.shape != b.shape)
         call, other = first[index], second[index]
         claimed, witnessed = _size(call.shape), _size(other.shape)
+        on_d, on_d_prime = _shape_text(call.shape), _shape_text(other.shape)
+        if on_d == on_d_prime:  # the same size: what differs is a frame's keys or columns
+            on_d_prime += " with other keys or columns"
         detail = (
-            f"call #{index + 1}'s value before noise is {_shape_text(call.shape)} on D, {_shape_text(other.shape)} on D′ "
+            f"call #{index + 1}'s value before noise is {on_d} on D, {on_d_prime} on D′ "
             "(its length or shape reveals the data, whatever the noise)"
         )
     else:
@@ -297,6 +332,8 @@ def _size(shape: Any) -> float:
             return float(math.prod(size))
         if kind == "sequence":
             return float(size[0])
+    if isinstance(shape, tuple) and len(shape) == 4 and shape[0] == "frame":
+        return float(shape[1])
     return math.nan
 
 
@@ -308,4 +345,6 @@ def _shape_text(shape: Any) -> str:
         return f"an array of shape {rest[0]}"
     if kind == "sequence":
         return f"a sequence of {rest[0][0]} value(s)"
+    if kind == "frame":
+        return f"a frame of {rest[0]} row(s) and {len(rest[1])} column(s)"
     return {"number": "a number", "text": "text", "dict": "a dict", "item": "one item"}.get(str(kind), str(kind))

@@ -123,6 +123,7 @@ class CheckReport:
                     "epsilon": c.epsilon,
                     "delta": c.delta,
                     "norm": c.norm,
+                    "scale": c.scale,
                 }
                 for c in self.calls
             ],

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from dpwitness.common.errors import ParameterError
@@ -11,12 +13,14 @@ from dpwitness.common.validation import check_count, check_non_negative_finite, 
 from dpwitness.privacy.neighbours import Neighbours
 from dpwitness.targets.check.blackbox import audit_worst_pair
 from dpwitness.targets.check.probe import (
+    RELEASE,
     CallsChanged,
     UnnoisedRunner,
     call_key,
     calls_finding,
     find_probe,
     first_calls_changed,
+    implied_sensitivity,
     probe_row,
     relative_shift,
 )
@@ -60,7 +64,8 @@ def check(
     audit's first round in the time left). See the module docstring.
 
     :param epsilon: the ε the function claims, a finite number > 0 (no default).
-    :param delta: the δ the function claims, in [0, 1); default 0.0 (pure ε-DP).
+    :param delta: the δ the function claims, in [0, 1); default 0.0: pure ε-DP, or, when its noise
+        calls declare δ > 0, the sum of the δ they declare (the audit holds the release to it).
     """
     started, cpu_started = time.perf_counter(), time.process_time()
     if not callable(fn):
@@ -157,12 +162,29 @@ def _check(
             )
         raise ParameterError("fn", "a function that runs on tables of the declared columns", "; ".join(dict.fromkeys(refusals)))
     report.calls = tuple(calls)
+    declared_delta = math.fsum(c.delta for c in calls)
+    if report.delta == 0 and 0 < declared_delta < 1:  # (ε, δ): audited at the δ the library's calls declare
+        report.delta = declared_delta
+        notes.append(
+            f"no δ was given: the audit holds the release to δ = {declared_delta:.6g}, the sum of the δ its noise calls "
+            "declare (at the claimed ε, no event may be likelier on one table than e^ε times on the other plus δ)"
+        )
     runner.keys = tuple(call_key(i, c) for i, c in enumerate(calls))
     claims = {call_key(i, c): c.sensitivity for i, c in enumerate(calls) if c.sensitivity is not None}
-    undeclared = [c for c in calls if c.sensitivity is None]
-    if undeclared:
-        notes.append(f"{len(undeclared)} noise call(s) declare no Δ the hook can read: audited only, not searched")
     by_call = {call_key(i, c): c for i, c in enumerate(calls)}
+    undeclared = [c for c in calls if c.sensitivity is None]
+    implied = implied_sensitivity(calls, report.epsilon, report.delta)
+    if implied is not None:  # noise of a known scale and no Δ: search the release itself for the pair to audit
+        allowed, norm = implied
+        runner.keys += (RELEASE,)
+        claims[RELEASE] = allowed
+        by_call[RELEASE] = replace(next(c for c in undeclared if c.scale is not None), mechanism="release", norm=norm)
+        notes.append(
+            f"{len(undeclared)} noise call(s) declare no Δ: the function's output without its noise is searched against "
+            f"the {norm.upper()} shift its noise's scale allows at ε ({allowed:.6g}), and the pair that moves it most is audited"
+        )
+    elif undeclared:
+        notes.append(f"{len(undeclared)} noise call(s) declare no Δ the hook can read: audited only, not searched")
     max_rows = min((a.max_rows for a in runner.adapters if a.max_rows and any(c.library == a.name for c in calls)), default=None)
     bounds = next((c.bounds for c in calls if c.bounds is not None), None)
     results: dict[str, SensitivityResult] = {}
@@ -265,7 +287,12 @@ def _check(
     report.tried, report.skipped = runner.evaluated, runner.skipped
     notes += [f"{count} table(s) skipped: {reason}" for reason, count in runner.reasons.items()]
     for name, result in results.items():
-        if result.violated:
+        if result.violated and name == RELEASE:  # no Δ was declared: the audit on this pair decides
+            notes.append(
+                f"the release without its noise moved by {result.shift:.6g} on a pair where its noise's scale allows "
+                f"{result.claimed:.6g} at ε: the audit is run on that pair"
+            )
+        elif result.violated:
             call = by_call[name]
             d, d_prime = pairs[name]
             report.findings.append(

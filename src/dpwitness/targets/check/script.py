@@ -148,7 +148,11 @@ def repro_script(
 
 
             def numbers(value):
-                # the value's numbers by position (bytes: their bits; a dict: by key); None: not numbers
+                # the value's numbers by position (bytes: their bits; a dict: by key; a frame: its
+                # columns of numbers, by name); None: not numbers
+                if hasattr(value, "columns") and len(getattr(value, "shape", ())) == 2:
+                    columns = {{str(name): numbers(list(value[name])) for name in value.columns}}
+                    return {{(name, *k): v for name, inner in columns.items() if inner is not None for k, v in inner.items()}}
                 if isinstance(value, (bytes, bytearray)):
                     bits = np.unpackbits(np.frombuffer(bytes(value), dtype=np.uint8))
                     return {{(i,): float(b) for i, b in enumerate(bits)}}
@@ -198,7 +202,9 @@ def repro_script(
 #: (the exact output) or ``("above" | "below", j, t)`` (coordinate j of its numbers against t).
 EVENT_CODE = '''
 def plain(output):
-    """An output with numpy's types made Python's and a dict's keys in order."""
+    """An output with numpy's types made Python's, a dict's keys in order and a frame as its columns."""
+    if hasattr(output, "columns") and len(getattr(output, "shape", ())) == 2 and not isinstance(output, np.ndarray):
+        return {str(name): plain(list(output[name])) for name in sorted(output.columns, key=repr)}
     if isinstance(output, dict):
         return {key: plain(output[key]) for key in sorted(output, key=repr)}
     if isinstance(output, np.ndarray):
@@ -324,10 +330,12 @@ def audit_script(
     schema: Mapping[str, Any],
     result: AuditResult,
     event: ScriptEvent | None = None,
+    delta: float = 0.0,
 ) -> str:
     """A standalone script (the library, polars and numpy alone) that samples the function on both
     tables, counts the runs in ``event`` on each and exits 1 (printing BUG) when the ratio of the
-    two rates, the favoured table's over the other's, exceeds e^ε; else 0 ("not reproduced").
+    two rates, the favoured table's over the other's, exceeds e^ε (for an (ε, δ) claim: when the
+    favoured rate exceeds e^ε times the other by more than δ); else 0 ("not reproduced").
 
     :param runner: the check's runner: its ``fn`` (imported or embedded) and claimed ε.
     :param d: the first table D, as runs of identical rows.
@@ -339,6 +347,8 @@ def audit_script(
         script's docstring.
     :param event: the event to measure (:func:`script_event`: chosen by the check among events a
         script can state alone); None: the script samples and prints, and exits 0.
+    :param delta: the δ of an (ε, δ) claim: the script exits 1 when the favoured table's rate
+        exceeds e^ε times the other's by more than δ (default 0: when their ratio exceeds e^ε).
     """
     header = (
         f'"""Reproduces a dpwitness audit finding: ε_lb = {result.best_epsilon_lower_bound:.4g} > ε = {runner.epsilon:g}\n'
@@ -355,6 +365,7 @@ def audit_script(
             D = {_runs_literal(d)}
             D_PRIME = {_runs_literal(d_prime)}
             EPSILON = {runner.epsilon!r}
+            DELTA = {delta!r}
             """
         )
     )
@@ -385,8 +396,15 @@ def audit_script(
         ratio = likelier / other if other else (math.inf if likelier else 1.0)
         print(f"EVENT {{EVENT!r}}: {{on_d}} of {{SAMPLES}} runs on D, {{on_d_prime}} of {{SAMPLES}} on D'")
         print(f"rate ratio (on {{FAVOURS}} over the other) {{ratio:.4g}} vs e^ε = {{math.exp(EPSILON):.4g}}")
-        if ratio > math.exp(EPSILON):
-            print("BUG: the event is more than e^ε times likelier on one table than on its neighbour")
+        gap = (likelier - math.exp(EPSILON) * other) / SAMPLES  # above δ: the (ε, δ) claim fails on EVENT
+        if DELTA:
+            print(f"rate gap (the favoured rate minus e^ε times the other) {{gap:.4g}} vs δ = {{DELTA:.4g}}")
+        if gap > DELTA:
+            print(
+                "BUG: the event's rate on one table exceeds e^ε times its rate on the neighbour by more than δ"
+                if DELTA
+                else "BUG: the event is more than e^ε times likelier on one table than on its neighbour"
+            )
             sys.exit(1)
         print("not reproduced")
         """

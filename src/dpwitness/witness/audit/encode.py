@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dpwitness.common.encoding import frame_columns
 from dpwitness.witness.audit.result import MechanismError
 from dpwitness.witness.events import Alignment, Path
 from dpwitness.witness.workers import PLAIN_BOOLEANS, PLAIN_NUMBERS
@@ -21,7 +22,8 @@ class Encoder:
 
     Numbers and booleans are values (±∞ included); strings, None and other hashable objects get a
     code (the same object always gets the same code); tuples, lists, dicts and arrays are walked in
-    order. The shape code names the nesting and kinds (``(n,n,b)``, ``[s,∅]``…); positions a
+    order, and a data frame (Polars, pandas) as the dict of its columns. The shape code names the
+    nesting and kinds (``(n,n,b)``, ``[s,∅]``…); positions a
     shorter output does not have are NaN, which the events read as "missing"; a NaN the mechanism
     returns is an outcome: the shape code marks it (``N``, or ``·NaN@[positions]`` in an array). While every output has
     the same shape, the shape and length columns carry nothing and are left out of the view.
@@ -143,6 +145,9 @@ class Encoder:
         if isinstance(part, dict):
             items = sorted(part.items(), key=lambda item: repr(item[0]))
             return "{" + ",".join(f"{key!r}:" + self._walk(value, values, label) for key, value in items) + "}"
+        frame = frame_columns(part)
+        if frame is not None:  # a data frame: its columns by name, as a dict of lists
+            return "F" + self._walk(frame, values, label)
         values.append(self._symbol(part, label))
         return "o"
 
@@ -159,6 +164,9 @@ def value_paths(part: Any, prefix: Path = ()) -> list[Path]:
     if isinstance(part, dict):
         items = sorted(part.items(), key=lambda item: repr(item[0]))
         return [p for key, value in items for p in value_paths(value, (*prefix, repr(key)))]
+    frame = frame_columns(part)
+    if frame is not None:
+        return value_paths(frame, prefix)
     return [prefix]
 
 
