@@ -26,7 +26,7 @@ from dpwitness.query.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan
 from dpwitness.query.queries import Key, Query, Schema, check_keys, parse_dtypes
 from dpwitness.query.resolve import Request, check_max_rows, check_rho_option, resolve
 from dpwitness.session.composing import compose
-from dpwitness.session.plans import check_part_epsilons, gaussian_for, preview_of, selection_exposure
+from dpwitness.session.plans import check_part_epsilons, gaussian_for, gaussian_selection, preview_of, selection_exposure
 from dpwitness.session.streams import query_streams, selection_key
 from dpwitness.session.target_errors import BudgetPlan, Target, plan_targets
 
@@ -652,7 +652,13 @@ class Session:
         ) if rho is None else ()  # fmt: skip
         gaussians, choice = gaussian_for(query, mechanisms, wanted, total, rho)
         if gaussians is not None:
-            return Plan(query, cast(tuple[Laplace, ...], gaussians), None, 0.0 if rho is not None else query.delta, None, choice)
+            chosen = cast(tuple[Laplace, ...], gaussians)
+            if query.grouped and not query.declared:  # Gaussian thresholding: τ and δ's split, derived in one place
+                threshold, selection = gaussian_selection(query, gaussians, rho)
+                exposure = None if rows is None else rows * selection
+                total_delta = selection if rho is not None else query.delta
+                return Plan(query, chosen, threshold, total_delta, exposure, choice, threshold_delta=selection)
+            return Plan(query, chosen, None, 0.0 if rho is not None else query.delta, None, choice)
         if wanted == "laplace" and query.explicit_delta and not (query.grouped and not query.declared):
             raise ParameterError(
                 "delta",
