@@ -137,6 +137,21 @@ def test_the_cli_releases_a_gaussian_count_over_undeclared_keys(tmp_path: Path) 
     assert release["selection"]["delta_noise"] + release["selection"]["delta_threshold"] == release["delta"]
 
 
+def test_the_sql_command_takes_the_gaussian_mechanism_for_undeclared_group_by_keys(tmp_path: Path) -> None:
+    path = tmp_path / "g.csv"
+    frame().write_csv(path)
+    statement = "SELECT g, COUNT(*) AS n FROM g GROUP BY g"
+    args = ["sql", str(path), statement, "--epsilon", "1", "--delta-budget", "1e-5", "--max-rows", "100000", "--seed", "2"]
+    result = CliRunner().invoke(app, [*args, "--mechanism", "gaussian", "--json"])
+    assert result.exit_code == 0, result.output
+    (release,) = json.loads(result.stdout)["releases"]
+    assert release["mechanism"] == "gaussian" and release["selection"]["mechanism"] == "gaussian"
+    text = CliRunner().invoke(app, [*args, "--mechanism", "gaussian"]).stdout
+    assert "gaussian σ = " in text and "keys whose noisy count ≥ τ = " in text
+    bad = CliRunner().invoke(app, [*args, "--mechanism", "gauss", "--json"])
+    assert bad.exit_code == 2 and json.loads(bad.stdout)["error"]["parameter"] == "--mechanism"
+
+
 # --- bad input: one line naming the parameter, before any spend --------------------------------
 
 
@@ -151,7 +166,15 @@ def test_the_cli_releases_a_gaussian_count_over_undeclared_keys(tmp_path: Path) 
         ({"rho": 0.5, "delta_budget": 1e-5}, {"rho": -1.0}, "rho"),
         ({"rho": 0.5}, {"rho": 0.01}, "delta_budget"),  # a ρ account with no δ for the selection
     ],
-    ids=["no-delta-no-rho", "delta-0", "delta-above-1", "delta-too-small-to-split", "delta-above-the-cap", "rho-negative", "rho-no-delta"],
+    ids=[
+        "no-delta-no-rho",
+        "delta-0",
+        "delta-above-1",
+        "delta-too-small-to-split",
+        "delta-above-the-cap",
+        "rho-negative",
+        "rho-no-delta",
+    ],
 )
 def test_bad_gaussian_input_is_one_line_naming_the_parameter_before_any_spend(
     tmp_path: Path, total: dict[str, Any], call: dict[str, Any], named: str
