@@ -52,7 +52,9 @@ def _plan(**options: object) -> tuple[Plan, float]:
     ],
     ids=["one-row", "unit-3-keys-2-rows", "rho"],
 )
-def test_a_key_only_one_neighbour_holds_is_released_at_most_delta_threshold(options: dict[str, object], counts: list[float]) -> None:
+def test_a_key_only_one_neighbour_holds_is_released_at_most_delta_threshold(
+    options: dict[str, object], counts: list[float]
+) -> None:
     plan, delta = _plan(**dict(options))
     mechanism = plan.mechanisms[0]
     assert isinstance(mechanism, Gaussian)
@@ -84,7 +86,10 @@ def test_the_laplace_partition_threshold_passes_the_same_check() -> None:
     assert plan.threshold is not None
     check = selection_check(plan.mechanisms[0], threshold=plan.threshold, counts=[1.0], delta=0.1, samples=SAMPLES, seed=4)
     assert check.verdict != "violation", str(check)
-    assert selection_check(plan.mechanisms[0], threshold=1.0, counts=[1.0], delta=0.1, samples=SAMPLES, seed=4).verdict == "violation"
+    assert (
+        selection_check(plan.mechanisms[0], threshold=1.0, counts=[1.0], delta=0.1, samples=SAMPLES, seed=4).verdict
+        == "violation"
+    )
 
 
 def test_the_check_names_its_bad_input() -> None:

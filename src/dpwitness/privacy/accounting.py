@@ -324,7 +324,9 @@ def gaussian_tail(sigma: float, point: float) -> float:
     return min(1.0, 0.5 * math.erfc(check_finite("point", point) / (sigma * math.sqrt(2.0))) * (1.0 + _LIBM_SLACK))
 
 
-def gaussian_threshold(*, sigma: float, step: float, tv: float, max_keys: int, max_count: float, delta: float) -> tuple[float, float]:
+def gaussian_threshold(
+    *, sigma: float, step: float, tv: float, max_keys: int, max_count: float, delta: float
+) -> tuple[float, float]:
     """Threshold τ on Gaussian-noised counts (σ ``sigma``) so that undeclared keys cost ``delta``.
 
     Gaussian thresholding (Wilkins, Kifer, Zhang, Karrer 2024, "Exact privacy analysis of the

@@ -139,7 +139,13 @@ class Plan:
                 "delta_threshold": self.selection_delta,
             }
         scale = count.noise.scale if count.noise is not None else count.scale  # the sampler's, as τ used
-        return {"mechanism": "laplace", "scale": scale, "threshold": self.threshold, "delta": self.delta, "delta_threshold": self.delta}
+        return {
+            "mechanism": "laplace",
+            "scale": scale,
+            "threshold": self.threshold,
+            "delta": self.delta,
+            "delta_threshold": self.delta,
+        }
 
     def spend(self, label: str) -> Spend:
         """What the ledger records for this query: its ε and δ, its ρ, and δ from selection.

@@ -32,9 +32,7 @@ def gaussian_for(
     if wanted == "laplace":
         return None, ""
     undeclared = query.grouped and not query.declared  # Gaussian thresholding: a noisy count selects the keys
-    eligible = query.statistic in (Statistic.COUNT, Statistic.SUM, Statistic.HISTOGRAM) and (
-        len(query.parts) == 1 or undeclared
-    )
+    eligible = query.statistic in (Statistic.COUNT, Statistic.SUM, Statistic.HISTOGRAM) and (len(query.parts) == 1 or undeclared)
     if not eligible:
         if rho is not None:
             raise ParameterError("rho", "only for a count, sum or histogram (a ρ release is Gaussian)", rho)

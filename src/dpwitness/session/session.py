@@ -654,10 +654,10 @@ class Session:
         if gaussians is not None:
             chosen = cast(tuple[Laplace, ...], gaussians)
             if query.grouped and not query.declared:  # Gaussian thresholding: τ and δ's split, derived in one place
-                threshold, selection = gaussian_selection(query, gaussians, rho)
+                tau, selection = gaussian_selection(query, gaussians, rho)
                 exposure = None if rows is None else rows * selection
                 total_delta = selection if rho is not None else query.delta
-                return Plan(query, chosen, threshold, total_delta, exposure, choice, threshold_delta=selection)
+                return Plan(query, chosen, tau, total_delta, exposure, choice, threshold_delta=selection)
             return Plan(query, chosen, None, 0.0 if rho is not None else query.delta, None, choice)
         if wanted == "laplace" and query.explicit_delta and not (query.grouped and not query.declared):
             raise ParameterError(

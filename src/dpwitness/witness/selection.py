@@ -49,7 +49,7 @@ class SelectionCheck:
 
     @property
     def verdict(self) -> str:
-        """"violation" (the rate is above δ with confidence 1 − alpha), "ok" (at or below it), or "inconclusive"."""
+        """ "violation" (the rate is above δ with confidence 1 − alpha), "ok" (at or below it), or "inconclusive"."""
         if self.lower > self.delta:
             return "violation"
         return "ok" if self.upper <= self.delta else "inconclusive"
