@@ -110,6 +110,28 @@ def test_a_rho_count_over_undeclared_keys_spends_rho_and_the_selection_delta() -
     assert session.remaining.delta == pytest.approx(9e-6)
 
 
+def test_auto_over_undeclared_keys_compares_the_gaussian_with_its_halved_delta() -> None:
+    """auto weighs Gaussian thresholding (σ at δ/2) against Laplace, and falls back to Laplace when δ is
+    too small to split (δ/2 below the smallest δ the Gaussian sampler calibrates, 1e-10)."""
+    session = Session(frame(), epsilon=8, delta_budget=1e-5, max_rows=100_000, seed=9)
+    one = session.count(by="g", epsilon=1, delta=1e-6, mechanism="auto")  # one key per unit: Laplace's variance is smaller
+    assert one.distribution == "laplace" and any("auto: variance" in n for n in one.notes)
+    tiny = session.count(by="g", epsilon=1, delta=1.5e-10, mechanism="auto")
+    assert tiny.distribution == "laplace" and any("too small to split" in n for n in tiny.notes)
+    grouped = Session(
+        frame().with_columns(pid=pl.int_range(pl.len()) // 20),
+        epsilon=8,
+        delta_budget=1e-3,
+        max_rows=1_000,
+        seed=9,
+        privacy_unit="pid",
+        max_contributions=1,
+        max_groups=30,
+    )
+    many = grouped.count(by="g", epsilon=1, delta=1e-4, mechanism="auto")  # a unit in ≤ 30 keys: L2 Δ = √30, L1 Δ = 30
+    assert many.distribution == "gaussian" and many.selection is not None
+
+
 def test_a_preview_shows_the_gaussian_threshold_and_spends_nothing() -> None:
     session = Session(frame(), epsilon=4, delta_budget=1e-5, max_rows=100_000)
     preview = session.preview("histogram", "g", epsilon=1, delta=1e-6, mechanism="gaussian")

@@ -64,6 +64,8 @@ def gaussian_for(
     # selection), shared evenly by the noisy parts; over declared keys all of δ.
     noise_delta = gaussian_selection_split(query.delta)[0] / len(query.parts) if undeclared else query.delta
     if noise_delta < GAUSS_DELTA_RANGE[0]:
+        if wanted == "auto":
+            return None, "mechanism: laplace (auto: δ is too small to split between Gaussian noise and the key selection)"
         least = GAUSS_DELTA_RANGE[0] * len(query.parts) / (1.0 - SELECTION_DELTA_SHARE)
         expected = (
             f"at least {least:.3g} for a Gaussian release over undeclared keys (half of δ pays for the key selection, "
