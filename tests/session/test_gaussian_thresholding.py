@@ -157,6 +157,8 @@ def test_the_cli_releases_a_gaussian_count_over_undeclared_keys(tmp_path: Path) 
     (release,) = json.loads(result.stdout)["releases"]
     assert release["distribution"] == "gaussian" and release["selection"]["mechanism"] == "gaussian"
     assert release["selection"]["delta_noise"] + release["selection"]["delta_threshold"] == release["delta"]
+    text = CliRunner().invoke(app, ["query", *[a for a in args if a != "--json"]]).output
+    assert "Gaussian σ = " in text and "keys with noisy count ≥ τ = " in text and "noise + " in text  # on the one line
 
 
 def test_the_sql_command_takes_the_gaussian_mechanism_for_undeclared_group_by_keys(tmp_path: Path) -> None:
