@@ -283,12 +283,12 @@ def gaussian_selection_split(delta: float) -> tuple[float, float]:
     both neighbours hold is (ε, δ_noise)-DP, and a key only one neighbour holds is released with
     probability ≤ δ_threshold (Wilkins, Kifer, Zhang, Karrer 2024, "Exact privacy analysis of the
     Gaussian sparse histogram mechanism"; OpenDP's ``make_gaussian_threshold``, whose privacy map
-    is (ρ, δ_threshold) and adds δ_noise when ρ is converted). Both directions hold: for an event
-    S, the outputs with a key only D holds have probability ≤ p_D ≤ δ_threshold; the rest need the
-    common keys in some set A, with P_D(A) ≤ min(1, e^ε·y + δ_noise) for y = P_D′(A), while
-    P_D′(S) ≥ (1 − p_D′)·y, and (1 − p)·e^ε·y + p ≥ min(1, e^ε·y) for p ≤ δ_threshold, so the
-    factor 1 − p_D′ costs no more than δ_threshold. Half each, exactly (δ/2 is exact in binary):
-    δ_noise + δ_threshold = δ with no rounding.
+    is (ρ, δ_threshold) and adds δ_noise when ρ is converted). In both directions: with p_D, p_D′
+    ≤ δ_threshold the chances that D's (D′'s) own keys are released, independent of the common
+    keys' noise, and A the common-key outputs of an event S, P_D(S) ≤ p_D + (1 − p_D)·min(1,
+    e^ε·y + δ_noise) and P_D′(S) ≥ (1 − p_D′)·y with y = P_D′(A); for e^ε·y ≤ 1 the gap to
+    e^ε·P_D′(S) + δ_noise + δ_threshold is ≥ (δ_threshold − p_D)(1 − e^ε·y) ≥ 0, else P_D(S) ≤ 1 ≤ it.
+    Half each, exactly (δ/2 is exact in binary): δ_noise + δ_threshold = δ with no rounding.
 
     :param delta: the release's total δ, strictly between 0 and 1.
     """
