@@ -73,3 +73,15 @@ def test_a_product_of_declared_keys_is_capped_before_it_is_built() -> None:
         schema.keys_for(("a", "b"))
     assert refused.value.parameter == "by"
     assert schema.keys_for(("a", "b"), given={"b": (1, 2)}) == tuple((a, b) for a in wide for b in (1, 2))
+
+
+def test_a_gaussian_over_keys_the_service_does_not_declare_is_refused_by_its_policy_alone(table: LoadedTable) -> None:
+    """Gaussian thresholding runs through the same door (resolve → Session): the service still
+    releases only declared keys (it declares no max_rows), so a Gaussian GROUP BY over an undeclared
+    column meets the policy's refusal, as a Laplace one does, and a declared one passes."""
+    limits = Limits(max_groups=4, max_by_columns=2)
+    gaussian = {"mechanism": "gaussian", "delta": 1e-6}
+    laplace_refusal = refusal(table, limits, Request("count", epsilon=1.0, by=("age",)))
+    assert refusal(table, limits, Request("count", epsilon=1.0, by=("age",), **gaussian)) == laplace_refusal
+    assert laplace_refusal is not None and "categorical" in laplace_refusal
+    assert refusal(table, limits, Request("count", epsilon=1.0, by=("town",), **gaussian)) is None

@@ -100,6 +100,7 @@ def test_output_shift_rules() -> None:
     assert output_shift(1.0, 3.5) == 2.5
     assert output_shift({"a": 1.0}, {"b": 2.0}) == 3.0  # a key missing on one side counts as 0
     assert output_shift([3.0, 0.0], [0.0, 4.0], "l2") == 5.0
+    assert output_shift({"a": 1.0, "b": 5.0}, {"a": 3.0}, "linf") == 5.0  # the largest move of one key
     assert output_shift(math.inf, math.inf) == 0.0 and output_shift(math.nan, math.nan) == 0.0
     assert output_shift(math.nan, 1.0) == math.inf and output_shift(math.inf, 1.0) == math.inf
     with pytest.raises(ParameterError) as caught:
@@ -224,7 +225,7 @@ def test_an_exception_in_fn_propagates() -> None:
         ({"claimed": math.inf}, "claimed"),
         ({"claimed": None}, "claimed"),
         ({"neighbours": "swap"}, "neighbours"),
-        ({"norm": "linf"}, "norm"),
+        ({"norm": "l3"}, "norm"),  # l1, l2 and linf are the norms
         ({"trials": 0}, "trials"),
         ({"trials": True}, "trials"),
         ({"seed": -1}, "seed"),

@@ -196,6 +196,62 @@ def test_polars_aggregates_move_by_at_most_the_derived_l2_delta(index: int) -> N
         assert not result.violated, f"{CASES[index].label} under {CASES[index].neighbours.value}:\n{result}"
 
 
+#: The undeclared-key cases: their first part is the count whose noisy value selects the keys.
+UNDECLARED = [index for index, query in enumerate(CASES) if query.grouped and not query.declared]
+
+
+def _delta_infinity(query: Query) -> float:
+    """Δ∞ that the selection thresholds assume (session.plans.gaussian_selection, neighbours.partition_threshold):
+    one unit adds at most min(k, R) rows to one key's count."""
+    bound = query.contribution
+    return float(min(bound.max_rows_per_group, bound.max_rows))
+
+
+@pytest.mark.parametrize("index", UNDECLARED, ids=[IDS[i] for i in UNDECLARED])
+def test_polars_selection_counts_move_each_key_by_at_most_the_thresholds_delta_infinity(index: int) -> None:
+    """τ = Δ∞ + 2γ + σ·Φ⁻¹(…) (Gaussian thresholding) and Laplace's τ hold only if no neighbour moves
+    one key's count by more than Δ∞: held here, per key (L∞), through the engine's own aggregates."""
+    query = CASES[index]
+    assert query.parts[0].aggregate.value == "count"
+    engine = engine_for("polars")
+
+    def outputs(frame: pl.DataFrame) -> dict[str, Any]:
+        return {"count": engine.aggregate(engine.open(frame), query, selection_key=KEY).get("count", {})}
+
+    (result,) = search_claims(
+        outputs,
+        columns=COLUMNS,
+        claims={"count": _delta_infinity(query)},
+        norm="linf",
+        neighbours=query.neighbours.value,
+        privacy_unit=query.privacy_unit,
+        max_contributions=query.max_contributions,
+        max_groups=query.max_groups,
+        trials=TRIALS // 2,
+        seed=index,
+    ).values()
+    assert not result.violated, f"{query.label} under {query.neighbours.value}:\n{result}"
+
+
+def test_the_linf_sweep_catches_a_delta_infinity_below_the_rows_a_unit_keeps() -> None:
+    """The L∞ sweep can fail: a unit keeping 2 rows in one key, held to Δ∞ = 1."""
+    query = next(CASES[i] for i in UNDECLARED if CASES[i].max_contributions == 2 and CASES[i].where is None)
+    engine = engine_for("polars")
+    (result,) = search_claims(
+        lambda frame: {"count": engine.aggregate(engine.open(frame), query, selection_key=KEY).get("count", {})},
+        columns=COLUMNS,
+        claims={"count": 1.0},
+        norm="linf",
+        neighbours=query.neighbours.value,
+        privacy_unit=query.privacy_unit,
+        max_contributions=query.max_contributions,
+        max_groups=query.max_groups,
+        trials=TRIALS,
+        seed=1,
+    ).values()
+    assert result.violated and result.shift == 2
+
+
 def test_the_l2_sweep_finds_l2_delta_taken_without_the_replaced_rows() -> None:
     """The L2 sweep can fail: replace-one with a unit of 2 rows in one key, held to the add/remove
     L2 Δ (2, forgetting the new rows in another key), is broken by a pair that moves two keys by 2."""

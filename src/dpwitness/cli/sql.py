@@ -41,7 +41,16 @@ def sql(
     max_rows: Annotated[
         int | None, typer.Option(help="Declared bound on rows (units with --privacy-unit): needed for undeclared GROUP BY keys.")
     ] = None,
-    delta_budget: Annotated[float | None, typer.Option(help="Total δ (for GROUP BY over undeclared keys).")] = None,
+    delta_budget: Annotated[
+        float | None, typer.Option(help="Total δ (for GROUP BY over undeclared keys and for Gaussian noise).")
+    ] = None,
+    mechanism: Annotated[
+        str,
+        typer.Option(
+            help="laplace, gaussian or auto: the noise of the count, sum and histogram aggregates (gaussian needs "
+            "--delta-budget; over undeclared GROUP BY keys it selects them by Gaussian thresholding)."
+        ),
+    ] = "laplace",
     engine: Annotated[str, typer.Option(help="polars or spark.")] = "polars",
     ledger: Annotated[Path | None, typer.Option(help="SQLite budget ledger: spends are recorded before any release.")] = None,
     budget: Annotated[float | None, typer.Option(help="Total ε of the ledger account (default --epsilon).")] = None,
@@ -74,6 +83,7 @@ def sql(
             ledger=store,
             seed=seed,
             schema=schema,
+            mechanism=mechanism,
         )
         tables: dict[str, str] = {}
         for item in public or []:

@@ -83,6 +83,10 @@ class Release:
     key_columns: tuple[str, ...] = ()
     #: ρ for a release calibrated to ρ-zCDP only (its ``epsilon`` is then ∞); None otherwise.
     rho: float | None = None
+    #: How a release over undeclared keys selected them (None for declared keys): the noise's law
+    #: (``mechanism``), its ``scale`` (Laplace b) or ``sigma`` (Gaussian σ), the ``threshold`` τ on
+    #: the noisy count, and the δ parts (``delta``, ``delta_noise``, ``delta_threshold``).
+    selection: dict[str, Any] | None = None
     #: Every subclass, so that :meth:`from_dict` can rebuild the kind that ``to_dict`` names.
     _kinds: ClassVar[list[type[Release]]] = []
 
@@ -187,6 +191,8 @@ class Release:
             "sensitivity_search": self.sensitivity_search,
             "key_columns": list(self.key_columns),
         }
+        if self.selection is not None:  # only a release over undeclared keys has one
+            data["selection"] = dict(self.selection)
         if isinstance(self.value, dict):
             data["rows"] = self._rows()
         return data

@@ -264,6 +264,12 @@ def release_line(release: Release, *, explain: bool = False, keys: int = TEXT_KE
     parameters = _parameters(release)
     if release.distribution == "gaussian":
         parameters += f"; Gaussian σ = {release.scale:.4g}"
+        selection = release.selection
+        if selection is not None:  # Gaussian thresholding: τ and the δ parts, on the one line
+            parameters += (
+                f", keys with noisy count ≥ τ = {selection['threshold']:.4g} "
+                f"(δ = {selection['delta_noise']:.3g} noise + {selection['delta_threshold']:.3g} selection)"
+            )
     if isinstance(release.value, dict):
         intervals = release.interval
         assert isinstance(intervals, dict)

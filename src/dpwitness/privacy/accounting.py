@@ -272,6 +272,102 @@ def gaussian_half_width(sigma: float, alpha: float) -> float:
     return _up(sigma * z)
 
 
+#: The share of a Gaussian release's δ over undeclared keys given to key selection (the rest is
+#: the noise's): :func:`gaussian_selection_split`.
+SELECTION_DELTA_SHARE = 0.5
+
+
+def gaussian_selection_split(delta: float) -> tuple[float, float]:
+    """(δ_noise, δ_threshold): how a Gaussian release over undeclared keys splits its total δ.
+
+    Gaussian thresholding is (ε, δ_noise + δ_threshold)-DP: the noise on the values of the keys
+    both neighbours hold is (ε, δ_noise)-DP, and a key only one neighbour holds is released with
+    probability ≤ δ_threshold (Wilkins, Kifer, Zhang, Karrer 2024, "Exact privacy analysis of the
+    Gaussian sparse histogram mechanism"; OpenDP's ``make_gaussian_threshold``, whose privacy map
+    is (ρ, δ_threshold) and adds δ_noise when ρ is converted). In both directions: with p_D, p_D′
+    ≤ δ_threshold the chances that D's (D′'s) own keys are released, independent of the common
+    keys' noise, and A the common-key outputs of an event S, P_D(S) ≤ p_D + (1 − p_D)·min(1,
+    e^ε·y + δ_noise) and P_D′(S) ≥ (1 − p_D′)·y with y = P_D′(A); for e^ε·y ≤ 1 the gap to
+    e^ε·P_D′(S) + δ_noise + δ_threshold is ≥ (δ_threshold − p_D)(1 − e^ε·y) ≥ 0, else P_D(S) ≤ 1 ≤ it.
+    Half each, exactly (δ/2 is exact in binary): δ_noise + δ_threshold = δ with no rounding.
+
+    :param delta: the release's total δ, strictly between 0 and 1.
+    """
+    if not (isinstance(delta, float | int) and 0 < delta < 1):
+        raise ParameterError("delta", "a number strictly between 0 and 1", delta)
+    threshold = float(delta) * SELECTION_DELTA_SHARE
+    return float(delta) - threshold, threshold
+
+
+def gaussian_tail_point(sigma: float, probability: float) -> float:
+    """t with P(N(0, σ²) ≥ t) ≤ p: σ·Φ⁻¹(1 − p), rounded up (never a point with a larger tail).
+
+    Computed as −Φ⁻¹(p) (p is exact, 1 − p would round), moved away from 0 by the quantile's
+    relative error, then confirmed with erfc (lowered by libm's error) and raised until it holds.
+
+    :param sigma: σ > 0.
+    :param probability: p strictly between 0 and 1.
+    """
+    sigma = check_positive_finite("sigma", sigma)
+    if not (isinstance(probability, float | int) and 0 < probability < 1):
+        raise ParameterError("probability", "a number strictly between 0 and 1", probability)
+    z = -NormalDist().inv_cdf(probability)
+    z *= (1.0 + _LIBM_SLACK) if z > 0 else (1.0 - _LIBM_SLACK)
+    point = _up(sigma * z)
+    while 0.5 * math.erfc(point / (sigma * math.sqrt(2.0))) * (1.0 + _LIBM_SLACK) > probability:
+        point = _up(point + sigma * 1e-12)
+    return point
+
+
+def gaussian_tail(sigma: float, point: float) -> float:
+    """P(N(0, σ²) ≥ t), rounded up: erfc(t/σ√2)/2 raised by libm's relative error.
+
+    :param sigma: σ > 0.
+    :param point: t (any finite number).
+    """
+    sigma = check_positive_finite("sigma", sigma)
+    return min(1.0, 0.5 * math.erfc(check_finite("point", point) / (sigma * math.sqrt(2.0))) * (1.0 + _LIBM_SLACK))
+
+
+def gaussian_threshold(
+    *, sigma: float, step: float, tv: float, max_keys: int, max_count: float, delta: float
+) -> tuple[float, float]:
+    """Threshold τ on Gaussian-noised counts (σ ``sigma``) so that undeclared keys cost ``delta``.
+
+    Gaussian thresholding (Wilkins, Kifer, Zhang, Karrer 2024, "Exact privacy analysis of the
+    Gaussian sparse histogram mechanism"; OpenDP's ``make_gaussian_threshold``, after Rogers 2023,
+    Thm 7): a key is released only if its noisy count is ≥ τ. Keys both neighbours hold get the
+    Gaussian's (ε, δ_noise) or ρ as usual; the risk is a key only the added unit creates. It
+    holds c ≤ Δ∞ = ``max_count`` of the unit's rows, and one unit creates at most L0 =
+    ``max_keys`` such keys. With the noise really sampled, X = γ·Y, Y ~ N_ℤ(0, s²) on the grid γ
+    (``step``) and within total variation η (``tv``) of it, the released value (round(c/γ) + Y)·γ
+    is ≥ τ only if γ·Y ≥ τ − c − γ (rounding to the grid and to a double moves it < γ), and
+    P(N_ℤ(0, s²) ≥ m) ≤ P(N(0, s²) ≥ m − 1) (Canonne, Kamath, Steinke 2020, Prop. 25) costs one
+    more step. By the union bound over the ≤ L0 keys,
+
+        δ_threshold ≤ L0 · (P(N(0, σ²) ≥ τ − Δ∞ − 2γ) + η),
+
+    so τ = Δ∞ + 2γ + σ·Φ⁻¹(1 − (δ/L0 − η)), rounded up. OpenDP states 1 − (1 − p)^L0, which L0·p
+    bounds above (slightly more conservative); the grid's and the tables' terms are added here.
+    Returns (τ, the δ bound at that τ, never above ``delta``).
+
+    :param sigma: σ > 0 of the noise on each count.
+    :param step: γ ≥ 0, the noise's grid step (0 for continuous noise).
+    :param tv: η ≥ 0, the sampled noise's total-variation distance from N_ℤ(0, s²) per coordinate.
+    :param max_keys: L0 ≥ 1, the most keys one unit can create.
+    :param max_count: Δ∞ > 0, the most one unit adds to one key's count.
+    :param delta: δ_threshold, strictly between 0 and 1.
+    """
+    if not (isinstance(delta, float | int) and 0 < delta < 1):
+        raise ParameterError("delta", "a number strictly between 0 and 1", delta)
+    per_key = delta / max_keys - tv
+    if not per_key > 0:
+        raise ParameterError("delta", f"above {max_keys}·η = {max_keys * tv:.3g} (the Gaussian tables' distance per key)", delta)
+    margin = check_positive_finite("max_count", max_count) + 2.0 * check_non_negative_finite("step", step)
+    tau = margin + gaussian_tail_point(sigma, per_key)
+    return tau, min(float(delta), max_keys * (gaussian_tail(sigma, tau - margin) + tv))
+
+
 def randomized_response_epsilon(truth: float) -> float:
     """ε of randomized response that tells the truth with probability p and otherwise answers a fair
     coin: P(yes | yes)/P(yes | no) = (1 + p)/(1 − p), so ε = ln((1 + p)/(1 − p)) = 2·atanh(p), rounded up.

@@ -85,6 +85,10 @@ class Plan:
     delta: float
     exposure: float | None = None  # max_rows·δ: expected unique keys exposed, at most
     choice: str = ""  # which mechanism and why (auto), for the release's notes
+    #: Gaussian thresholding: the part of ``delta`` that key selection costs (the rest is the
+    #: noise's; accounting.gaussian_selection_split). None: all of ``delta`` is selection (Laplace)
+    #: or noise (Gaussian over declared keys).
+    threshold_delta: float | None = None
     cost: float = field(init=False)
     rho: float = field(init=False)
     selection_delta: float = field(init=False)
@@ -99,6 +103,8 @@ class Plan:
         # a Laplace part is ε_i-DP, so ε_i²/2-zCDP; a Gaussian part has the ρ of the noise it samples
         self.rho = math.fsum(m.rho_spent if isinstance(m, Gaussian) else pure_dp_rho(e) for e, m in charged)
         self.selection_delta = 0.0 if self.gaussian else self.delta  # δ of key selection is not zCDP
+        if self.threshold_delta is not None:
+            self.selection_delta = self.threshold_delta
         # the Gaussian tables' distance from the ideal noise whose ρ is recorded: charged on the zCDP route
         self.tv_distance = math.fsum(m.tv_spent for _, m in charged if isinstance(m, Gaussian))
 
@@ -109,6 +115,37 @@ class Plan:
     @property
     def _all(self) -> tuple[Laplace | Gaussian, ...]:
         return self.mechanisms
+
+    @property
+    def rho_only(self) -> bool:
+        """True when the noise is calibrated to ρ only (zCDP, no ε of its own)."""
+        return math.isinf(self.cost)
+
+    @property
+    def selection(self) -> dict[str, float | str] | None:
+        """How keys were selected, as the release states it (None for declared keys): the noise's
+        law, its scale (b or σ), the threshold τ on the noisy count and the δ parts."""
+        if self.threshold is None:
+            return None
+        count = self._all[0]
+        if isinstance(count, Gaussian):
+            noise = self.delta - self.selection_delta if count.rho is None else 0.0
+            return {
+                "mechanism": "gaussian",
+                "sigma": count.sigma,
+                "threshold": self.threshold,
+                "delta": self.delta,
+                "delta_noise": noise,
+                "delta_threshold": self.selection_delta,
+            }
+        scale = count.noise.scale if count.noise is not None else count.scale  # the sampler's, as τ used
+        return {
+            "mechanism": "laplace",
+            "scale": scale,
+            "threshold": self.threshold,
+            "delta": self.delta,
+            "delta_threshold": self.delta,
+        }
 
     def spend(self, label: str) -> Spend:
         """What the ledger records for this query: its ε and δ, its ρ, and δ from selection.

@@ -70,7 +70,7 @@ def compose(
         "rho": plan.rho if math.isinf(plan.cost) else None,
     }
     if query.statistic in (Statistic.COUNT, Statistic.HISTOGRAM, Statistic.SUM):
-        return replace(released[-1], **common)
+        return replace(released[-1], **common, selection=plan.selection)
     assert query.bounds is not None
     if query.statistic is Statistic.QUANTILE:
         assert query.quantiles is not None and query.bins is not None
@@ -88,6 +88,7 @@ def compose(
         seeded=main.seeded,
         parts=tuple(released),
         bounds=query.bounds,
+        selection=plan.selection,
         **common,
     )
 
@@ -203,13 +204,28 @@ def release_notes(query: Query, plan: Plan) -> tuple[str, ...]:
         notes.append(f"{vector}; a unit moves ≤ {coordinates} key(s)")
         if query.keys is not None:
             notes.append("keys are declared (public): every declared key is released, rows with other keys are dropped")
+        elif not query.declared and plan.threshold_delta is not None:  # Gaussian thresholding
+            selection = plan.selection
+            assert selection is not None
+            bound = query.contribution
+            keys, largest = min(bound.max_groups, bound.max_rows), min(bound.max_rows_per_group, bound.max_rows)
+            parts = (
+                f"δ = {selection['delta_noise']:.3g} for the noise + {plan.threshold_delta:.3g} for the selection"
+                if not plan.rho_only
+                else f"ρ for the noise + δ = {plan.threshold_delta:.3g} for the selection"
+            )
+            notes.append(
+                f"keys come from the data: only keys whose noisy count ≥ τ = {plan.threshold:.4g} are released "
+                f"(Gaussian thresholding: τ = Δ∞ + 2γ + σ·Φ⁻¹(1 − δ_threshold/L0 + η) with Δ∞ = {largest:g}, L0 = {keys}, "
+                f"σ = {selection['sigma']:.4g}; {parts})"
+            )
         elif not query.declared:
             notes.append(
                 f"keys come from the data: only keys whose noisy count ≥ {plan.threshold:.4g} are released "
                 f"(partition selection, costs δ = {plan.delta:.3g})"
             )
-            if plan.exposure is not None:
-                notes.append(
-                    f"at most {plan.exposure:.3g} unique keys (max_rows·δ) are expected to be exposed, for the declared max_rows"
-                )
+        if not query.declared and plan.exposure is not None:
+            notes.append(
+                f"at most {plan.exposure:.3g} unique keys (max_rows·δ) are expected to be exposed, for the declared max_rows"
+            )
     return tuple(notes)

@@ -10,11 +10,16 @@ from dpwitness.common.errors import ParameterError
 from dpwitness.mechanisms.additive import Gaussian, Laplace
 from dpwitness.mechanisms.joint_quantiles import utility_loss
 from dpwitness.mechanisms.quantiles import accuracy_note, rank_error
-from dpwitness.noise import EPSILON_RANGE
-from dpwitness.privacy.accounting import laplace_half_width
+from dpwitness.noise import EPSILON_RANGE, GAUSS_DELTA_RANGE
+from dpwitness.privacy.accounting import (
+    SELECTION_DELTA_SHARE,
+    gaussian_selection_split,
+    gaussian_threshold,
+    laplace_half_width,
+)
 from dpwitness.privacy.budget import Budget
-from dpwitness.query.planning import Plan, Preview, max_delta
-from dpwitness.query.queries import Query, Statistic
+from dpwitness.query.planning import PARTITION_DELTA_MARGIN, Plan, Preview, max_delta
+from dpwitness.query.queries import Aggregate, Query, Statistic
 from dpwitness.session.composing import release_notes
 
 
@@ -26,16 +31,13 @@ def gaussian_for(
     of ρ). The account's ``total`` must hold a δ or be a ρ total for a Gaussian release."""
     if wanted == "laplace":
         return None, ""
-    eligible = (
-        len(query.parts) == 1
-        and query.statistic in (Statistic.COUNT, Statistic.SUM, Statistic.HISTOGRAM)
-        and (query.declared or not query.grouped)
-    )
+    undeclared = query.grouped and not query.declared  # Gaussian thresholding: a noisy count selects the keys
+    eligible = query.statistic in (Statistic.COUNT, Statistic.SUM, Statistic.HISTOGRAM) and (len(query.parts) == 1 or undeclared)
     if not eligible:
         if rho is not None:
-            raise ParameterError("rho", "only for a count, sum or histogram over declared keys (a ρ release is Gaussian)", rho)
+            raise ParameterError("rho", "only for a count, sum or histogram (a ρ release is Gaussian)", rho)
         if wanted == "gaussian":
-            expected = "laplace for this query (gaussian: a count, sum or histogram over declared keys)"
+            expected = "laplace for this query (gaussian: a count, sum or histogram)"
             raise ParameterError("mechanism", expected, wanted)
         return None, "mechanism: laplace (auto: the only one for this query)"
     if rho is not None:
@@ -44,8 +46,10 @@ def gaussian_for(
             for p in query.parts
         )
         main = query.parts[-1]
+        selection = f"; keys by Gaussian thresholding at δ = {query.delta:.3g}" if undeclared else ""
         return gaussians, (
             f"mechanism: gaussian at ρ = {rho:g} (zCDP), σ = {gaussians[-1].sigma:.4g}, L2 Δ = {main.l2_sensitivity:.4g}"
+            f"{selection}"
         )
     if total.delta <= 0 and not total.is_zcdp:
         if wanted == "gaussian":
@@ -56,12 +60,24 @@ def gaussian_for(
                 wanted,
             )
         return None, "mechanism: laplace (auto: the account has no δ for a Gaussian release)"
+    # Over undeclared keys the noise gets δ_noise of the query's δ (the rest pays for the
+    # selection), shared evenly by the noisy parts; over declared keys all of δ.
+    noise_delta = gaussian_selection_split(query.delta)[0] / len(query.parts) if undeclared else query.delta
+    if noise_delta < GAUSS_DELTA_RANGE[0]:
+        if wanted == "auto":
+            return None, "mechanism: laplace (auto: δ is too small to split between Gaussian noise and the key selection)"
+        least = GAUSS_DELTA_RANGE[0] * len(query.parts) / (1.0 - SELECTION_DELTA_SHARE)
+        expected = (
+            f"at least {least:.3g} for a Gaussian release over undeclared keys (half of δ pays for the key selection, "
+            f"the rest is shared by its {len(query.parts)} noisy part(s))"
+        )
+        raise ParameterError("delta", expected, query.delta)
     # L2 Δ per part, derived with its L1 Δ (Query.parts): k·√g for a unit in ≤ g keys, not g·k
     gaussians = tuple(
         Gaussian(
             sensitivity=p.l2_sensitivity,
             epsilon=query.epsilon_of(p),
-            delta=query.delta,
+            delta=noise_delta,
             changed_coordinates=p.changed_coordinates,
         )
         for p in query.parts
@@ -72,10 +88,34 @@ def gaussian_for(
         return None, f"mechanism: laplace (auto: {why})"
     why = f" (auto: variance {gaussian_variance:.4g} < Laplace {laplace_variance:.4g})" if wanted == "auto" else ""
     main = query.parts[-1]
+    split = ""
+    if undeclared:
+        noise, threshold = gaussian_selection_split(query.delta)
+        split = f"; δ = {noise:.3g} for the noise + {threshold:.3g} for the key selection (Gaussian thresholding)"
     return gaussians, (
         f"mechanism: gaussian at (ε, δ) = ({query.epsilon:g}, {query.delta:.3g}), σ = {gaussians[-1].sigma:.4g}, "
-        f"L2 Δ = {main.l2_sensitivity:.4g} (L1 Δ = {main.sensitivity:g}){why}"
+        f"L2 Δ = {main.l2_sensitivity:.4g} (L1 Δ = {main.sensitivity:g}){split}{why}"
     )
+
+
+def gaussian_selection(query: Query, gaussians: tuple[Gaussian, ...], rho: float | None) -> tuple[float, float]:
+    """(τ, δ_threshold) of a Gaussian release of ``query`` over undeclared keys: the threshold on
+    the noisy count (its sampler's σ, grid step and table distance) for the query's unit, by
+    :func:`dpwitness.privacy.accounting.gaussian_threshold`. With ``rho`` the noise is ρ-zCDP and
+    all of the query's δ is the selection's; at (ε, δ) half of it (:func:`gaussian_selection_split`)."""
+    count = gaussians[0]
+    assert query.parts[0].aggregate is Aggregate.COUNT and count.noise is not None
+    selection = query.delta if rho is not None else gaussian_selection_split(query.delta)[1]
+    bound = query.contribution
+    tau, _ = gaussian_threshold(
+        sigma=count.noise.sigma,
+        step=count.noise.granularity,
+        tv=count.noise.tv_distance(),
+        max_keys=min(bound.max_groups, bound.max_rows),
+        max_count=min(bound.max_rows_per_group, bound.max_rows),
+        delta=selection * PARTITION_DELTA_MARGIN,
+    )
+    return tau, selection
 
 
 def selection_exposure(query: Query, max_rows: int | None, total: Budget) -> float | None:
@@ -178,4 +218,4 @@ def preview_of(query: Query, plan: Plan, alpha: float, session_notes: Sequence[s
     return Preview(query.label, plan.cost, sensitivity, scale, interval, alpha, parts, plan.threshold, plan.delta, tuple(notes))
 
 
-__all__ = ["check_part_epsilons", "gaussian_for", "preview_of", "selection_exposure"]
+__all__ = ["check_part_epsilons", "gaussian_for", "gaussian_selection", "preview_of", "selection_exposure"]

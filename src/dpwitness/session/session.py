@@ -26,7 +26,7 @@ from dpwitness.query.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan
 from dpwitness.query.queries import Key, Query, Schema, check_keys, parse_dtypes
 from dpwitness.query.resolve import Request, check_max_rows, check_rho_option, resolve
 from dpwitness.session.composing import compose
-from dpwitness.session.plans import check_part_epsilons, gaussian_for, preview_of, selection_exposure
+from dpwitness.session.plans import check_part_epsilons, gaussian_for, gaussian_selection, preview_of, selection_exposure
 from dpwitness.session.streams import query_streams, selection_key
 from dpwitness.session.target_errors import BudgetPlan, Target, plan_targets
 
@@ -46,9 +46,11 @@ class Session:
     such releases need ``max_rows``, a declared bound on the table's rows (privacy units with
     ``privacy_unit``), never its real size, and refuse δ > 1/(10·max_rows).
     ``mechanism`` ("laplace", "gaussian" or "auto"; also per call of :meth:`run` and
-    :meth:`preview`): Gaussian noise for a count, sum or histogram over declared keys, calibrated
-    to the query's ε and ``delta`` and its L2 Δ (``Part.l2_sensitivity``); "auto" takes the
-    one with the smaller variance when the account has δ (or is a ρ total) and says so.
+    :meth:`preview`): Gaussian noise for a count, sum or histogram, calibrated to the query's ε
+    and ``delta`` and its L2 Δ (``Part.l2_sensitivity``); over undeclared keys the keys are
+    selected by Gaussian thresholding, ``delta`` split between the noise and the selection
+    (:func:`dpwitness.privacy.accounting.gaussian_threshold`); "auto" takes the one with the
+    smaller variance when the account has δ (or is a ρ total) and says so.
     ``seed`` makes releases reproducible (NOT for production): query i gets its own stream,
     spawned from the seed by its position in the account's history, so no two share noise.
     ``separator`` (``,`` ``;`` ``|`` or a tab; default: a tab for ``.tsv``, else a comma) is a
@@ -652,7 +654,13 @@ class Session:
         ) if rho is None else ()  # fmt: skip
         gaussians, choice = gaussian_for(query, mechanisms, wanted, total, rho)
         if gaussians is not None:
-            return Plan(query, cast(tuple[Laplace, ...], gaussians), None, 0.0 if rho is not None else query.delta, None, choice)
+            chosen = cast(tuple[Laplace, ...], gaussians)
+            if query.grouped and not query.declared:  # Gaussian thresholding: τ and δ's split, derived in one place
+                tau, selection = gaussian_selection(query, gaussians, rho)
+                exposure = None if rows is None else rows * selection
+                total_delta = selection if rho is not None else query.delta
+                return Plan(query, chosen, tau, total_delta, exposure, choice, threshold_delta=selection)
+            return Plan(query, chosen, None, 0.0 if rho is not None else query.delta, None, choice)
         if wanted == "laplace" and query.explicit_delta and not (query.grouped and not query.declared):
             raise ParameterError(
                 "delta",

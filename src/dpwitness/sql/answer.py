@@ -97,6 +97,9 @@ class Answer:
                     ],
                     "neighbours": release.neighbours,
                     "notes": list(release.notes),
+                    # Gaussian noise and key selection are stated where they apply (Laplace answers keep their shape)
+                    **({"mechanism": release.distribution, "sigma": release.scale} if release.distribution == "gaussian" else {}),
+                    **({"selection": dict(release.selection)} if release.selection is not None else {}),
                 }
             )
         return out
@@ -126,7 +129,14 @@ class Answer:
         lines.append(f"intervals at {_level(self.alpha)}; ε = {self.epsilon:g}, δ = {self.delta:.3g} spent")
         for item in self.release_set():
             parts = ", ".join(f"{p['aggregate']} Δ = {p['sensitivity']:g} at ε = {p['epsilon']:g}" for p in item["parts"])
-            lines.append(f"  {item['aggregate']}: {item['query']}; {parts}; δ = {item['delta']:.3g}; {item['neighbours']}")
+            noise = f"; gaussian σ = {item['sigma']:.4g}" if "sigma" in item else ""
+            selection = item.get("selection")
+            if selection is not None:
+                noise += (
+                    f"; keys whose noisy count ≥ τ = {selection['threshold']:.4g} "
+                    f"(selection δ = {selection['delta_threshold']:.3g})"
+                )
+            lines.append(f"  {item['aggregate']}: {item['query']}; {parts}; δ = {item['delta']:.3g}{noise}; {item['neighbours']}")
         lines.extend(f"note: {n}" for n in self.notes)
         meaning = dict.fromkeys(n for r in self.releases for n in r.headline_notes if n != NOT_FOR_PRODUCTION)
         lines.extend(f"note: {n}" for n in meaning)  # e.g. the schema found beside the file

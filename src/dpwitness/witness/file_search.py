@@ -290,7 +290,7 @@ def file_search(
     ``"l2"`` (its L2 Δ, Gaussian).
     """
     if norm not in NORMS:
-        raise ParameterError("norm", "'l1' (Laplace) or 'l2' (Gaussian)", norm)
+        raise ParameterError("norm", "'l1' (Laplace), 'l2' (Gaussian) or 'linf' (a threshold's Δ∞)", norm)
     pairs = {id(q): [c for c in changes if c.relation is q.neighbours] for q in queries}
     if not queries or not all(pairs.values()):
         raise ParameterError("changes", "pairs of files under every query's relation", [q.neighbours.value for q in queries])

@@ -59,7 +59,7 @@ BASE_ROWS = 6
 #: Ids of the other units (0, 1, 2) and of the changed unit (new, or its replacement's new id).
 OTHER_UNITS = 3
 CHANGED_UNIT, REPLACEMENT_UNIT = 100, 101
-NORMS = ("l1", "l2")
+NORMS = ("l1", "l2", "linf")  # linf: the most one key moves (the Δ∞ a selection threshold needs)
 DEFAULT_TRIALS = 200
 MAX_TRIALS = 1_000_000
 #: A stand-in for an infinite shift where Hypothesis needs a finite number (its target).
@@ -201,7 +201,7 @@ def search_claims(
     hypothesis = require("hypothesis", "audit", "the sensitivity search")
     relation = Neighbours.parse(neighbours)
     if norm not in NORMS:
-        raise ParameterError("norm", "'l1' (Laplace) or 'l2' (Gaussian)", norm)
+        raise ParameterError("norm", "'l1' (Laplace), 'l2' (Gaussian) or 'linf' (a threshold's Δ∞)", norm)
     check_count("trials", trials, minimum=0, maximum=MAX_TRIALS, expected=f"a whole number from 1 to {MAX_TRIALS}")
     if trials == 0 and not pairs:
         raise ParameterError("trials", f"a whole number from 1 to {MAX_TRIALS}", trials)
@@ -544,14 +544,14 @@ def library_backing(query: Any) -> str:
 
 
 def output_shift(first: Output, second: Output, norm: str = "l1") -> float:
-    """‖f(D) − f(D′)‖ (L1 or L2) for two outputs of one shape: numbers, vectors or keyed dicts.
+    """‖f(D) − f(D′)‖ (L1, L2 or L∞) for two outputs of one shape: numbers, vectors or keyed dicts.
 
     A key missing from one dict counts as 0. Equal values (∞ = ∞ included) differ by 0; NaN
     against anything but NaN, or ∞ against another value, differ by ∞.
 
     :param first: f(D).
     :param second: f(D′), of the same shape.
-    :param norm: ``"l1"`` (default) or ``"l2"``.
+    :param norm: ``"l1"`` (default), ``"l2"`` or ``"linf"`` (the largest move of one coordinate).
     """
     a, b = _coordinates(first), _coordinates(second)
     if a.keys() != b.keys() and not (isinstance(first, Mapping) and isinstance(second, Mapping)):
@@ -561,6 +561,8 @@ def output_shift(first: Output, second: Output, norm: str = "l1") -> float:
         return 0.0
     if norm == "l1":
         return math.fsum(gaps) if all(math.isfinite(g) for g in gaps) else math.inf
+    if norm == "linf":
+        return max(gaps)
     return math.hypot(*gaps)
 
 
