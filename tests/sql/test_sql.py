@@ -90,6 +90,11 @@ ACCEPTED = [
     "SELECT COUNT(*) FROM adult WHERE age < 20 LIMIT 5",
     "SELECT income, COUNT(*) FROM adult WHERE income IN ('<=50K', '>50K') GROUP BY income ORDER BY 2 DESC",
     "EXPLAIN SELECT COUNT(*) FROM adult WHERE age < 20",
+    # scalar functions of released values (post-processing)
+    f"SELECT SQRT(VARIANCE({AGE})) AS sd, ABS(SUM({AGE}) - SUM({HOURS})) AS gap FROM adult",
+    f"SELECT POWER(AVG({AGE}), 2), POWER(COUNT(*), -1.0), POWER(AVG({HOURS}), 0.5) FROM adult",
+    f"SELECT LN(COUNT(*)), EXP(AVG({AGE}) / 100), LEAST(AVG({AGE}), AVG({HOURS})), GREATEST(COUNT(*), 10, 20) FROM adult",
+    "SELECT sex, SQRT(COUNT(*)) AS root FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex HAVING ABS(COUNT(*)) > 1",
 ]
 
 REFUSED = [
@@ -144,6 +149,11 @@ REFUSED = [
     ("SELECT LOWER(sex), COUNT(*) FROM adult GROUP BY sex", "not supported in SELECT"),
     ("SELECT COUNT(*) FROM adult WHERE UPPER(sex) = 'MALE'", "no functions"),
     ("SELECT COUNT(*) FROM adult; SELECT COUNT(*) FROM adult", "one statement"),
+    ("SELECT SUM(ABS(CLAMP(age, 0, 10))) FROM adult", "ABS of row values inside an aggregate"),
+    ("SELECT AVG(SQRT(age)) FROM adult", "apply it to the released aggregate"),
+    ("SELECT SQRT(age) FROM adult", "row-level output"),
+    ("SELECT POWER(COUNT(*), age) FROM adult", "constant exponent"),
+    ("SELECT sex, COUNT(*) FROM adult GROUP BY sex HAVING LN(age) > 1", "not in GROUP BY"),
 ]
 
 

@@ -18,6 +18,7 @@ from dpwitness.io.schema import polars_kind
 from dpwitness.query.predicates import And, Compare, In, Literal, Node, to_text
 from dpwitness.query.queries import ColumnKind, Key, Query, Schema
 from dpwitness.query.resolve import Request
+from dpwitness.sql.functions import FUNCTIONS
 from dpwitness.sql.parse import MAX_STATEMENT, SqlError, _parse, _position, _sql, _strip_explain
 from dpwitness.sql.statement import Aggregate, Statement
 from dpwitness.sql.where import COMPARISONS, WhereTranslation
@@ -377,6 +378,18 @@ class Compiler(WhereTranslation):
             digits = node.args.get("decimals")
             places = 0 if digits is None else self._integer(digits, "ROUND's digits")
             return ("round", self._value(node.this, context=context), places)
+        function = FUNCTIONS.get(type(node).__name__)
+        if function is not None:  # a scalar function of released values: post-processing
+            if function == "POWER":
+                constant = node.expression.unnest() if isinstance(node.expression, exp.Paren) else node.expression
+                if not isinstance(constant, exp.Literal | exp.Neg) or isinstance(constant, exp.Neg) and not isinstance(
+                    constant.this, exp.Literal
+                ):
+                    self.refuse(node, self._text(node), "POWER(x, p) takes a constant exponent p (a number)")
+                exponent = self._number(node.expression, "POWER's exponent")
+                return ("fn", function, self._value(node.this, context=context), ("num", exponent))
+            arguments = [node.this, *node.expressions]
+            return ("fn", function, *(self._value(a, context=context) for a in arguments))
         if context == "HAVING" or context == "SELECT":
             if type(node).__name__ in COMPARISONS:
                 return (
@@ -396,8 +409,8 @@ class Compiler(WhereTranslation):
         self.refuse(
             node,
             self._text(node),
-            f"not supported in {context} (arithmetic + − × /, ROUND, comparisons, AND/OR/NOT over aggregates "
-            "and GROUP BY columns)",
+            f"not supported in {context} (arithmetic + − × /, ROUND, {', '.join(FUNCTIONS.values())}, comparisons, "
+            "AND/OR/NOT over aggregates and GROUP BY columns)",
         )
 
     def _integer(self, node: Any, what: str) -> int:
@@ -481,6 +494,14 @@ class Compiler(WhereTranslation):
         if isinstance(node, exp.Column):
             column = self.column(node)
             return column, None if self.declared is None else self.declared.bounds_for(column)
+        if type(node).__name__ in FUNCTIONS:
+            self.refuse(
+                node,
+                f"{self._text(node)} inside {self._text(call)}",
+                f"{FUNCTIONS[type(node).__name__]} of row values inside an aggregate: its Δ cannot be derived "
+                "(the compiler bounds no function of a row); apply it to the released aggregate instead, "
+                f"e.g. {FUNCTIONS[type(node).__name__]}({self._text(call).split('(')[0]}(…))",
+            )
         self.refuse(
             node,
             f"{self._text(node)} inside {self._text(call)}",

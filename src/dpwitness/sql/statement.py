@@ -67,7 +67,7 @@ class Statement:
 
 # Compiled expressions over released values (post-processing): small tuples, evaluated per row.
 #   ("agg", i)  ("key", j)  ("num", x)  ("text", s)  ("bool", b)
-#   ("op", sym, a, b)  ("neg", a)  ("round", a, digits)  ("cmp", sym, a, b)  ("and"|"or", a, b)  ("not", a)
+#   ("op", sym, a, b)  ("fn", NAME, a, …) (POWER, SQRT, …: dpwitness.sql.functions)  ("neg", a)  ("round", a, digits)  ("cmp", sym, a, b)  ("and"|"or", a, b)  ("not", a)
 
 
 __all__ = ["Aggregate", "Statement"]
