@@ -90,6 +90,10 @@ ACCEPTED = [
     "SELECT COUNT(*) FROM adult WHERE age < 20 LIMIT 5",
     "SELECT income, COUNT(*) FROM adult WHERE income IN ('<=50K', '>50K') GROUP BY income ORDER BY 2 DESC",
     "EXPLAIN SELECT COUNT(*) FROM adult WHERE age < 20",
+    # grouped variance and standard deviation: declared keys, or keys released by a count or by the variance itself
+    f"SELECT sex, VAR({AGE}), STDDEV({HOURS}) AS sd FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex",
+    f"SELECT income, COUNT(*) AS n, VARIANCE({AGE}), STDDEV_POP({AGE}) FROM adult GROUP BY income",
+    f"SELECT sex, STDDEV({AGE}) FROM adult GROUP BY sex",
     # scalar functions of released values (post-processing)
     f"SELECT SQRT(VARIANCE({AGE})) AS sd, ABS(SUM({AGE}) - SUM({HOURS})) AS gap FROM adult",
     f"SELECT POWER(AVG({AGE}), 2), POWER(COUNT(*), -1.0), POWER(AVG({HOURS}), 0.5) FROM adult",
@@ -141,7 +145,6 @@ REFUSED = [
     ("SELECT COUNT(*) FROM adult UNION SELECT COUNT(*) FROM adult", "set operations"),
     ("DELETE FROM adult", "only SELECT"),
     ("SELECT COUNT(* FROM adult", "not valid SQL"),
-    (f"SELECT sex, VAR({AGE}) FROM adult WHERE sex IN ('Male') GROUP BY sex", "GROUP BY is not supported yet"),
     (f"SELECT sex, MEDIAN({AGE}) FROM adult GROUP BY sex", "undeclared keys"),
     ("SELECT SUM(CLAMP(age, 10, 5)) FROM adult", "bounds"),
     ("SELECT COUNT(*) FROM adult GROUP BY age + 1", "GROUP BY takes columns"),
@@ -486,6 +489,7 @@ SPARK_SUBSET = [
     f"SELECT sex, COUNT(*) AS n, AVG({HOURS}) FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex ORDER BY n",
     f"SELECT MEDIAN({AGE}), VAR({AGE}) FROM adult WHERE income = '>50K' OR age BETWEEN 20 AND 30",
     "SELECT COUNT(*) FROM adult WHERE workclass NOT IN ('Private') AND NOT (sex = 'Male')",
+    f"SELECT sex, VAR({AGE}), SQRT(VAR({HOURS})) FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex",
 ]
 
 
@@ -513,6 +517,8 @@ SWEPT = [
     "SELECT SUM(CLAMP(x, 2, 5)) FROM t WHERE g LIKE 'a%' OR g NOT LIKE '_'",
     "SELECT SUM(CLAMP(x, 2, 5)) FROM t WHERE x BETWEEN 2.5 AND 4",
     "SELECT g, AVG(CLAMP(x, 2, 5)) FROM t WHERE g IN ('a', 'b') GROUP BY g",
+    "SELECT g, VAR(CLAMP(x, 2, 5)) FROM t WHERE g IN ('a', 'b') GROUP BY g",
+    "SELECT g, STDDEV(CLAMP(x, 2, 5)) FROM t GROUP BY g",
     "SELECT g, COUNT(*) FROM t GROUP BY g",
     "SELECT COUNT(DISTINCT pid) FROM t",
     "SELECT g, COUNT(DISTINCT pid) FROM t WHERE g IN ('a', 'b') GROUP BY g",
@@ -623,6 +629,20 @@ def test_sql_releases_what_the_python_api_releases(generated: Path) -> None:
     mean = api.mean("age", (0, 100), epsilon=1.0, by="sex", keys=keys, where=where)
     assert isinstance(answer, Answer) and isinstance(count.value, dict) and isinstance(mean.value, dict)
     assert [(row[0], row[1].value, row[2].value) for row in answer.rows] == [(k, count.value[k], mean.value[k]) for k in keys]
+
+
+def test_grouped_variance_is_the_python_apis_grouped_variance(generated: Path) -> None:
+    """Per key, the three noisy parts of the one grouped query (Δ of each from the one derivation):
+    the same release as ``Session.variance(by=…, keys=…)``, bit for bit."""
+    statement = f"SELECT sex, VAR({AGE}) AS v, STDDEV({AGE}) AS sd FROM adult WHERE sex IN ('Female', 'Male') GROUP BY sex"
+    answer = _session(generated).sql(statement, epsilon=3.0)
+    assert isinstance(answer, Answer) and len(answer.releases) == 1
+    api = _session(generated).variance("age", (0, 100), epsilon=3.0, by="sex", keys=["Female", "Male"], where="sex in ['Female', 'Male']")
+    assert isinstance(api.value, dict)
+    assert [(row[0], row[1].value) for row in answer.rows] == [(k, api.value[k]) for k in ("Female", "Male")]
+    assert all(math.isclose(row[2].value ** 2, row[1].value) for row in answer.rows)
+    (release,) = answer.release_set()
+    assert [p["sensitivity"] for p in release["parts"]] == [1.0, 50.0, 2500.0]  # count, Σ(v−c), Σ(v−c)²: c = 50, h = 50
 
 
 @pytest.mark.parametrize("statement", ACCEPTED[:12] + [s for s in ACCEPTED if "GROUP BY" in s][:4])

@@ -163,8 +163,6 @@ class Query:
         by = _names("by", self.by)
         if statistic is Statistic.HISTOGRAM and by:
             raise ParameterError("by", "empty for a histogram (its column is the key)", self.by)
-        if statistic is Statistic.VARIANCE and by:
-            raise ParameterError("by", "empty: grouped variance is not supported", self.by)
         if self.joint and by:
             raise ParameterError("by", "empty for joint quantiles (one column, ungrouped)", self.by)
         object.__setattr__(self, "by", by)
@@ -594,7 +592,7 @@ def derivation_cases(*, epsilon: float = 1.0) -> Iterator[Query]:
     none or ``pid`` with 2 rows per unit; filters are :data:`CASE_FILTERS` (row-position
     filters need a declared order, ``o``, and no unit). The bounds (2, 5) exclude 0, so a
     derivation that forgot "not counted" would show. Combinations a query refuses (a grouped
-    variance, a grouped histogram) are skipped. The sensitivity search runs each through both
+    histogram) are skipped. The sensitivity search runs each through both
     engines' exact aggregates against ``[p.sensitivity for p in q.parts]`` (L1) and
     ``[p.l2_sensitivity for p in q.parts]`` (L2).
 
@@ -609,7 +607,7 @@ def derivation_cases(*, epsilon: float = 1.0) -> Iterator[Query]:
                             continue
                         extra: dict[str, Any] = dict(options)
                         if grouping != "none":
-                            if statistic in ("variance", "histogram"):
+                            if statistic == "histogram":
                                 continue
                             extra.update(by=("g",), keys=("a", "b") if grouping == "declared" else None)
                         yield Query(

@@ -595,8 +595,6 @@ class Compiler(WhereTranslation):
                     self._text(node),
                     f"needs bounds: write CLAMP({column}, L, U) inside it, or declare {column}'s bounds in the schema",
                 )
-            if kind in ("variance", "stddev") and self.by:
-                self.refuse(node, self._text(node), "VARIANCE/STDDEV with GROUP BY is not supported yet")
             shared = epsilon is None and kind in ("variance", "stddev", "quantile")
             statistic = _STATISTICS[kind]
             key = (statistic, column, bounds, distinct) if shared else ("own", index)
@@ -623,15 +621,15 @@ class Compiler(WhereTranslation):
                 )
             share = rest / implicit if implicit else 0.0
         undeclared = bool(self.by) and keys is None
-        if undeclared:  # the first query selects the keys: a count when there is one, never a quantile/variance
-            rank = {"count": 0, "sum": 1, "avg": 2, "variance": 9, "stddev": 9, "quantile": 9}
+        if undeclared:  # the first query selects the keys: a count when there is one, never a quantile
+            rank = {"count": 0, "sum": 1, "avg": 2, "variance": 3, "stddev": 3, "quantile": 9}
             members.sort(key=lambda m: rank[m[0][2][0]])
             if rank[members[0][0][2][0]] == 9:
                 node = members[0][0][1]
                 self.refuse(
                     node,
                     self._text(node),
-                    "GROUP BY with undeclared keys needs a COUNT, SUM or AVG to release the keys first, "
+                    "GROUP BY with undeclared keys needs a COUNT, SUM, AVG or VARIANCE to release the keys first, "
                     "or declare them (WHERE col IN (…))",
                 )
         where = None if predicate is None else to_text(predicate)
