@@ -94,6 +94,14 @@ ACCEPTED = [
     f"SELECT sex, VAR({AGE}), STDDEV({HOURS}) AS sd FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex",
     f"SELECT income, COUNT(*) AS n, VARIANCE({AGE}), STDDEV_POP({AGE}) FROM adult GROUP BY income",
     f"SELECT sex, STDDEV({AGE}) FROM adult GROUP BY sex",
+    # CASE in GROUP BY: the keys are the CASE's literals (declared by the statement)
+    "SELECT CASE WHEN age < 30 THEN 'young' WHEN age < 60 THEN 'middle' ELSE 'older' END AS band, COUNT(*) AS n, "
+    f"AVG({HOURS}) FROM adult GROUP BY CASE WHEN age < 30 THEN 'young' WHEN age < 60 THEN 'middle' ELSE 'older' END",
+    f"SELECT sex, CASE WHEN workclass IN ('Private') THEN 1 WHEN workclass IS NULL THEN -1 ELSE 0 END AS private, "
+    f"SUM({AGE}) FROM adult WHERE sex IN ('Male', 'Female') "
+    "GROUP BY sex, CASE WHEN workclass IN ('Private') THEN 1 WHEN workclass IS NULL THEN -1 ELSE 0 END",
+    "SELECT CASE income WHEN '>50K' THEN TRUE ELSE FALSE END AS rich, COUNT(*) FROM adult "
+    "GROUP BY CASE income WHEN '>50K' THEN TRUE ELSE FALSE END",
     # scalar functions of released values (post-processing)
     f"SELECT SQRT(VARIANCE({AGE})) AS sd, ABS(SUM({AGE}) - SUM({HOURS})) AS gap FROM adult",
     f"SELECT POWER(AVG({AGE}), 2), POWER(COUNT(*), -1.0), POWER(AVG({HOURS}), 0.5) FROM adult",
@@ -152,6 +160,17 @@ REFUSED = [
     ("SELECT LOWER(sex), COUNT(*) FROM adult GROUP BY sex", "not supported in SELECT"),
     ("SELECT COUNT(*) FROM adult WHERE UPPER(sex) = 'MALE'", "no functions"),
     ("SELECT COUNT(*) FROM adult; SELECT COUNT(*) FROM adult", "one statement"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN 'young' END", "needs an ELSE"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN 'y' ELSE NULL END", "needs an ELSE"),
+    (
+        "SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN 'y' WHEN sex = 'Male' THEN 'm' ELSE 'o' END",
+        "one and the same column",
+    ),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN 'y' ELSE 0 END", "of one type"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN sex ELSE 'o' END", "a literal category"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 'x' THEN 'y' ELSE 'o' END", "a number for 'age'"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN LOWER(sex) = 'm' THEN 'y' ELSE 'o' END", "compares a column"),
+    ("SELECT CASE WHEN age < 30 THEN 1 ELSE 0 END AS young, COUNT(*) FROM adult", "only as a GROUP BY expression"),
     ("SELECT SUM(ABS(CLAMP(age, 0, 10))) FROM adult", "ABS of row values inside an aggregate"),
     ("SELECT AVG(SQRT(age)) FROM adult", "apply it to the released aggregate"),
     ("SELECT SQRT(age) FROM adult", "row-level output"),
@@ -490,6 +509,8 @@ SPARK_SUBSET = [
     f"SELECT MEDIAN({AGE}), VAR({AGE}) FROM adult WHERE income = '>50K' OR age BETWEEN 20 AND 30",
     "SELECT COUNT(*) FROM adult WHERE workclass NOT IN ('Private') AND NOT (sex = 'Male')",
     f"SELECT sex, VAR({AGE}), SQRT(VAR({HOURS})) FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex",
+    "SELECT CASE WHEN hours_per_week > 40.5 THEN 'long' WHEN hours_per_week IS NULL THEN 'unknown' ELSE 'short' END "
+    "AS b, COUNT(*), AVG(CLAMP(age, 0, 100)) FROM adult GROUP BY b",
 ]
 
 
@@ -519,6 +540,10 @@ SWEPT = [
     "SELECT g, AVG(CLAMP(x, 2, 5)) FROM t WHERE g IN ('a', 'b') GROUP BY g",
     "SELECT g, VAR(CLAMP(x, 2, 5)) FROM t WHERE g IN ('a', 'b') GROUP BY g",
     "SELECT g, STDDEV(CLAMP(x, 2, 5)) FROM t GROUP BY g",
+    "SELECT CASE WHEN x < 3 THEN 'low' WHEN x IS NULL THEN 'none' ELSE 'high' END AS b, COUNT(*), SUM(CLAMP(x, 2, 5)) "
+    "FROM t GROUP BY b",
+    "SELECT CASE g WHEN 'a' THEN 1 ELSE 2 END AS k, COUNT(DISTINCT pid), AVG(CLAMP(x, 2, 5)) FROM t GROUP BY k",
+    "SELECT h, CASE WHEN x >= 3.5 THEN TRUE ELSE FALSE END AS big, COUNT(*) FROM t JOIN p ON t.g = p.g GROUP BY h, big",
     "SELECT g, COUNT(*) FROM t GROUP BY g",
     "SELECT COUNT(DISTINCT pid) FROM t",
     "SELECT g, COUNT(DISTINCT pid) FROM t WHERE g IN ('a', 'b') GROUP BY g",
@@ -529,6 +554,7 @@ SWEPT = [
 @pytest.mark.parametrize("statement", SWEPT)
 def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str) -> None:
     from dpwitness.engines import engine_for
+    from dpwitness.engines.derived import add_case
     from dpwitness.engines.joins import join_public
     from dpwitness.io.schema import ColumnKind
     from dpwitness.privacy.neighbours import Neighbours
@@ -562,6 +588,8 @@ def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str
             table = engine.open(frame)
             if join is not None and on is not None:  # the private rows joined with the public table
                 table = join_public(engine, table, join, left=on)
+            for case in compiled.cases:  # GROUP BY CASE …: the key computed from each row
+                table = add_case(engine, table, case)
             exact = engine.aggregate(table, query, selection_key=key)
             return {name: exact.get(name, 0.0) for name in claims}
 
@@ -637,7 +665,8 @@ def test_grouped_variance_is_the_python_apis_grouped_variance(generated: Path) -
     statement = f"SELECT sex, VAR({AGE}) AS v, STDDEV({AGE}) AS sd FROM adult WHERE sex IN ('Female', 'Male') GROUP BY sex"
     answer = _session(generated).sql(statement, epsilon=3.0)
     assert isinstance(answer, Answer) and len(answer.releases) == 1
-    api = _session(generated).variance("age", (0, 100), epsilon=3.0, by="sex", keys=["Female", "Male"], where="sex in ['Female', 'Male']")
+    keys, where = ["Female", "Male"], "sex in ['Female', 'Male']"
+    api = _session(generated).variance("age", (0, 100), epsilon=3.0, by="sex", keys=keys, where=where)
     assert isinstance(api.value, dict)
     assert [(row[0], row[1].value) for row in answer.rows] == [(k, api.value[k]) for k in ("Female", "Male")]
     assert all(math.isclose(row[2].value ** 2, row[1].value) for row in answer.rows)

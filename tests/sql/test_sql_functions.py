@@ -69,7 +69,9 @@ def test_each_functions_interval_holds_the_function_of_every_point(name: str) ->
     for index, (low, high) in enumerate(intervals):
         arguments = [(low, high)] + [intervals[(index * 7 + k) % len(intervals)] for k in range(1, arity)]
         for _ in range(20):
-            points = [rng.uniform(a, b) if rng.random() < 0.8 else rng.choice([a, b, 0.0 if a <= 0 <= b else a]) for a, b in arguments]
+            points = [
+                rng.uniform(a, b) if rng.random() < 0.8 else rng.choice([a, b, 0.0 if a <= 0 <= b else a]) for a, b in arguments
+            ]
             cells = [Interval(p, a, b) for p, (a, b) in zip(points, arguments, strict=True)]
             result = apply(name, cells)
             truth = _truth(name, points)
@@ -85,7 +87,7 @@ def test_powers_interval_holds_every_point(exponent: float) -> None:
         for _ in range(20):
             point = rng.uniform(low, high) if rng.random() < 0.8 else rng.choice([low, high])
             result = apply("POWER", [Interval(point, low, high), Interval(exponent, exponent, exponent)])
-            if point < 0 and exponent != int(exponent) or point == 0 and exponent < 0:
+            if (point < 0 and exponent != int(exponent)) or (point == 0 and exponent < 0):
                 assert math.isnan(result.value)
                 continue
             truth = _pow(point, exponent)

@@ -13,11 +13,13 @@ from typing import Any, NoReturn
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_positive_finite
+from dpwitness.engines.derived import CaseColumn
 from dpwitness.engines.joins import PublicTable, prepare_public, read_public
 from dpwitness.io.schema import polars_kind
 from dpwitness.query.predicates import And, Compare, In, Literal, Node, to_text
 from dpwitness.query.queries import ColumnKind, Key, Query, Schema
 from dpwitness.query.resolve import Request
+from dpwitness.sql.case import CaseTranslation
 from dpwitness.sql.functions import FUNCTIONS
 from dpwitness.sql.parse import MAX_STATEMENT, SqlError, _parse, _position, _sql, _strip_explain
 from dpwitness.sql.statement import Aggregate, Statement
@@ -76,7 +78,7 @@ _STATISTICS = {
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
 
 
-class Compiler(WhereTranslation):
+class Compiler(WhereTranslation, CaseTranslation):
     """One statement against one table's public schema → a :class:`Statement` (see :func:`compile_statement`)."""
 
     def __init__(
@@ -114,6 +116,8 @@ class Compiler(WhereTranslation):
         self.public_name = ""
         self.calls: list[tuple[str, Any]] = []  # (normalised SQL, node) of each distinct aggregate call
         self.by: tuple[str, ...] = ()
+        self.cases: dict[str, CaseColumn] = {}  # derived columns of GROUP BY CASE …, by name
+        self.case_names: dict[str, str] = {}
         self.output_names: dict[str, Any] = {}
 
     def _text(self, node: Any) -> str:
@@ -199,6 +203,7 @@ class Compiler(WhereTranslation):
             join=self.join,
             join_on=self.join_on,
             calls=self._call_kinds(),
+            cases=tuple(self.cases.values()),
         )
 
     def _refuse_everywhere(self) -> None:
@@ -321,14 +326,24 @@ class Compiler(WhereTranslation):
         return str(columns[found]) if columns is self.public_columns else str(found)
 
     def kind(self, name: str) -> ColumnKind:
-        """The kind of a column of the rows read (private or joined public)."""
+        """The kind of a column of the rows read (private, joined public, or a GROUP BY CASE's)."""
+        if name in self.cases:
+            return self.cases[name].kind
         return self.public_kinds.get(name) or self.schema.columns[name]
 
     def _group(self, group: Any) -> tuple[str, ...]:
         names: list[str] = []
         for item in group.expressions:
+            case = self._selected_case(item)
+            if case is not None:
+                names.append(self._case(case))
+                continue
             if not isinstance(item, self.exp.Column):
-                self.refuse(item, f"GROUP BY {self._text(item)}", "GROUP BY takes columns only (no expressions or positions)")
+                self.refuse(
+                    item,
+                    f"GROUP BY {self._text(item)}",
+                    "GROUP BY takes columns or a CASE over one column (no other expressions)",
+                )
             names.append(self.column(item))
         if len(set(names)) != len(names):
             self.refuse(group, "GROUP BY", "each column once")
@@ -346,6 +361,13 @@ class Compiler(WhereTranslation):
             return self._value(node.this, context=context)
         if self._is_aggregate(node):
             return ("agg", self._call(node))
+        if isinstance(node, exp.Case):
+            name = self.case_names.get(self._text(node))
+            if name is None:
+                self.refuse(node, self._text(node), f"a CASE in {context} only as a GROUP BY expression (its categories)")
+            return ("key", self.by.index(name))
+        if isinstance(node, exp.Column) and context != "SELECT" and node.name in self.cases and not node.table:
+            return ("key", self.by.index(node.name))
         if isinstance(node, exp.Column):
             if context != "SELECT" and not node.table and node.name.lower() in self.output_names:
                 return self.output_names[node.name.lower()]
@@ -382,9 +404,8 @@ class Compiler(WhereTranslation):
         if function is not None:  # a scalar function of released values: post-processing
             if function == "POWER":
                 constant = node.expression.unnest() if isinstance(node.expression, exp.Paren) else node.expression
-                if not isinstance(constant, exp.Literal | exp.Neg) or isinstance(constant, exp.Neg) and not isinstance(
-                    constant.this, exp.Literal
-                ):
+                inner = constant.this if isinstance(constant, exp.Neg) else constant
+                if not isinstance(inner, exp.Literal):
                     self.refuse(node, self._text(node), "POWER(x, p) takes a constant exponent p (a number)")
                 exponent = self._number(node.expression, "POWER's exponent")
                 return ("fn", function, self._value(node.this, context=context), ("num", exponent))
@@ -696,7 +717,10 @@ class Compiler(WhereTranslation):
                     found = tuple(dict.fromkeys(item.values))
                 elif isinstance(item, Compare) and item.op == "==" and item.column.name == name:
                     found = (item.value,)
-            if found is not None:
+            if name in self.cases:  # the CASE's own literals: declared by the statement
+                given[name] = self.cases[name].keys
+                sources.append(f"{name} from its CASE's THEN and ELSE values")
+            elif found is not None:
                 given[name] = found
                 sources.append(f"{name} from WHERE … IN (…)")
             elif name in self.public_kinds:  # a public column: its values are public keys
