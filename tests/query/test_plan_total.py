@@ -96,6 +96,13 @@ REQUESTS: dict[str, Request] = {
         epsilon=1,
         name="data",
     ),
+    "SQL LEFT JOIN ON c, GROUP BY label": lambda s: s().sql(
+        "SELECT label, COUNT(*) AS n, SUM(CLAMP(v, 0, 10)) AS s FROM data LEFT JOIN pub ON data.c = pub.k "
+        "WHERE label IS NULL OR v >= 0 GROUP BY label",
+        epsilon=1,
+        name="data",
+        public=_public(),
+    ),
     "SQL JOIN ON c, GROUP BY label": lambda s: s().sql(
         "SELECT label, COUNT(*) AS n FROM data JOIN pub ON data.c = pub.k GROUP BY label",
         epsilon=1,
@@ -168,6 +175,7 @@ def test_the_roles_are_accepted_and_refused_as_documented() -> None:
     joinable = {"Int8", "Int64", "UInt32", "Float32", "Float64", "String", "Categorical", "Enum", "Boolean"}
     for type_name in COLUMN_TYPES:
         assert ((type_name, "SQL JOIN ON c") in accepted) == (type_name in joinable), type_name
+        assert ((type_name, "SQL LEFT JOIN ON c, GROUP BY label") in accepted) == (type_name in joinable), type_name
 
 
 def test_a_wide_integer_is_read_once_its_type_is_declared() -> None:
@@ -194,6 +202,7 @@ SPARK_REQUESTS = (
     "count, privacy unit c",
     "SQL JOIN ON c",
     "SQL GROUP BY CASE WHEN c IS NULL",
+    "SQL LEFT JOIN ON c, GROUP BY label",
 )
 
 

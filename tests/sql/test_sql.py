@@ -124,7 +124,10 @@ REFUSED = [
     ("WITH young AS (SELECT * FROM adult WHERE age < 20) SELECT COUNT(*) FROM young", "common table"),
     ("SELECT COUNT(*) FROM adult a JOIN adult b ON a.age = b.age", "private tables"),
     ("SELECT COUNT(*) FROM adult JOIN planets ON adult.native_country = planets.name", "only with a declared public table"),
-    ("SELECT COUNT(*) FROM adult LEFT JOIN countries c ON native_country = c.country", "only an inner JOIN"),
+    ("SELECT COUNT(*) FROM adult RIGHT JOIN countries c ON native_country = c.country", "only an inner or a LEFT JOIN"),
+    ("SELECT COUNT(*) FROM adult FULL OUTER JOIN countries c ON native_country = c.country", "only an inner or a LEFT JOIN"),
+    ("SELECT COUNT(*) FROM adult CROSS JOIN countries c", "only an inner or a LEFT JOIN"),
+    ("SELECT COUNT(*) FROM adult LEFT JOIN countries USING (country)", "not USING"),
     ("SELECT COUNT(*) FROM adult JOIN countries c ON native_country <> c.country", "ON one equality"),
     ("SELECT COUNT(*) FROM adult JOIN countries c ON c.region = c.country", "ON one equality"),
     (
@@ -201,6 +204,12 @@ JOINED = [
     "SELECT COUNT(*) FROM adult JOIN languages l ON l.country = adult.native_country WHERE l.language = 'English' AND age < 40",
     f"SELECT sex, COUNT(*), MEDIAN({AGE}) FROM adult JOIN countries c ON native_country = c.country "
     "WHERE c.region = 'America' AND sex IN ('Male', 'Female') GROUP BY sex",
+    # LEFT JOIN: every private row kept, an unmatched one with null public columns
+    "SELECT COUNT(*) FROM adult a LEFT JOIN countries c ON a.native_country = c.country",
+    "SELECT COUNT(*) AS n FROM adult a LEFT OUTER JOIN languages l ON a.native_country = l.country",
+    "SELECT c.region, COUNT(*) AS n FROM adult a LEFT JOIN countries c ON a.native_country = c.country GROUP BY c.region",
+    f"SELECT COUNT(*), AVG({AGE}) FROM adult LEFT JOIN languages l ON native_country = l.country "
+    "WHERE l.language IS NULL OR l.language = 'English'",
 ]
 
 
@@ -313,7 +322,7 @@ def _check(answer: Answer, exact: pl.DataFrame, statement: str) -> None:
     # a NULL key is not a group of the library (rows with a null key are dropped, docs/sql.md)
     exact = exact.filter(pl.all_horizontal(pl.col(exact.columns[i]).is_not_null() for i in keyed))
     truth = {tuple(row[i] for i in keyed): row for row in exact.rows()}
-    declared = "IN (" in statement or " JOIN " in statement
+    declared = any(word in statement for word in ("IN (", " JOIN ", "CASE "))
     empty = []  # declared keys with no rows: released (a declared key always is), absent from SQL's answer
     for row in answer.rows:
         key = tuple(row[i] for i in keyed)
@@ -503,6 +512,7 @@ def test_a_frame_is_the_table_data(generated: Path) -> None:
 SPARK_SUBSET = [
     "SELECT COUNT(*) FROM adult WHERE workclass NOT LIKE '%gov' AND (workclass LIKE 'Self-emp, %' OR income LIKE '>__K')",
     "SELECT language, COUNT(*) FROM adult JOIN languages l ON native_country = l.country GROUP BY language",
+    f"SELECT region, COUNT(*), SUM({AGE}) FROM adult LEFT JOIN countries c ON native_country = c.country GROUP BY region",
     "SELECT COUNT(*) FROM adult WHERE age < 20",
     f"SELECT COUNT(*), SUM({AGE}), AVG({AGE}) FROM adult WHERE workclass IS NOT NULL",
     f"SELECT sex, COUNT(*) AS n, AVG({HOURS}) FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex ORDER BY n",
@@ -527,7 +537,10 @@ def test_spark_gives_the_same_answers(spark: Any, generated: Path) -> None:
 # --- the sensitivity search sweeps the query shapes SQL reaches ---------------------------------
 
 #: A public lookup for the sweep: key "a" matches two rows (M = 2), "b" one, "c" none.
-SWEPT_PUBLIC = {"p": pl.DataFrame({"g": ["a", "a", "b"], "h": ["h1", "h2", "h1"]})}
+SWEPT_PUBLIC = {
+    "p": pl.DataFrame({"g": ["a", "a", "b"], "h": ["h1", "h2", "h1"]}),
+    "q": pl.DataFrame({"g": ["a", "b"], "h": ["h1", "h2"]}),  # unique keys (M = 1)
+}
 SWEPT = [
     "SELECT COUNT(*) FROM t JOIN p ON t.g = p.g",
     "SELECT SUM(CLAMP(x, 2, 5)) FROM t JOIN p ON t.g = p.g WHERE p.h = 'h1' OR x > 3",
@@ -544,6 +557,9 @@ SWEPT = [
     "FROM t GROUP BY b",
     "SELECT CASE g WHEN 'a' THEN 1 ELSE 2 END AS k, COUNT(DISTINCT pid), AVG(CLAMP(x, 2, 5)) FROM t GROUP BY k",
     "SELECT h, CASE WHEN x >= 3.5 THEN TRUE ELSE FALSE END AS big, COUNT(*) FROM t JOIN p ON t.g = p.g GROUP BY h, big",
+    "SELECT COUNT(*), SUM(CLAMP(x, 2, 5)) FROM t LEFT JOIN p ON t.g = p.g",
+    "SELECT h, COUNT(*), AVG(CLAMP(x, 2, 5)) FROM t LEFT JOIN p ON t.g = p.g WHERE h IS NULL OR x > 3 GROUP BY h",
+    "SELECT COUNT(*) FROM t LEFT JOIN q ON t.g = q.g WHERE q.h IS NULL",
     "SELECT g, COUNT(*) FROM t GROUP BY g",
     "SELECT COUNT(DISTINCT pid) FROM t",
     "SELECT g, COUNT(DISTINCT pid) FROM t WHERE g IN ('a', 'b') GROUP BY g",
@@ -644,6 +660,43 @@ def test_the_sweep_would_catch_a_join_delta_without_its_multiplicity() -> None:
 
     (result,) = search_claims(outputs, columns={"g": ["a", "b", "c", None]}, claims={"count": 1.0}, trials=30, seed=5).values()
     assert not result.ok
+
+
+@pytest.mark.parametrize(("how", "delta"), [("LEFT JOIN", 0.0), ("JOIN", 1.0)])
+def test_a_left_join_on_unique_keys_keeps_the_private_tables_delta(how: str, delta: float) -> None:
+    """Replace one record: a LEFT JOIN on unique public keys keeps every record as one row, so COUNT(*)
+    has Δ = 0 (the private table's), which the search through the real join holds; an inner join drops
+    a record whose key matches nothing, so its Δ is 1, and the search finds a claim of 0 wrong."""
+    from dpwitness.engines import engine_for
+    from dpwitness.engines.joins import join_public
+    from dpwitness.io.schema import ColumnKind
+    from dpwitness.query.queries import Query, Schema
+    from dpwitness.query.resolve import Request, resolve
+    from dpwitness.sql import compile_statement
+    from dpwitness.witness.sensitivity import search_claims
+
+    def build(request: Request) -> Query:
+        return resolve(request, schema=None, neighbours="replace-one", privacy_unit=None)  # type: ignore[arg-type]
+
+    statement = f"SELECT COUNT(*) FROM t {how} q ON t.g = q.g"
+    kinds = {"x": ColumnKind.FLOAT, "g": ColumnKind.STRING}
+    compiled = compile_statement(statement, table="t", schema=Schema(kinds), epsilon=1.0, resolve=build, public=SWEPT_PUBLIC)
+    (query,) = compiled.queries
+    assert query.parts[0].sensitivity == delta
+    engine = engine_for("polars")
+    join, on = compiled.join, compiled.join_on
+    assert join is not None and on is not None
+
+    def outputs(frame: pl.DataFrame) -> dict[str, Any]:
+        exact = engine.aggregate(join_public(engine, engine.open(frame), join, left=on), query, selection_key=(1, 2, 3, 4))
+        return {"count": exact["count"]}
+
+    columns = {"g": ["a", "b", "c", None]}
+    options: dict[str, Any] = {"columns": columns, "neighbours": "replace-one", "trials": 30, "seed": 5}
+    (held,) = search_claims(outputs, claims={"count": delta}, **options).values()
+    assert held.ok
+    (zero,) = search_claims(outputs, claims={"count": 0.0}, **options).values()
+    assert zero.ok == (how == "LEFT JOIN")
 
 
 def test_sql_releases_what_the_python_api_releases(generated: Path) -> None:

@@ -14,13 +14,13 @@ from typing import Any, NoReturn
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_positive_finite
 from dpwitness.engines.derived import CaseColumn
-from dpwitness.engines.joins import PublicTable, prepare_public, read_public
-from dpwitness.io.schema import polars_kind
+from dpwitness.engines.joins import PublicTable, read_public
 from dpwitness.query.predicates import And, Compare, In, Literal, Node, to_text
 from dpwitness.query.queries import ColumnKind, Key, Query, Schema
 from dpwitness.query.resolve import Request
 from dpwitness.sql.case import CaseTranslation
 from dpwitness.sql.functions import FUNCTIONS
+from dpwitness.sql.joining import JoinTranslation
 from dpwitness.sql.parse import MAX_STATEMENT, SqlError, _parse, _position, _sql, _strip_explain
 from dpwitness.sql.statement import Aggregate, Statement
 from dpwitness.sql.where import COMPARISONS, WhereTranslation
@@ -78,7 +78,7 @@ _STATISTICS = {
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
 
 
-class Compiler(WhereTranslation, CaseTranslation):
+class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
     """One statement against one table's public schema → a :class:`Statement` (see :func:`compile_statement`)."""
 
     def __init__(
@@ -231,64 +231,6 @@ class Compiler(WhereTranslation, CaseTranslation):
                 if name == "joins":
                     continue
                 self.refuse(node, name.upper().rstrip("S"), "not supported")
-
-    def _join(self, join: Any) -> None:
-        """``JOIN public [AS p] ON private.k = p.k``: an inner join with a public (lookup) table."""
-        exp = self.exp
-        target = join.this
-        name = target.name if isinstance(target, exp.Table) else self._text(target)
-        if not isinstance(target, exp.Table):
-            self.refuse(target, "a subquery", "subqueries over private rows are not supported")
-        if name.lower() == self.table.lower():
-            self.refuse(join, f"JOIN {name}", "joins of private tables with each other are not supported yet")
-        found = [t for t in self.public_tables if t.lower() == name.lower()]
-        if not found:
-            listed = ", ".join(self.public_tables) or "none is given: Session.sql(public={name: table})"
-            self.refuse(join, f"JOIN {name}", f"joins are only with a declared public table ({listed})")
-        side, kind = join.args.get("side"), join.args.get("kind")
-        if side or (kind and str(kind).upper() != "INNER") or join.args.get("using"):
-            self.refuse(join, self._text(join).split(" ON ")[0], "only an inner JOIN … ON private.column = public.column")
-        self.public_name = found[0]
-        frame = self.public_tables[self.public_name]
-        self.public_aliases = {self.public_name.lower(), *([target.alias.lower()] if target.alias else [])}
-        if self.public_aliases & self.aliases:
-            self.refuse(target, f"alias {target.alias}", "the public table needs an alias of its own")
-        for column, dtype in frame.schema.items():
-            joined = column if column not in self.schema.columns else f"{self.public_name}.{column}"
-            self.public_columns[column] = joined
-            self.public_kinds[joined] = polars_kind(dtype)
-        on = join.args.get("on")
-        if not isinstance(on, exp.EQ) or not isinstance(on.this, exp.Column) or not isinstance(on.expression, exp.Column):
-            self.refuse(on if on is not None else join, "JOIN … ON", "ON one equality of a private column and a public column")
-        sides = [(self._side(c), c) for c in (on.this, on.expression)]
-        if {side for side, _ in sides} != {"private", "public"}:
-            self.refuse(on, self._text(on), "ON one equality of a private column and a public column")
-        private = next(c for side, c in sides if side == "private")
-        public = next(c for side, c in sides if side == "public")
-        left = self.column(private)
-        key = next(c for c in frame.columns if c == public.name or c.lower() == public.name.lower())
-        payload = {c: n for c, n in self.public_columns.items() if c != key}
-        self.public_columns[key] = left  # on joined rows the public key equals the private one
-        self.public_kinds.pop(f"{self.public_name}.{key}" if key in self.schema.columns else key, None)
-        if not self.schema.columns[left].keyable:
-            kind = self.schema.columns[left].value
-            self.refuse(on, self._text(on), f"a private join key every engine can key ({left!r} is {kind}: declare its type)")
-        self.join = prepare_public(frame, key=key, private_kind=self.schema.columns[left], columns=payload)
-        self.join_on = left
-
-    def _side(self, node: Any) -> str:
-        qualifier = (node.table or "").lower()
-        if qualifier in self.public_aliases:
-            return "public"
-        if qualifier in self.aliases:
-            return "private"
-        if qualifier:
-            self.refuse(node, f"{node.table}.{node.name}", f"unknown table {node.table!r}")
-        in_private = any(c.lower() == node.name.lower() for c in self.schema.columns)
-        in_public = any(c.lower() == node.name.lower() for c in self.public_columns)
-        if in_private and in_public:
-            self.refuse(node, f"column {node.name!r}", "ambiguous: qualify it with its table")
-        return "public" if in_public else "private"
 
     def _from(self) -> None:
         exp = self.exp
@@ -679,7 +621,7 @@ class Compiler(WhereTranslation, CaseTranslation):
                         )
                     query = replace(query, max_contributions=1)
                 if self.join is not None:
-                    query = replace(query, join_multiplicity=self.join.multiplicity)
+                    query = replace(query, join_multiplicity=self.join.multiplicity, join_keeps_rows=self.join.left)
             except ParameterError as error:
                 self.refuse(node, self._text(node), str(error))
             text = " and ".join(self._text(n) for _, n, _ in member)
@@ -732,13 +674,6 @@ class Compiler(WhereTranslation, CaseTranslation):
                 return None, "released by the first aggregate (undeclared keys: δ and max_rows), reused by the others"
         return declared.keys_for(self.by, given=given), "declared: " + "; ".join(sources)
 
-    def _public_values(self, joined: str) -> tuple[Key, ...]:
-        assert self.join is not None
-        values = self.join.frame.get_column(joined).drop_nulls().unique().sort().to_list()
-        if not values:
-            return ("",) if self.kind(joined) in (ColumnKind.STRING, ColumnKind.UNTYPED) else (0,)
-        return tuple(values)
-
     # -- notes --
     def _epsilon_note(self, aggregates: Sequence[Aggregate]) -> str:
         explicit = [a for a in aggregates if a.explicit_epsilon]
@@ -763,9 +698,9 @@ class Compiler(WhereTranslation, CaseTranslation):
                 if self.privacy_unit is not None
                 else ("unique keys: Δ unchanged" if m == 1 else f"one record becomes ≤ {m} rows: Δ × {m}")
             )
-            notes.append(
-                f"joined with the public table {self.public_name} on {self.join_on}: ≤ {m} public row(s) per key; {effect}"
-            )
+            how = "left-joined (every private row kept, unmatched ones with null public columns)" if self.join.left else "joined"
+            where = f"the public table {self.public_name} on {self.join_on}"
+            notes.append(f"{how} with {where}: ≤ {m} public row(s) per key; {effect}")
         for name, compiled in outputs:
             if compiled[0] not in ("agg", "key"):
                 notes.append(f"{name} is computed from the released (noisy) aggregates: post-processing, no extra cost")
