@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dpwitness.common.encoding import json_value
 from dpwitness.common.errors import BudgetExceeded, MissingPart, ParameterError
+from dpwitness.serve.client import MAX_SQL
 from dpwitness.serve.requests import QueryError
 from dpwitness.session.sql import execute, explain_statement, target
 from dpwitness.sql import Answer, SqlError, compile_statement, table_of
@@ -37,7 +38,7 @@ class SqlRequest(BaseModel):
         json_schema_extra={"examples": [{"sql": "SELECT COUNT(*) FROM adult WHERE age < 20", "epsilon": 0.1}]},
     )
 
-    sql: str = Field(min_length=1, max_length=4000, description="one SELECT statement (see docs/sql.md)")
+    sql: str = Field(min_length=1, max_length=MAX_SQL, description="one SELECT statement (see docs/sql.md)")
     epsilon: float = Field(gt=0, description="the statement's ε, split evenly over aggregates without EPSILON(…, ε)")
     alpha: float | None = Field(default=None, gt=0, lt=1, description="intervals hold with probability 1 − alpha")
     explain: bool = Field(default=False, description="the plan only (queries, Δ, ε, expected error); spends nothing")
