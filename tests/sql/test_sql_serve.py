@@ -215,3 +215,17 @@ def test_the_client_refuses_before_sending_and_reports_refusals(served: tuple[Se
         plan = client.sql("SELECT sex, VAR(age) FROM people GROUP BY sex", epsilon=1.0, explain=True)
         assert isinstance(plan, dict) and [p["sensitivity"] for p in plan["queries"][0]["parts"]] == [1.0, 50.0, 2500.0]
         assert client.budget()["spent"]["epsilon"] == before
+
+
+def test_two_cases_with_one_alias_are_not_answered_from_each_others_cache(served: tuple[ServerProcess, list[Any]]) -> None:
+    """The service caches exact aggregates by query shape; a CASE key column is computed per statement,
+    so two CASEs named alike (same alias, same literals) must each be read afresh."""
+    server, rows = served
+    for cut in (30, 60):
+        statement = f"SELECT CASE WHEN age < {cut} THEN 'low' ELSE 'high' END AS b, COUNT(*) FROM people GROUP BY b ORDER BY b"
+        response = _post(server, {"sql": statement, "epsilon": 50.0, "alpha": 1e-9})
+        assert response.status_code == 200, response.text
+        counts = {row[0]: row[1] for row in response.json()["answer"]["rows"]}
+        low = sum(1 for age, _, _ in rows if age < cut)
+        assert counts["low"]["low"] <= low <= counts["low"]["high"], cut
+        assert counts["high"]["low"] <= len(rows) - low <= counts["high"]["high"], cut

@@ -90,8 +90,9 @@ def answer_sql(
         if compiled.keys is not None and len(compiled.keys) > limits.max_groups:
             raise QueryError(422, f"this statement has {len(compiled.keys)} groups; the limit is {limits.max_groups}")
         over = target(session, compiled)
-        if compiled.join is not None:
-            # the cache keys a shape by the query, not by the table it is joined with: read the join afresh
+        if compiled.join is not None or compiled.cases:
+            # the cache keys a shape by the query, not by the table it is joined with or the CASE that
+            # computes a key column (two CASEs can share an alias): read the derived table afresh
             over.engine = getattr(over.engine, "engine", over.engine)
         if body.explain or compiled.explain:
             return {"table": table.name, "plan": json_value(explain_statement(over, compiled, alpha=chosen).to_dict())}
