@@ -229,3 +229,18 @@ def test_two_cases_with_one_alias_are_not_answered_from_each_others_cache(served
         low = sum(1 for age, _, _ in rows if age < cut)
         assert counts["low"]["low"] <= low <= counts["low"]["high"], cut
         assert counts["high"]["low"] <= len(rows) - low <= counts["high"]["high"], cut
+
+
+def test_the_clients_grouped_variance_is_the_sql_grouped_variance(served: tuple[ServerProcess, list[Any]]) -> None:
+    """POST /v1/query with statistic variance and by (Client.variance(by=…)) now answers per declared key."""
+    from dpwitness.serve.client import Client
+
+    server, rows = served
+    with Client(server.url, TOKEN) as client:
+        release = client.variance("people", "age", epsilon=100.0, by="sex", alpha=1e-9)
+    assert isinstance(release.value, dict) and isinstance(release.interval, dict)
+    for key, (low, high) in release.interval.items():
+        sex = key[0] if isinstance(key, tuple) else key
+        ages = [age for age, s, _ in rows if s == sex]
+        mean = sum(ages) / len(ages)
+        assert low <= sum((a - mean) ** 2 for a in ages) / len(ages) <= high, key

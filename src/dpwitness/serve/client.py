@@ -181,10 +181,17 @@ class Client:
         return self.query(table, "mean", epsilon=epsilon, column=column, bounds=bounds, by=by, **options)
 
     def variance(
-        self, table: str, column: str, *, epsilon: float | None = None, bounds: Sequence[float] | None = None, **options: Any
+        self,
+        table: str,
+        column: str,
+        *,
+        epsilon: float | None = None,
+        bounds: Sequence[float] | None = None,
+        by: str | Sequence[str] | None = None,
+        **options: Any,
     ) -> Release:
-        """The variance of clamp(column, L, U); ``options`` as for :meth:`query`."""
-        return self.query(table, "variance", epsilon=epsilon, column=column, bounds=bounds, **options)
+        """The variance of clamp(column, L, U) (per declared key with ``by``); ``options`` as for :meth:`query`."""
+        return self.query(table, "variance", epsilon=epsilon, column=column, bounds=bounds, by=by, **options)
 
     def histogram(self, table: str, column: str, *, epsilon: float | None = None, **options: Any) -> Release:
         """Counts per declared category of ``column``; ``options`` as for :meth:`query`."""
