@@ -137,3 +137,21 @@ def test_an_option_given_twice_is_refused_not_replaced(people: Path, option: lis
     args = [str(people), "--epsilon", "1", "--count", "--budget", "5", "--where", "age > 20"]
     code, out = cli(*args, *option)
     assert code == 2 and out["error"]["parameter"] == option[0] and "given once" in out["error"]["message"]
+
+
+def test_a_leading_by_groups_the_variance_too(people: Path) -> None:
+    """Grouped variance (issue 30): a --by before every statistic now groups --variance as it groups --mean;
+    each key's interval holds the exact population variance of that key's clamped ages."""
+    code, out = cli(
+        str(people), "--epsilon", "40", "--by", "sex", "--keys", "Female,Male", "--dtype", "age:integer",
+        "--count", "--variance", "age:0:100", "--seed", "3",
+    )  # fmt: skip
+    assert code == 0, out
+    count, variance = out["releases"]
+    assert count["key_columns"] == variance["key_columns"] == ["sex"]
+    ages = {"Female": [20 + i % 60 for i in range(3_000) if i % 3], "Male": [20 + i % 60 for i in range(3_000) if not i % 3]}
+    for row in variance["rows"]:
+        values = ages[row["sex"]]
+        exact = sum(v * v for v in values) / len(values) - (sum(values) / len(values)) ** 2
+        assert row["low"] <= exact <= row["high"], row
+    assert [p["sensitivity"] for p in variance["parts"]] == [1.0, 50.0, 2500.0]

@@ -326,7 +326,6 @@ def test_cli_round_and_clip_counts(adult: Path) -> None:
         (["--median", "age:0:100", "--bins", "1"], "--bins"),
         (["--min", "absent:0:100"], "--min"),
         (["--median", "age:0:100", "--by", "sex"], "--keys"),
-        (["--variance", "age:0:100", "--by", "sex"], "--by"),
     ],
 )
 def test_cli_bad_quantile_input_exits_2_and_spends_nothing(

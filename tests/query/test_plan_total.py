@@ -80,6 +80,29 @@ REQUESTS: dict[str, Request] = {
     "SQL JOIN ON c": lambda s: s().sql(
         "SELECT COUNT(*) AS n FROM data JOIN pub ON data.c = pub.k WHERE v >= 0", epsilon=1, name="data", public=_public()
     ),
+    "SQL GROUP BY CASE WHEN c IS NULL": lambda s: s().sql(
+        "SELECT CASE WHEN c IS NULL THEN 'none' ELSE 'some' END AS b, COUNT(*) AS n FROM data GROUP BY b", epsilon=1, name="data"
+    ),
+    "SQL GROUP BY CASE WHEN c > 1": lambda s: s().sql(
+        "SELECT CASE WHEN c > 1 THEN 1 WHEN c <= 1 THEN 0 ELSE -1 END AS b, SUM(CLAMP(v, 0, 10)) AS s FROM data GROUP BY b",
+        epsilon=1,
+        name="data",
+    ),
+    "SQL GROUP BY c, VAR(v)": lambda s: s().sql(
+        "SELECT c, COUNT(*) AS n, VAR(CLAMP(v, 0, 10)) AS var FROM data GROUP BY c", epsilon=1, name="data"
+    ),
+    "SQL SQRT(VAR(c)), LN(COUNT)": lambda s: s().sql(
+        "SELECT SQRT(VARIANCE(CLAMP(c, 0, 10))) AS sd, LN(COUNT(*)) AS l, POWER(SUM(CLAMP(c, 0, 10)), -1) AS p FROM data",
+        epsilon=1,
+        name="data",
+    ),
+    "SQL LEFT JOIN ON c, GROUP BY label": lambda s: s().sql(
+        "SELECT label, COUNT(*) AS n, SUM(CLAMP(v, 0, 10)) AS s FROM data LEFT JOIN pub ON data.c = pub.k "
+        "WHERE label IS NULL OR v >= 0 GROUP BY label",
+        epsilon=1,
+        name="data",
+        public=_public(),
+    ),
     "SQL JOIN ON c, GROUP BY label": lambda s: s().sql(
         "SELECT label, COUNT(*) AS n FROM data JOIN pub ON data.c = pub.k GROUP BY label",
         epsilon=1,
@@ -141,9 +164,18 @@ def test_the_roles_are_accepted_and_refused_as_documented() -> None:
         assert (type_name, "sum(c, bounds)") in accepted
     for type_name in ("UInt64", "Decimal", "List", "Binary", "Duration", "String"):
         assert (type_name, "sum(c, bounds)") not in accepted
+    for type_name in COLUMN_TYPES:  # a CASE reads its column as a key does; its IS NULL test reads any keyable type
+        assert ((type_name, "SQL GROUP BY CASE WHEN c IS NULL") in accepted) == (type_name in keyable), type_name
+        assert ((type_name, "SQL GROUP BY c, VAR(v)") in accepted) == (type_name in keyable), type_name
+    for type_name in ("Int8", "Int64", "UInt32", "Float32", "Float64"):
+        assert (type_name, "SQL GROUP BY CASE WHEN c > 1") in accepted
+        assert (type_name, "SQL SQRT(VAR(c)), LN(COUNT)") in accepted
+    for type_name in ("String", "Boolean", "Binary", "List"):  # no order comparison with a number
+        assert (type_name, "SQL GROUP BY CASE WHEN c > 1") not in accepted
     joinable = {"Int8", "Int64", "UInt32", "Float32", "Float64", "String", "Categorical", "Enum", "Boolean"}
     for type_name in COLUMN_TYPES:
         assert ((type_name, "SQL JOIN ON c") in accepted) == (type_name in joinable), type_name
+        assert ((type_name, "SQL LEFT JOIN ON c, GROUP BY label") in accepted) == (type_name in joinable), type_name
 
 
 def test_a_wide_integer_is_read_once_its_type_is_declared() -> None:
@@ -169,6 +201,8 @@ SPARK_REQUESTS = (
     "count where c > 1",
     "count, privacy unit c",
     "SQL JOIN ON c",
+    "SQL GROUP BY CASE WHEN c IS NULL",
+    "SQL LEFT JOIN ON c, GROUP BY label",
 )
 
 

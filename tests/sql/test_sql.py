@@ -90,6 +90,23 @@ ACCEPTED = [
     "SELECT COUNT(*) FROM adult WHERE age < 20 LIMIT 5",
     "SELECT income, COUNT(*) FROM adult WHERE income IN ('<=50K', '>50K') GROUP BY income ORDER BY 2 DESC",
     "EXPLAIN SELECT COUNT(*) FROM adult WHERE age < 20",
+    # grouped variance and standard deviation: declared keys, or keys released by a count or by the variance itself
+    f"SELECT sex, VAR({AGE}), STDDEV({HOURS}) AS sd FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex",
+    f"SELECT income, COUNT(*) AS n, VARIANCE({AGE}), STDDEV_POP({AGE}) FROM adult GROUP BY income",
+    f"SELECT sex, STDDEV({AGE}) FROM adult GROUP BY sex",
+    # CASE in GROUP BY: the keys are the CASE's literals (declared by the statement)
+    "SELECT CASE WHEN age < 30 THEN 'young' WHEN age < 60 THEN 'middle' ELSE 'older' END AS band, COUNT(*) AS n, "
+    f"AVG({HOURS}) FROM adult GROUP BY CASE WHEN age < 30 THEN 'young' WHEN age < 60 THEN 'middle' ELSE 'older' END",
+    f"SELECT sex, CASE WHEN workclass IN ('Private') THEN 1 WHEN workclass IS NULL THEN -1 ELSE 0 END AS private, "
+    f"SUM({AGE}) FROM adult WHERE sex IN ('Male', 'Female') "
+    "GROUP BY sex, CASE WHEN workclass IN ('Private') THEN 1 WHEN workclass IS NULL THEN -1 ELSE 0 END",
+    "SELECT CASE income WHEN '>50K' THEN TRUE ELSE FALSE END AS rich, COUNT(*) FROM adult "
+    "GROUP BY CASE income WHEN '>50K' THEN TRUE ELSE FALSE END",
+    # scalar functions of released values (post-processing)
+    f"SELECT SQRT(VARIANCE({AGE})) AS sd, ABS(SUM({AGE}) - SUM({HOURS})) AS gap FROM adult",
+    f"SELECT POWER(AVG({AGE}), 2), POWER(COUNT(*), -1.0), POWER(AVG({HOURS}), 0.5) FROM adult",
+    f"SELECT LN(COUNT(*)), EXP(AVG({AGE}) / 100), LEAST(AVG({AGE}), AVG({HOURS})), GREATEST(COUNT(*), 10, 20) FROM adult",
+    "SELECT sex, SQRT(COUNT(*)) AS root FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex HAVING ABS(COUNT(*)) > 1",
 ]
 
 REFUSED = [
@@ -107,7 +124,10 @@ REFUSED = [
     ("WITH young AS (SELECT * FROM adult WHERE age < 20) SELECT COUNT(*) FROM young", "common table"),
     ("SELECT COUNT(*) FROM adult a JOIN adult b ON a.age = b.age", "private tables"),
     ("SELECT COUNT(*) FROM adult JOIN planets ON adult.native_country = planets.name", "only with a declared public table"),
-    ("SELECT COUNT(*) FROM adult LEFT JOIN countries c ON native_country = c.country", "only an inner JOIN"),
+    ("SELECT COUNT(*) FROM adult RIGHT JOIN countries c ON native_country = c.country", "only an inner or a LEFT JOIN"),
+    ("SELECT COUNT(*) FROM adult FULL OUTER JOIN countries c ON native_country = c.country", "only an inner or a LEFT JOIN"),
+    ("SELECT COUNT(*) FROM adult CROSS JOIN countries c", "only an inner or a LEFT JOIN"),
+    ("SELECT COUNT(*) FROM adult LEFT JOIN countries USING (country)", "not USING"),
     ("SELECT COUNT(*) FROM adult JOIN countries c ON native_country <> c.country", "ON one equality"),
     ("SELECT COUNT(*) FROM adult JOIN countries c ON c.region = c.country", "ON one equality"),
     (
@@ -136,7 +156,6 @@ REFUSED = [
     ("SELECT COUNT(*) FROM adult UNION SELECT COUNT(*) FROM adult", "set operations"),
     ("DELETE FROM adult", "only SELECT"),
     ("SELECT COUNT(* FROM adult", "not valid SQL"),
-    (f"SELECT sex, VAR({AGE}) FROM adult WHERE sex IN ('Male') GROUP BY sex", "GROUP BY is not supported yet"),
     (f"SELECT sex, MEDIAN({AGE}) FROM adult GROUP BY sex", "undeclared keys"),
     ("SELECT SUM(CLAMP(age, 10, 5)) FROM adult", "bounds"),
     ("SELECT COUNT(*) FROM adult GROUP BY age + 1", "GROUP BY takes columns"),
@@ -144,6 +163,22 @@ REFUSED = [
     ("SELECT LOWER(sex), COUNT(*) FROM adult GROUP BY sex", "not supported in SELECT"),
     ("SELECT COUNT(*) FROM adult WHERE UPPER(sex) = 'MALE'", "no functions"),
     ("SELECT COUNT(*) FROM adult; SELECT COUNT(*) FROM adult", "one statement"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN 'young' END", "needs an ELSE"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN 'y' ELSE NULL END", "needs an ELSE"),
+    (
+        "SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN 'y' WHEN sex = 'Male' THEN 'm' ELSE 'o' END",
+        "one and the same column",
+    ),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN 'y' ELSE 0 END", "of one type"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 30 THEN sex ELSE 'o' END", "a literal category"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN age < 'x' THEN 'y' ELSE 'o' END", "a number for 'age'"),
+    ("SELECT COUNT(*) FROM adult GROUP BY CASE WHEN LOWER(sex) = 'm' THEN 'y' ELSE 'o' END", "compares a column"),
+    ("SELECT CASE WHEN age < 30 THEN 1 ELSE 0 END AS young, COUNT(*) FROM adult", "only as a GROUP BY expression"),
+    ("SELECT SUM(ABS(CLAMP(age, 0, 10))) FROM adult", "ABS of row values inside an aggregate"),
+    ("SELECT AVG(SQRT(age)) FROM adult", "apply it to the released aggregate"),
+    ("SELECT SQRT(age) FROM adult", "row-level output"),
+    ("SELECT POWER(COUNT(*), age) FROM adult", "constant exponent"),
+    ("SELECT sex, COUNT(*) FROM adult GROUP BY sex HAVING LN(age) > 1", "not in GROUP BY"),
 ]
 
 
@@ -169,6 +204,12 @@ JOINED = [
     "SELECT COUNT(*) FROM adult JOIN languages l ON l.country = adult.native_country WHERE l.language = 'English' AND age < 40",
     f"SELECT sex, COUNT(*), MEDIAN({AGE}) FROM adult JOIN countries c ON native_country = c.country "
     "WHERE c.region = 'America' AND sex IN ('Male', 'Female') GROUP BY sex",
+    # LEFT JOIN: every private row kept, an unmatched one with null public columns
+    "SELECT COUNT(*) FROM adult a LEFT JOIN countries c ON a.native_country = c.country",
+    "SELECT COUNT(*) AS n FROM adult a LEFT OUTER JOIN languages l ON a.native_country = l.country",
+    "SELECT c.region, COUNT(*) AS n FROM adult a LEFT JOIN countries c ON a.native_country = c.country GROUP BY c.region",
+    f"SELECT COUNT(*), AVG({AGE}) FROM adult LEFT JOIN languages l ON native_country = l.country "
+    "WHERE l.language IS NULL OR l.language = 'English'",
 ]
 
 
@@ -281,7 +322,7 @@ def _check(answer: Answer, exact: pl.DataFrame, statement: str) -> None:
     # a NULL key is not a group of the library (rows with a null key are dropped, docs/sql.md)
     exact = exact.filter(pl.all_horizontal(pl.col(exact.columns[i]).is_not_null() for i in keyed))
     truth = {tuple(row[i] for i in keyed): row for row in exact.rows()}
-    declared = "IN (" in statement or " JOIN " in statement
+    declared = any(word in statement for word in ("IN (", " JOIN ", "CASE "))
     empty = []  # declared keys with no rows: released (a declared key always is), absent from SQL's answer
     for row in answer.rows:
         key = tuple(row[i] for i in keyed)
@@ -471,11 +512,15 @@ def test_a_frame_is_the_table_data(generated: Path) -> None:
 SPARK_SUBSET = [
     "SELECT COUNT(*) FROM adult WHERE workclass NOT LIKE '%gov' AND (workclass LIKE 'Self-emp, %' OR income LIKE '>__K')",
     "SELECT language, COUNT(*) FROM adult JOIN languages l ON native_country = l.country GROUP BY language",
+    f"SELECT region, COUNT(*), SUM({AGE}) FROM adult LEFT JOIN countries c ON native_country = c.country GROUP BY region",
     "SELECT COUNT(*) FROM adult WHERE age < 20",
     f"SELECT COUNT(*), SUM({AGE}), AVG({AGE}) FROM adult WHERE workclass IS NOT NULL",
     f"SELECT sex, COUNT(*) AS n, AVG({HOURS}) FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex ORDER BY n",
     f"SELECT MEDIAN({AGE}), VAR({AGE}) FROM adult WHERE income = '>50K' OR age BETWEEN 20 AND 30",
     "SELECT COUNT(*) FROM adult WHERE workclass NOT IN ('Private') AND NOT (sex = 'Male')",
+    f"SELECT sex, VAR({AGE}), SQRT(VAR({HOURS})) FROM adult WHERE sex IN ('Male', 'Female') GROUP BY sex",
+    "SELECT CASE WHEN hours_per_week > 40.5 THEN 'long' WHEN hours_per_week IS NULL THEN 'unknown' ELSE 'short' END "
+    "AS b, COUNT(*), AVG(CLAMP(age, 0, 100)) FROM adult GROUP BY b",
 ]
 
 
@@ -492,7 +537,10 @@ def test_spark_gives_the_same_answers(spark: Any, generated: Path) -> None:
 # --- the sensitivity search sweeps the query shapes SQL reaches ---------------------------------
 
 #: A public lookup for the sweep: key "a" matches two rows (M = 2), "b" one, "c" none.
-SWEPT_PUBLIC = {"p": pl.DataFrame({"g": ["a", "a", "b"], "h": ["h1", "h2", "h1"]})}
+SWEPT_PUBLIC = {
+    "p": pl.DataFrame({"g": ["a", "a", "b"], "h": ["h1", "h2", "h1"]}),
+    "q": pl.DataFrame({"g": ["a", "b"], "h": ["h1", "h2"]}),  # unique keys (M = 1)
+}
 SWEPT = [
     "SELECT COUNT(*) FROM t JOIN p ON t.g = p.g",
     "SELECT SUM(CLAMP(x, 2, 5)) FROM t JOIN p ON t.g = p.g WHERE p.h = 'h1' OR x > 3",
@@ -503,6 +551,15 @@ SWEPT = [
     "SELECT SUM(CLAMP(x, 2, 5)) FROM t WHERE g LIKE 'a%' OR g NOT LIKE '_'",
     "SELECT SUM(CLAMP(x, 2, 5)) FROM t WHERE x BETWEEN 2.5 AND 4",
     "SELECT g, AVG(CLAMP(x, 2, 5)) FROM t WHERE g IN ('a', 'b') GROUP BY g",
+    "SELECT g, VAR(CLAMP(x, 2, 5)) FROM t WHERE g IN ('a', 'b') GROUP BY g",
+    "SELECT g, STDDEV(CLAMP(x, 2, 5)) FROM t GROUP BY g",
+    "SELECT CASE WHEN x < 3 THEN 'low' WHEN x IS NULL THEN 'none' ELSE 'high' END AS b, COUNT(*), SUM(CLAMP(x, 2, 5)) "
+    "FROM t GROUP BY b",
+    "SELECT CASE g WHEN 'a' THEN 1 ELSE 2 END AS k, COUNT(DISTINCT pid), AVG(CLAMP(x, 2, 5)) FROM t GROUP BY k",
+    "SELECT h, CASE WHEN x >= 3.5 THEN TRUE ELSE FALSE END AS big, COUNT(*) FROM t JOIN p ON t.g = p.g GROUP BY h, big",
+    "SELECT COUNT(*), SUM(CLAMP(x, 2, 5)) FROM t LEFT JOIN p ON t.g = p.g",
+    "SELECT h, COUNT(*), AVG(CLAMP(x, 2, 5)) FROM t LEFT JOIN p ON t.g = p.g WHERE h IS NULL OR x > 3 GROUP BY h",
+    "SELECT COUNT(*) FROM t LEFT JOIN q ON t.g = q.g WHERE q.h IS NULL",
     "SELECT g, COUNT(*) FROM t GROUP BY g",
     "SELECT COUNT(DISTINCT pid) FROM t",
     "SELECT g, COUNT(DISTINCT pid) FROM t WHERE g IN ('a', 'b') GROUP BY g",
@@ -513,6 +570,7 @@ SWEPT = [
 @pytest.mark.parametrize("statement", SWEPT)
 def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str) -> None:
     from dpwitness.engines import engine_for
+    from dpwitness.engines.derived import add_case
     from dpwitness.engines.joins import join_public
     from dpwitness.io.schema import ColumnKind
     from dpwitness.privacy.neighbours import Neighbours
@@ -546,6 +604,8 @@ def test_the_sensitivity_search_holds_each_sql_query_to_its_delta(statement: str
             table = engine.open(frame)
             if join is not None and on is not None:  # the private rows joined with the public table
                 table = join_public(engine, table, join, left=on)
+            for case in compiled.cases:  # GROUP BY CASE …: the key computed from each row
+                table = add_case(engine, table, case)
             exact = engine.aggregate(table, query, selection_key=key)
             return {name: exact.get(name, 0.0) for name in claims}
 
@@ -602,6 +662,43 @@ def test_the_sweep_would_catch_a_join_delta_without_its_multiplicity() -> None:
     assert not result.ok
 
 
+@pytest.mark.parametrize(("how", "delta"), [("LEFT JOIN", 0.0), ("JOIN", 1.0)])
+def test_a_left_join_on_unique_keys_keeps_the_private_tables_delta(how: str, delta: float) -> None:
+    """Replace one record: a LEFT JOIN on unique public keys keeps every record as one row, so COUNT(*)
+    has Δ = 0 (the private table's), which the search through the real join holds; an inner join drops
+    a record whose key matches nothing, so its Δ is 1, and the search finds a claim of 0 wrong."""
+    from dpwitness.engines import engine_for
+    from dpwitness.engines.joins import join_public
+    from dpwitness.io.schema import ColumnKind
+    from dpwitness.query.queries import Query, Schema
+    from dpwitness.query.resolve import Request, resolve
+    from dpwitness.sql import compile_statement
+    from dpwitness.witness.sensitivity import search_claims
+
+    def build(request: Request) -> Query:
+        return resolve(request, schema=None, neighbours="replace-one", privacy_unit=None)  # type: ignore[arg-type]
+
+    statement = f"SELECT COUNT(*) FROM t {how} q ON t.g = q.g"
+    kinds = {"x": ColumnKind.FLOAT, "g": ColumnKind.STRING}
+    compiled = compile_statement(statement, table="t", schema=Schema(kinds), epsilon=1.0, resolve=build, public=SWEPT_PUBLIC)
+    (query,) = compiled.queries
+    assert query.parts[0].sensitivity == delta
+    engine = engine_for("polars")
+    join, on = compiled.join, compiled.join_on
+    assert join is not None and on is not None
+
+    def outputs(frame: pl.DataFrame) -> dict[str, Any]:
+        exact = engine.aggregate(join_public(engine, engine.open(frame), join, left=on), query, selection_key=(1, 2, 3, 4))
+        return {"count": exact["count"]}
+
+    columns = {"g": ["a", "b", "c", None]}
+    options: dict[str, Any] = {"columns": columns, "neighbours": "replace-one", "trials": 30, "seed": 5}
+    (held,) = search_claims(outputs, claims={"count": delta}, **options).values()
+    assert held.ok
+    (zero,) = search_claims(outputs, claims={"count": 0.0}, **options).values()
+    assert zero.ok == (how == "LEFT JOIN")
+
+
 def test_sql_releases_what_the_python_api_releases(generated: Path) -> None:
     """The same queries in the same order with the same seed: the same noisy values, bit for bit."""
     statement = f"SELECT sex, COUNT(*), AVG({AGE}) FROM adult WHERE sex IN ('Female', 'Male') AND age > 30 GROUP BY sex"
@@ -613,6 +710,21 @@ def test_sql_releases_what_the_python_api_releases(generated: Path) -> None:
     mean = api.mean("age", (0, 100), epsilon=1.0, by="sex", keys=keys, where=where)
     assert isinstance(answer, Answer) and isinstance(count.value, dict) and isinstance(mean.value, dict)
     assert [(row[0], row[1].value, row[2].value) for row in answer.rows] == [(k, count.value[k], mean.value[k]) for k in keys]
+
+
+def test_grouped_variance_is_the_python_apis_grouped_variance(generated: Path) -> None:
+    """Per key, the three noisy parts of the one grouped query (Δ of each from the one derivation):
+    the same release as ``Session.variance(by=…, keys=…)``, bit for bit."""
+    statement = f"SELECT sex, VAR({AGE}) AS v, STDDEV({AGE}) AS sd FROM adult WHERE sex IN ('Female', 'Male') GROUP BY sex"
+    answer = _session(generated).sql(statement, epsilon=3.0)
+    assert isinstance(answer, Answer) and len(answer.releases) == 1
+    keys, where = ["Female", "Male"], "sex in ['Female', 'Male']"
+    api = _session(generated).variance("age", (0, 100), epsilon=3.0, by="sex", keys=keys, where=where)
+    assert isinstance(api.value, dict)
+    assert [(row[0], row[1].value) for row in answer.rows] == [(k, api.value[k]) for k in ("Female", "Male")]
+    assert all(math.isclose(row[2].value ** 2, row[1].value) for row in answer.rows)
+    (release,) = answer.release_set()
+    assert [p["sensitivity"] for p in release["parts"]] == [1.0, 50.0, 2500.0]  # count, Σ(v−c), Σ(v−c)²: c = 50, h = 50
 
 
 @pytest.mark.parametrize("statement", ACCEPTED[:12] + [s for s in ACCEPTED if "GROUP BY" in s][:4])

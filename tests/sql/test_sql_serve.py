@@ -4,6 +4,7 @@ answers within their interval of the exact answer, refusals before any spend, EX
 from __future__ import annotations
 
 import csv
+import math
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from dpwitness.common.errors import ParameterError
 from dpwitness.serve.process import ServerProcess, write_config
 
 TOKEN = "alice-token-" + "q" * 24
@@ -144,3 +146,101 @@ def test_a_join_with_a_public_table_of_the_config(served: tuple[ServerProcess, l
     alone = _post(server, {"sql": "SELECT COUNT(*) FROM people", "epsilon": 100.0, "alpha": 1e-9}).json()["answer"]
     (cell,) = alone["rows"][0]
     assert cell["low"] <= len(rows) <= cell["high"]
+
+
+# --- Client.sql: the Python client over the same endpoint (issue 30) --------------------------------
+
+
+def test_the_client_answers_sql_with_cells_and_the_release_set(served: tuple[ServerProcess, list[Any]]) -> None:
+    """Client.sql against the real server: rows of keys and Cells holding the exact answers, the new
+    constructs included (grouped STDDEV, a CASE key, SQRT of a released value, a LEFT JOIN)."""
+    from dpwitness.serve.client import Client, SqlAnswer
+    from dpwitness.sql import Cell
+
+    server, rows = served
+    statement = (
+        "SELECT sex, CASE WHEN age < 40 THEN 'under 40' ELSE '40+' END AS band, COUNT(*) AS n, "
+        "STDDEV(age) AS sd, SQRT(COUNT(*)) AS root FROM people GROUP BY sex, band ORDER BY sex, band"
+    )
+    with Client(server.url, TOKEN) as client:
+        before = client.budget()["spent"]["epsilon"]
+        answer = client.sql(statement, epsilon=300.0, alpha=1e-9)
+        assert isinstance(answer, SqlAnswer) and answer.columns == ("sex", "band", "n", "sd", "root")
+        assert [row[:2] for row in answer.rows] == [("F", "40+"), ("F", "under 40"), ("M", "40+"), ("M", "under 40")]
+        for sex, band, n, sd, root in answer.rows:
+            ages = [age for age, s, _ in rows if s == sex and (age < 40) == (band == "under 40")]
+            mean = sum(ages) / len(ages)
+            exact_sd = math.sqrt(sum((a - mean) ** 2 for a in ages) / len(ages))
+            assert isinstance(n, Cell) and n.low <= len(ages) <= n.high
+            assert sd.low <= exact_sd <= sd.high and root.low <= math.sqrt(len(ages)) <= root.high
+        assert math.isclose(client.budget()["spent"]["epsilon"] - before, 300.0)
+        assert [p["sensitivity"] for p in answer.releases[1]["parts"]] == [1.0, 50.0, 2500.0]
+        assert any("root is computed from the released (noisy) aggregates" in note for note in answer.notes)
+        assert answer.table[0]["sex"] == "F" and answer.table_name == "people"
+
+        left = client.sql(
+            "SELECT COUNT(*) AS n, COUNT(t.county) AS matched FROM people p LEFT JOIN towns t ON p.town = t.town "
+            "WHERE t.county IS NULL OR t.county = 'North'",
+            epsilon=100.0,
+            alpha=1e-9,
+        )
+        assert isinstance(left, SqlAnswer)
+        n, matched = left.rows[0]
+        assert n.low <= 2000 <= n.high and matched.low <= 2000 <= matched.high  # Ashby and Brill: North
+        assert left.releases[0]["parts"][0]["sensitivity"] == 2.0  # Crane matches two towns rows: M = 2
+
+
+def test_the_client_refuses_before_sending_and_reports_refusals(served: tuple[ServerProcess, list[Any]]) -> None:
+    from dpwitness.common.errors import BudgetExceeded
+    from dpwitness.serve.client import MAX_SQL, Client, ServiceError
+
+    server, _ = served
+    with Client(server.url, TOKEN) as client:
+        before = client.budget()["spent"]["epsilon"]
+        for bad, parameter in (
+            ({"statement": "", "epsilon": 1.0}, "statement"),
+            ({"statement": "SELECT COUNT(*) FROM people " + " " * MAX_SQL, "epsilon": 1.0}, "statement"),
+            ({"statement": "SELECT COUNT(*) FROM people", "epsilon": float("nan")}, "epsilon"),
+            ({"statement": "SELECT COUNT(*) FROM people", "epsilon": 1.0, "alpha": 1.5}, "alpha"),
+        ):
+            with pytest.raises(ParameterError) as raised:
+                client.sql(**bad)
+            assert raised.value.parameter == parameter
+        with pytest.raises(ServiceError) as refused:
+            client.sql("SELECT SUM(ABS(age)) FROM people", epsilon=1.0)
+        assert refused.value.status == 422 and "ABS of row values inside an aggregate" in refused.value.message
+        with pytest.raises(BudgetExceeded):  # 2,700 in all: beyond the analyst's 2,000, whatever ran before
+            over = "SELECT EPSILON(COUNT(*), 900), EPSILON(COUNT(age), 900), EPSILON(SUM(age), 900) FROM people"
+            client.sql(over, epsilon=2700.0)
+        plan = client.sql("SELECT sex, VAR(age) FROM people GROUP BY sex", epsilon=1.0, explain=True)
+        assert isinstance(plan, dict) and [p["sensitivity"] for p in plan["queries"][0]["parts"]] == [1.0, 50.0, 2500.0]
+        assert client.budget()["spent"]["epsilon"] == before
+
+
+def test_two_cases_with_one_alias_are_not_answered_from_each_others_cache(served: tuple[ServerProcess, list[Any]]) -> None:
+    """The service caches exact aggregates by query shape; a CASE key column is computed per statement,
+    so two CASEs named alike (same alias, same literals) must each be read afresh."""
+    server, rows = served
+    for cut in (30, 60):
+        statement = f"SELECT CASE WHEN age < {cut} THEN 'low' ELSE 'high' END AS b, COUNT(*) FROM people GROUP BY b ORDER BY b"
+        response = _post(server, {"sql": statement, "epsilon": 50.0, "alpha": 1e-9})
+        assert response.status_code == 200, response.text
+        counts = {row[0]: row[1] for row in response.json()["answer"]["rows"]}
+        low = sum(1 for age, _, _ in rows if age < cut)
+        assert counts["low"]["low"] <= low <= counts["low"]["high"], cut
+        assert counts["high"]["low"] <= len(rows) - low <= counts["high"]["high"], cut
+
+
+def test_the_clients_grouped_variance_is_the_sql_grouped_variance(served: tuple[ServerProcess, list[Any]]) -> None:
+    """POST /v1/query with statistic variance and by (Client.variance(by=…)) now answers per declared key."""
+    from dpwitness.serve.client import Client
+
+    server, rows = served
+    with Client(server.url, TOKEN) as client:
+        release = client.variance("people", "age", epsilon=100.0, by="sex", alpha=1e-9)
+    assert isinstance(release.value, dict) and isinstance(release.interval, dict)
+    for key, (low, high) in release.interval.items():
+        sex = key[0] if isinstance(key, tuple) else key
+        ages = [age for age, s, _ in rows if s == sex]
+        mean = sum(ages) / len(ages)
+        assert low <= sum((a - mean) ** 2 for a in ages) / len(ages) <= high, key

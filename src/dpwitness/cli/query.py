@@ -295,7 +295,7 @@ def query(
             own = positions.get(position, {})
             if "--by" in own or "--keys" in own:
                 chosen = own
-            elif position[0] in ("--variance", "--histogram"):
+            elif position[0] == "--histogram":
                 chosen = {}  # a --by before every statistic groups only the groupable ones
                 if "--by" not in own and "--keys" in defaults and "--by" not in defaults:
                     chosen = defaults

@@ -3,9 +3,10 @@
 The public table's values are public (the data owner or the analyst declared it so): it is read
 whole, in Polars, to prepare it (:func:`prepare_public`: the join key cast to the private key's
 type, null keys dropped, the largest number of rows one key matches, M), then handed to the
-engine through its own ``open`` and joined lazily (:func:`join_public`, inner join on one
-equality). Nothing of the private table is read here. Δ of a query over the joined rows is
-derived in :mod:`dpwitness.query.queries` (``join_multiplicity`` = M).
+engine through its own ``open`` and joined lazily (:func:`join_public`, an inner or a left join
+on one equality). Nothing of the private table is read here. Δ of a query over the joined rows
+is derived in :mod:`dpwitness.query.queries` (``join_multiplicity`` = M, ``join_keeps_rows`` for a
+left join).
 """
 
 from __future__ import annotations
@@ -25,11 +26,15 @@ JOIN_KEY = "__dpw_join_key"
 @dataclass(frozen=True)
 class PublicTable:
     """A public table ready to join: ``frame`` (a Polars DataFrame with :data:`JOIN_KEY` and the
-    payload columns, renamed as ``columns`` says: public name → name in the joined rows) and ``M``."""
+    payload columns, renamed as ``columns`` says: public name → name in the joined rows) and ``M``.
+
+    ``left``: a LEFT JOIN, which keeps every private row (an unmatched one once, its public
+    columns null); else an inner join, which drops the rows whose key matches nothing."""
 
     frame: Any
     columns: Mapping[str, str]
     multiplicity: int
+    left: bool = False
 
 
 def read_public(source: Any, name: str) -> Any:
@@ -80,8 +85,11 @@ def prepare_public(frame: Any, *, key: str, private_kind: ColumnKind, columns: M
 
 
 def join_public(engine: Any, handle: Any, public: PublicTable, *, left: str) -> Any:
-    """``handle`` (an engine's opened private table) inner-joined with ``public`` on ``left`` = its key,
-    lazily, through the engine's own ``open`` of the public frame: a handle of the same engine."""
+    """``handle`` (an engine's opened private table) joined with ``public`` on ``left`` = its key
+    (inner, or left when ``public.left``), lazily, through the engine's own ``open`` of the public
+    frame: a handle of the same engine. A private key that cannot be cast to the public key's type
+    is null and matches nothing (a left join keeps its row), never an error."""
+    how = "left" if public.left else "inner"
     opened = engine.open(public.frame)
     if engine.name == "polars":
         import polars as pl
@@ -92,13 +100,13 @@ def join_public(engine: Any, handle: Any, public: PublicTable, *, left: str) -> 
         # non-strict, so no private value can make the join fail after the spend
         key_type = opened.frame.collect_schema()[JOIN_KEY]
         private_key = pl.col(left).cast(key_type, strict=False)
-        joined = handle.frame.join(opened.frame, left_on=private_key, right_on=JOIN_KEY, how="inner")
+        joined = handle.frame.join(opened.frame, left_on=private_key, right_on=JOIN_KEY, how=how)
         return PolarsTable(joined.drop(JOIN_KEY, strict=False), handle.untyped)
     if engine.name == "spark":
         from dpwitness.engines.spark import SparkTable
 
         right = opened.frame
         key_type = right.schema[JOIN_KEY].dataType
-        joined = handle.frame.join(right, handle.frame[f"`{left}`"].try_cast(key_type) == right[JOIN_KEY], "inner").drop(JOIN_KEY)
+        joined = handle.frame.join(right, handle.frame[f"`{left}`"].try_cast(key_type) == right[JOIN_KEY], how).drop(JOIN_KEY)
         return SparkTable(joined, handle.untyped)
     raise ParameterError("engine", "polars or spark for a join with a public table", engine.name)

@@ -128,6 +128,9 @@ class Query:
     #: The rows read are the private table joined with a public (lookup) table, where one key
     #: matches at most this many public rows (None: no join). See :attr:`contribution`.
     join_multiplicity: int | None = None
+    #: True for a LEFT JOIN: every private row is kept (an unmatched one once, with null public
+    #: columns), so one record is between 1 and M rows, never 0.
+    join_keeps_rows: bool = False
     _predicate: Predicate | None = field(init=False, repr=False, compare=False)
     _parts: tuple[Part, ...] = field(init=False, repr=False, compare=False)
 
@@ -163,8 +166,6 @@ class Query:
         by = _names("by", self.by)
         if statistic is Statistic.HISTOGRAM and by:
             raise ParameterError("by", "empty for a histogram (its column is the key)", self.by)
-        if statistic is Statistic.VARIANCE and by:
-            raise ParameterError("by", "empty: grouped variance is not supported", self.by)
         if self.joint and by:
             raise ParameterError("by", "empty for joint quantiles (one column, ungrouped)", self.by)
         object.__setattr__(self, "by", by)
@@ -188,6 +189,9 @@ class Query:
         check_count("max_contributions", self.max_contributions)
         if self.join_multiplicity is not None:
             check_count("join_multiplicity", self.join_multiplicity)
+        if not isinstance(self.join_keeps_rows, bool) or (self.join_keeps_rows and self.join_multiplicity is None):
+            expected = "True only with join_multiplicity (a LEFT JOIN), else False"
+            raise ParameterError("join_keeps_rows", expected, self.join_keeps_rows)
         if self.privacy_unit is None and self.max_contributions != 1:
             raise ParameterError(
                 "max_contributions", "1 unless privacy_unit names the column that identifies a person", self.max_contributions
@@ -276,13 +280,15 @@ class Query:
         """True when every record adds its term whatever its values: only ``count()`` with no
         column, privacy unit, filter or groups. Otherwise a record can move between counted and
         not counted (null or NaN, filtered out, a key outside the declared set, a null unit, a key
-        that a joined public table does not hold)."""
+        that an inner-joined public table does not hold). A LEFT JOIN whose keys match at most one
+        public row each keeps every record as exactly one row: it does not stop a record being
+        always counted (Δ is the private table's)."""
         return (
             self.column is None
             and self.privacy_unit is None
             and self._predicate is None
             and not self.grouped
-            and self.join_multiplicity is None
+            and (self.join_multiplicity is None or (self.join_keeps_rows and self.join_multiplicity == 1))
         )
 
     @property
@@ -339,7 +345,8 @@ class Query:
             if self.max_groups is not None and self.grouped:
                 text += f" in each of ≤ {self.max_groups} group(s)"
         if self.join_multiplicity is not None:
-            text += f", joined with a public table (≤ {self.join_multiplicity} row(s) per key)"
+            how = "left-joined" if self.join_keeps_rows else "joined"
+            text += f", {how} with a public table (≤ {self.join_multiplicity} row(s) per key)"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -358,6 +365,7 @@ class Query:
             "quantiles": None if self.quantiles is None else list(self.quantiles),
             "bins": self.bins,
             "join_multiplicity": self.join_multiplicity,
+            "join_keeps_rows": self.join_keeps_rows,
             "epsilon": self.epsilon,
             "parts": [
                 {
@@ -594,7 +602,7 @@ def derivation_cases(*, epsilon: float = 1.0) -> Iterator[Query]:
     none or ``pid`` with 2 rows per unit; filters are :data:`CASE_FILTERS` (row-position
     filters need a declared order, ``o``, and no unit). The bounds (2, 5) exclude 0, so a
     derivation that forgot "not counted" would show. Combinations a query refuses (a grouped
-    variance, a grouped histogram) are skipped. The sensitivity search runs each through both
+    histogram) are skipped. The sensitivity search runs each through both
     engines' exact aggregates against ``[p.sensitivity for p in q.parts]`` (L1) and
     ``[p.l2_sensitivity for p in q.parts]`` (L2).
 
@@ -609,7 +617,7 @@ def derivation_cases(*, epsilon: float = 1.0) -> Iterator[Query]:
                             continue
                         extra: dict[str, Any] = dict(options)
                         if grouping != "none":
-                            if statistic in ("variance", "histogram"):
+                            if statistic == "histogram":
                                 continue
                             extra.update(by=("g",), keys=("a", "b") if grouping == "declared" else None)
                         yield Query(

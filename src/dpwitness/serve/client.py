@@ -3,17 +3,21 @@
 >>> client = Client("http://127.0.0.1:8000", "alice-demo-token-CHANGE-ME")   # doctest: +SKIP
 >>> client.mean("adult", "age", epsilon=0.1).value                           # doctest: +SKIP
 
+>>> client.sql("SELECT sex, AVG(age) FROM adult GROUP BY sex", epsilon=0.2).rows   # doctest: +SKIP
+
 Query methods return a :class:`dpwitness.Release` (``value``, ``interval``, ``epsilon``,
 ``sensitivity``…; grouped keys are tuples of the key columns' values, ``to_polars()`` gives
 one row per key) and raise :class:`dpwitness.BudgetExceeded` when the budget would be
 exceeded, :class:`ServiceError` for any other refusal. Every query method takes the
 service's options where the statistic is asked: ``alpha``, ``mechanism``, ``delta``, and
-``rho`` instead of ``epsilon`` on a ρ account.
+``rho`` instead of ``epsilon`` on a ρ account. :meth:`Client.sql` sends one SQL statement to
+``POST /v1/sql`` and returns a :class:`SqlAnswer` (or, with ``explain=True``, the plan).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -24,6 +28,10 @@ from dpwitness.mechanisms.quantiles import check_quantiles
 from dpwitness.mechanisms.release import Release
 from dpwitness.privacy.neighbours import check_bounds
 from dpwitness.query.queries import check_pair
+from dpwitness.sql.answer import Cell
+
+#: The longest statement ``POST /v1/sql`` takes (characters); the service's request model uses it too.
+MAX_SQL = 4000
 
 
 class ServiceError(RuntimeError):
@@ -33,6 +41,58 @@ class ServiceError(RuntimeError):
         super().__init__(f"{status}: {message}")
         self.status = status
         self.message = message
+
+
+@dataclass(frozen=True)
+class SqlAnswer:
+    """The service's answer to a SQL statement, as :class:`dpwitness.sql.Answer` shows it: one row per
+    group, a key column's value as it is and each released column as a :class:`dpwitness.sql.Cell`
+    (value and interval at ``alpha``); ``releases`` the release set (per aggregate: ε, δ, each noisy
+    part's Δ, the relation); ``raw`` the answer's JSON as the service sent it."""
+
+    table_name: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    releases: tuple[dict[str, Any], ...]
+    epsilon: float
+    delta: float
+    alpha: float
+    notes: tuple[str, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_dict(cls, table: str, answer: dict[str, Any]) -> SqlAnswer:
+        """The answer of ``POST /v1/sql`` (its ``answer`` object) for ``table``."""
+        rows = tuple(tuple(_cell(c) for c in row) for row in answer.get("rows", []))
+        return cls(
+            table_name=table,
+            columns=tuple(answer.get("columns", [])),
+            rows=rows,
+            releases=tuple(answer.get("releases", [])),
+            epsilon=float(answer.get("epsilon", 0.0)),
+            delta=float(answer.get("delta", 0.0)),
+            alpha=float(answer.get("alpha", 0.05)),
+            notes=tuple(answer.get("notes", [])),
+            raw=answer,
+        )
+
+    @property
+    def table(self) -> list[dict[str, Any]]:
+        """The rows as dicts, column → key value or :class:`~dpwitness.sql.Cell`."""
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+
+def _cell(value: Any) -> Any:
+    """A released cell ({value, low, high}, ±∞ as "inf"/"-inf", NaN as null) as a Cell; a key as it is."""
+    if isinstance(value, dict) and set(value) == {"value", "low", "high"}:
+        return Cell(*(_number(value[k]) for k in ("value", "low", "high")))
+    return value
+
+
+def _number(value: Any) -> float:
+    if value is None:
+        return float("nan")
+    return float(value)  # float("inf") and float("-inf") read the strict-JSON strings
 
 
 class Client:
@@ -121,14 +181,53 @@ class Client:
         return self.query(table, "mean", epsilon=epsilon, column=column, bounds=bounds, by=by, **options)
 
     def variance(
-        self, table: str, column: str, *, epsilon: float | None = None, bounds: Sequence[float] | None = None, **options: Any
+        self,
+        table: str,
+        column: str,
+        *,
+        epsilon: float | None = None,
+        bounds: Sequence[float] | None = None,
+        by: str | Sequence[str] | None = None,
+        **options: Any,
     ) -> Release:
-        """The variance of clamp(column, L, U); ``options`` as for :meth:`query`."""
-        return self.query(table, "variance", epsilon=epsilon, column=column, bounds=bounds, **options)
+        """The variance of clamp(column, L, U) (per declared key with ``by``); ``options`` as for :meth:`query`."""
+        return self.query(table, "variance", epsilon=epsilon, column=column, bounds=bounds, by=by, **options)
 
     def histogram(self, table: str, column: str, *, epsilon: float | None = None, **options: Any) -> Release:
         """Counts per declared category of ``column``; ``options`` as for :meth:`query`."""
         return self.query(table, "histogram", epsilon=epsilon, column=column, **options)
+
+    def sql(
+        self, statement: str, *, epsilon: float, alpha: float | None = None, explain: bool = False
+    ) -> SqlAnswer | dict[str, Any]:
+        """Answer one SQL ``SELECT`` (its table named in its FROM; see docs/sql.md) through ``POST /v1/sql``.
+
+        :param statement: the statement, a non-empty text of at most :data:`MAX_SQL` characters.
+        :param epsilon: the statement's total ε (finite, > 0), split evenly over its aggregates
+            without an ``EPSILON(aggregate, ε)`` of their own.
+        :param alpha: each interval misses with probability ``alpha`` (in (0, 1)); None: the service's.
+        :param explain: True returns the plan (each query, Δ, ε, expected error) and spends nothing.
+        :returns: a :class:`SqlAnswer`; with ``explain`` (or ``EXPLAIN SELECT …``) the plan as a dict.
+
+        A bad parameter raises :class:`~dpwitness.common.errors.ParameterError` before anything is
+        sent; a refused statement :class:`ServiceError` (422, naming the construct and its position),
+        a statement over the budget :class:`~dpwitness.common.errors.BudgetExceeded`: neither spends.
+        """
+        if not isinstance(statement, str) or not statement.strip():
+            shown = type(statement).__name__ if not isinstance(statement, str) else statement
+            raise ParameterError("statement", "a SQL SELECT statement, e.g. 'SELECT COUNT(*) FROM t WHERE age < 20'", shown)
+        if len(statement) > MAX_SQL:
+            raise ParameterError("statement", f"at most {MAX_SQL} characters", f"{len(statement)} characters")
+        if not isinstance(explain, bool):
+            raise ParameterError("explain", "True or False", explain)
+        body: dict[str, Any] = {"sql": statement, "epsilon": check_positive_finite("epsilon", epsilon), "explain": explain}
+        if alpha is not None:
+            body["alpha"] = check_alpha(alpha)
+        self.last = self._call("POST", "/v1/sql", json=body)
+        if "plan" in self.last:
+            plan: dict[str, Any] = self.last["plan"]
+            return plan
+        return SqlAnswer.from_dict(str(self.last.get("table", "")), self.last["answer"])
 
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = self._http.request(method, path, **kwargs)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dpwitness.common.encoding import json_value
 from dpwitness.common.errors import BudgetExceeded, MissingPart, ParameterError
+from dpwitness.serve.client import MAX_SQL
 from dpwitness.serve.requests import QueryError
 from dpwitness.session.sql import execute, explain_statement, target
 from dpwitness.sql import Answer, SqlError, compile_statement, table_of
@@ -37,7 +38,7 @@ class SqlRequest(BaseModel):
         json_schema_extra={"examples": [{"sql": "SELECT COUNT(*) FROM adult WHERE age < 20", "epsilon": 0.1}]},
     )
 
-    sql: str = Field(min_length=1, max_length=4000, description="one SELECT statement (see docs/sql.md)")
+    sql: str = Field(min_length=1, max_length=MAX_SQL, description="one SELECT statement (see docs/sql.md)")
     epsilon: float = Field(gt=0, description="the statement's ε, split evenly over aggregates without EPSILON(…, ε)")
     alpha: float | None = Field(default=None, gt=0, lt=1, description="intervals hold with probability 1 − alpha")
     explain: bool = Field(default=False, description="the plan only (queries, Δ, ε, expected error); spends nothing")
@@ -89,8 +90,9 @@ def answer_sql(
         if compiled.keys is not None and len(compiled.keys) > limits.max_groups:
             raise QueryError(422, f"this statement has {len(compiled.keys)} groups; the limit is {limits.max_groups}")
         over = target(session, compiled)
-        if compiled.join is not None:
-            # the cache keys a shape by the query, not by the table it is joined with: read the join afresh
+        if compiled.join is not None or compiled.cases:
+            # the cache keys a shape by the query, not by the table it is joined with or the CASE that
+            # computes a key column (two CASEs can share an alias): read the derived table afresh
             over.engine = getattr(over.engine, "engine", over.engine)
         if body.explain or compiled.explain:
             return {"table": table.name, "plan": json_value(explain_statement(over, compiled, alpha=chosen).to_dict())}

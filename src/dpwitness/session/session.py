@@ -306,6 +306,8 @@ class Session:
         bounds: tuple[float, float] | None = None,
         *,
         epsilon: float | None = None,
+        by: str | Sequence[str] | None = None,
+        keys: Sequence[Key] | None = None,
         split: Sequence[float] | None = None,
         where: str | None = None,
         alpha: float = 0.05,
@@ -314,8 +316,9 @@ class Session:
         mechanism: str | None = None,
         max_rows: int | None = None,
     ) -> Release:
-        """Population variance of clamp(column, L, U), from noisy moments (three parts share ε)."""
-        options: dict[str, Any] = {"bounds": bounds, "split": split, "where": where, "delta": delta}
+        """Population variance of clamp(column, L, U), from noisy moments (three parts share ε),
+        per key with ``by`` (declared ``keys``, or keys from the data as for a grouped mean)."""
+        options: dict[str, Any] = {"bounds": bounds, "by": by, "keys": keys, "split": split, "where": where, "delta": delta}
         return self._ask("variance", column, options, epsilon, rho, mechanism, max_rows, alpha)
 
     def histogram(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_alpha
+from dpwitness.engines.derived import add_case
 from dpwitness.engines.joins import join_public
 from dpwitness.mechanisms.release import Release
 from dpwitness.query.planning import Preview
@@ -55,14 +56,23 @@ def compile_for(
 
 
 def target(session: Session, compiled: Statement) -> Session:
-    """The session the statement's queries run on: ``session``, or over its table joined with the public one.
+    """The session the statement's queries run on: ``session``, or over its table joined with the public one
+    and with the columns of ``GROUP BY CASE …`` added.
 
     :param compiled: the statement from :func:`compile_for`; its JOIN, if any, picks the table.
     """
-    join, on = compiled.join, compiled.join_on
-    if join is None or on is None:
+    join, on, cases = compiled.join, compiled.join_on, compiled.cases
+    if (join is None or on is None) and not cases:
         return session
-    return session.over(lambda engine, handle: join_public(engine, handle, join, left=on))
+
+    def derive(engine: Any, handle: Any) -> Any:
+        if join is not None and on is not None:
+            handle = join_public(engine, handle, join, left=on)
+        for case in cases:  # GROUP BY CASE …: a key column computed from each row
+            handle = add_case(engine, handle, case)
+        return handle
+
+    return session.over(derive)
 
 
 def run(

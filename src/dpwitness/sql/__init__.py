@@ -8,8 +8,9 @@ derived in :mod:`dpwitness.query.queries` / :mod:`dpwitness.privacy.neighbours`;
 :mod:`dpwitness.sql.compile`); ``WHERE`` is translated to the parsed predicate tree of
 :mod:`dpwitness.query.predicates` (:mod:`dpwitness.sql.where`), which both engines compile;
 ``GROUP BY`` becomes ``by`` with declared keys (from a top-level ``col IN (…)``, a public table or
-the schema's categories) or keys released by the first aggregate under the undeclared-key rule
-(δ, ``max_rows``) and reused by the others. Arithmetic on aggregates, ``HAVING``, ``ORDER BY``,
+the schema's categories, or a ``CASE``'s literals: :mod:`dpwitness.sql.case`) or keys released by the
+first aggregate under the undeclared-key rule (δ, ``max_rows``) and reused by the others. Arithmetic
+on aggregates, the scalar functions of :mod:`dpwitness.sql.functions`, ``HAVING``, ``ORDER BY``,
 ``LIMIT`` and ``ROUND`` are post-processing of the released values (no privacy cost;
 :mod:`dpwitness.sql.answer`).
 

@@ -1,5 +1,6 @@
 """The answer to a statement: released values post-processed (arithmetic with interval
-propagation, HAVING, ORDER BY, LIMIT, ROUND: no privacy cost) into rows, and its text, JSON and
+propagation, the scalar functions of :mod:`dpwitness.sql.functions`, HAVING, ORDER BY, LIMIT,
+ROUND: no privacy cost) into rows, and its text, JSON and
 frame forms. A seeded answer says it is NOT for production in every form."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dpwitness.common.errors import require
 from dpwitness.mechanisms.release import NOT_FOR_PRODUCTION, Release
 from dpwitness.query.planning import Preview
 from dpwitness.query.queries import Key
+from dpwitness.sql import functions
 from dpwitness.sql.statement import Aggregate, Statement
 
 
@@ -294,6 +296,10 @@ def _rows(
             return Cell(-inner.value, -inner.high, -inner.low)
         if tag == "op":
             return _arithmetic(node[1], _as_cell(evaluate(node[2], key, level)), _as_cell(evaluate(node[3], key, level)))
+        if tag == "fn":
+            arguments = [_as_cell(evaluate(a, key, level)) for a in node[2:]]
+            result = functions.apply(node[1], [functions.Interval(a.value, a.low, a.high) for a in arguments])
+            return Cell(*result)
         if tag == "round":
             inner = _as_cell(evaluate(node[1], key, level))
             digits = node[2]

@@ -13,11 +13,14 @@ from typing import Any, NoReturn
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_positive_finite
-from dpwitness.engines.joins import PublicTable, prepare_public, read_public
-from dpwitness.io.schema import polars_kind
+from dpwitness.engines.derived import CaseColumn
+from dpwitness.engines.joins import PublicTable, read_public
 from dpwitness.query.predicates import And, Compare, In, Literal, Node, to_text
 from dpwitness.query.queries import ColumnKind, Key, Query, Schema
 from dpwitness.query.resolve import Request
+from dpwitness.sql.case import CaseTranslation
+from dpwitness.sql.functions import FUNCTIONS
+from dpwitness.sql.joining import JoinTranslation
 from dpwitness.sql.parse import MAX_STATEMENT, SqlError, _parse, _position, _sql, _strip_explain
 from dpwitness.sql.statement import Aggregate, Statement
 from dpwitness.sql.where import COMPARISONS, WhereTranslation
@@ -75,7 +78,7 @@ _STATISTICS = {
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
 
 
-class Compiler(WhereTranslation):
+class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
     """One statement against one table's public schema → a :class:`Statement` (see :func:`compile_statement`)."""
 
     def __init__(
@@ -113,6 +116,8 @@ class Compiler(WhereTranslation):
         self.public_name = ""
         self.calls: list[tuple[str, Any]] = []  # (normalised SQL, node) of each distinct aggregate call
         self.by: tuple[str, ...] = ()
+        self.cases: dict[str, CaseColumn] = {}  # derived columns of GROUP BY CASE …, by name
+        self.case_names: dict[str, str] = {}
         self.output_names: dict[str, Any] = {}
 
     def _text(self, node: Any) -> str:
@@ -198,6 +203,7 @@ class Compiler(WhereTranslation):
             join=self.join,
             join_on=self.join_on,
             calls=self._call_kinds(),
+            cases=tuple(self.cases.values()),
         )
 
     def _refuse_everywhere(self) -> None:
@@ -225,64 +231,6 @@ class Compiler(WhereTranslation):
                 if name == "joins":
                     continue
                 self.refuse(node, name.upper().rstrip("S"), "not supported")
-
-    def _join(self, join: Any) -> None:
-        """``JOIN public [AS p] ON private.k = p.k``: an inner join with a public (lookup) table."""
-        exp = self.exp
-        target = join.this
-        name = target.name if isinstance(target, exp.Table) else self._text(target)
-        if not isinstance(target, exp.Table):
-            self.refuse(target, "a subquery", "subqueries over private rows are not supported")
-        if name.lower() == self.table.lower():
-            self.refuse(join, f"JOIN {name}", "joins of private tables with each other are not supported yet")
-        found = [t for t in self.public_tables if t.lower() == name.lower()]
-        if not found:
-            listed = ", ".join(self.public_tables) or "none is given: Session.sql(public={name: table})"
-            self.refuse(join, f"JOIN {name}", f"joins are only with a declared public table ({listed})")
-        side, kind = join.args.get("side"), join.args.get("kind")
-        if side or (kind and str(kind).upper() != "INNER") or join.args.get("using"):
-            self.refuse(join, self._text(join).split(" ON ")[0], "only an inner JOIN … ON private.column = public.column")
-        self.public_name = found[0]
-        frame = self.public_tables[self.public_name]
-        self.public_aliases = {self.public_name.lower(), *([target.alias.lower()] if target.alias else [])}
-        if self.public_aliases & self.aliases:
-            self.refuse(target, f"alias {target.alias}", "the public table needs an alias of its own")
-        for column, dtype in frame.schema.items():
-            joined = column if column not in self.schema.columns else f"{self.public_name}.{column}"
-            self.public_columns[column] = joined
-            self.public_kinds[joined] = polars_kind(dtype)
-        on = join.args.get("on")
-        if not isinstance(on, exp.EQ) or not isinstance(on.this, exp.Column) or not isinstance(on.expression, exp.Column):
-            self.refuse(on if on is not None else join, "JOIN … ON", "ON one equality of a private column and a public column")
-        sides = [(self._side(c), c) for c in (on.this, on.expression)]
-        if {side for side, _ in sides} != {"private", "public"}:
-            self.refuse(on, self._text(on), "ON one equality of a private column and a public column")
-        private = next(c for side, c in sides if side == "private")
-        public = next(c for side, c in sides if side == "public")
-        left = self.column(private)
-        key = next(c for c in frame.columns if c == public.name or c.lower() == public.name.lower())
-        payload = {c: n for c, n in self.public_columns.items() if c != key}
-        self.public_columns[key] = left  # on joined rows the public key equals the private one
-        self.public_kinds.pop(f"{self.public_name}.{key}" if key in self.schema.columns else key, None)
-        if not self.schema.columns[left].keyable:
-            kind = self.schema.columns[left].value
-            self.refuse(on, self._text(on), f"a private join key every engine can key ({left!r} is {kind}: declare its type)")
-        self.join = prepare_public(frame, key=key, private_kind=self.schema.columns[left], columns=payload)
-        self.join_on = left
-
-    def _side(self, node: Any) -> str:
-        qualifier = (node.table or "").lower()
-        if qualifier in self.public_aliases:
-            return "public"
-        if qualifier in self.aliases:
-            return "private"
-        if qualifier:
-            self.refuse(node, f"{node.table}.{node.name}", f"unknown table {node.table!r}")
-        in_private = any(c.lower() == node.name.lower() for c in self.schema.columns)
-        in_public = any(c.lower() == node.name.lower() for c in self.public_columns)
-        if in_private and in_public:
-            self.refuse(node, f"column {node.name!r}", "ambiguous: qualify it with its table")
-        return "public" if in_public else "private"
 
     def _from(self) -> None:
         exp = self.exp
@@ -320,14 +268,24 @@ class Compiler(WhereTranslation):
         return str(columns[found]) if columns is self.public_columns else str(found)
 
     def kind(self, name: str) -> ColumnKind:
-        """The kind of a column of the rows read (private or joined public)."""
+        """The kind of a column of the rows read (private, joined public, or a GROUP BY CASE's)."""
+        if name in self.cases:
+            return self.cases[name].kind
         return self.public_kinds.get(name) or self.schema.columns[name]
 
     def _group(self, group: Any) -> tuple[str, ...]:
         names: list[str] = []
         for item in group.expressions:
+            case = self._selected_case(item)
+            if case is not None:
+                names.append(self._case(case))
+                continue
             if not isinstance(item, self.exp.Column):
-                self.refuse(item, f"GROUP BY {self._text(item)}", "GROUP BY takes columns only (no expressions or positions)")
+                self.refuse(
+                    item,
+                    f"GROUP BY {self._text(item)}",
+                    "GROUP BY takes columns or a CASE over one column (no other expressions)",
+                )
             names.append(self.column(item))
         if len(set(names)) != len(names):
             self.refuse(group, "GROUP BY", "each column once")
@@ -345,6 +303,13 @@ class Compiler(WhereTranslation):
             return self._value(node.this, context=context)
         if self._is_aggregate(node):
             return ("agg", self._call(node))
+        if isinstance(node, exp.Case):
+            name = self.case_names.get(self._text(node))
+            if name is None:
+                self.refuse(node, self._text(node), f"a CASE in {context} only as a GROUP BY expression (its categories)")
+            return ("key", self.by.index(name))
+        if isinstance(node, exp.Column) and context != "SELECT" and node.name in self.cases and not node.table:
+            return ("key", self.by.index(node.name))
         if isinstance(node, exp.Column):
             if context != "SELECT" and not node.table and node.name.lower() in self.output_names:
                 return self.output_names[node.name.lower()]
@@ -377,6 +342,17 @@ class Compiler(WhereTranslation):
             digits = node.args.get("decimals")
             places = 0 if digits is None else self._integer(digits, "ROUND's digits")
             return ("round", self._value(node.this, context=context), places)
+        function = FUNCTIONS.get(type(node).__name__)
+        if function is not None:  # a scalar function of released values: post-processing
+            if function == "POWER":
+                constant = node.expression.unnest() if isinstance(node.expression, exp.Paren) else node.expression
+                inner = constant.this if isinstance(constant, exp.Neg) else constant
+                if not isinstance(inner, exp.Literal):
+                    self.refuse(node, self._text(node), "POWER(x, p) takes a constant exponent p (a number)")
+                exponent = self._number(node.expression, "POWER's exponent")
+                return ("fn", function, self._value(node.this, context=context), ("num", exponent))
+            arguments = [node.this, *node.expressions]
+            return ("fn", function, *(self._value(a, context=context) for a in arguments))
         if context == "HAVING" or context == "SELECT":
             if type(node).__name__ in COMPARISONS:
                 return (
@@ -396,8 +372,8 @@ class Compiler(WhereTranslation):
         self.refuse(
             node,
             self._text(node),
-            f"not supported in {context} (arithmetic + − × /, ROUND, comparisons, AND/OR/NOT over aggregates "
-            "and GROUP BY columns)",
+            f"not supported in {context} (arithmetic + − × /, ROUND, {', '.join(FUNCTIONS.values())}, comparisons, "
+            "AND/OR/NOT over aggregates and GROUP BY columns)",
         )
 
     def _integer(self, node: Any, what: str) -> int:
@@ -481,6 +457,14 @@ class Compiler(WhereTranslation):
         if isinstance(node, exp.Column):
             column = self.column(node)
             return column, None if self.declared is None else self.declared.bounds_for(column)
+        if type(node).__name__ in FUNCTIONS:
+            self.refuse(
+                node,
+                f"{self._text(node)} inside {self._text(call)}",
+                f"{FUNCTIONS[type(node).__name__]} of row values inside an aggregate: its Δ cannot be derived "
+                "(the compiler bounds no function of a row); apply it to the released aggregate instead, "
+                f"e.g. {FUNCTIONS[type(node).__name__]}({self._text(call).split('(')[0]}(…))",
+            )
         self.refuse(
             node,
             f"{self._text(node)} inside {self._text(call)}",
@@ -574,8 +558,6 @@ class Compiler(WhereTranslation):
                     self._text(node),
                     f"needs bounds: write CLAMP({column}, L, U) inside it, or declare {column}'s bounds in the schema",
                 )
-            if kind in ("variance", "stddev") and self.by:
-                self.refuse(node, self._text(node), "VARIANCE/STDDEV with GROUP BY is not supported yet")
             shared = epsilon is None and kind in ("variance", "stddev", "quantile")
             statistic = _STATISTICS[kind]
             key = (statistic, column, bounds, distinct) if shared else ("own", index)
@@ -602,15 +584,15 @@ class Compiler(WhereTranslation):
                 )
             share = rest / implicit if implicit else 0.0
         undeclared = bool(self.by) and keys is None
-        if undeclared:  # the first query selects the keys: a count when there is one, never a quantile/variance
-            rank = {"count": 0, "sum": 1, "avg": 2, "variance": 9, "stddev": 9, "quantile": 9}
+        if undeclared:  # the first query selects the keys: a count when there is one, never a quantile
+            rank = {"count": 0, "sum": 1, "avg": 2, "variance": 3, "stddev": 3, "quantile": 9}
             members.sort(key=lambda m: rank[m[0][2][0]])
             if rank[members[0][0][2][0]] == 9:
                 node = members[0][0][1]
                 self.refuse(
                     node,
                     self._text(node),
-                    "GROUP BY with undeclared keys needs a COUNT, SUM or AVG to release the keys first, "
+                    "GROUP BY with undeclared keys needs a COUNT, SUM, AVG or VARIANCE to release the keys first, "
                     "or declare them (WHERE col IN (…))",
                 )
         where = None if predicate is None else to_text(predicate)
@@ -639,7 +621,7 @@ class Compiler(WhereTranslation):
                         )
                     query = replace(query, max_contributions=1)
                 if self.join is not None:
-                    query = replace(query, join_multiplicity=self.join.multiplicity)
+                    query = replace(query, join_multiplicity=self.join.multiplicity, join_keeps_rows=self.join.left)
             except ParameterError as error:
                 self.refuse(node, self._text(node), str(error))
             text = " and ".join(self._text(n) for _, n, _ in member)
@@ -677,7 +659,10 @@ class Compiler(WhereTranslation):
                     found = tuple(dict.fromkeys(item.values))
                 elif isinstance(item, Compare) and item.op == "==" and item.column.name == name:
                     found = (item.value,)
-            if found is not None:
+            if name in self.cases:  # the CASE's own literals: declared by the statement
+                given[name] = self.cases[name].keys
+                sources.append(f"{name} from its CASE's THEN and ELSE values")
+            elif found is not None:
                 given[name] = found
                 sources.append(f"{name} from WHERE … IN (…)")
             elif name in self.public_kinds:  # a public column: its values are public keys
@@ -688,13 +673,6 @@ class Compiler(WhereTranslation):
             else:
                 return None, "released by the first aggregate (undeclared keys: δ and max_rows), reused by the others"
         return declared.keys_for(self.by, given=given), "declared: " + "; ".join(sources)
-
-    def _public_values(self, joined: str) -> tuple[Key, ...]:
-        assert self.join is not None
-        values = self.join.frame.get_column(joined).drop_nulls().unique().sort().to_list()
-        if not values:
-            return ("",) if self.kind(joined) in (ColumnKind.STRING, ColumnKind.UNTYPED) else (0,)
-        return tuple(values)
 
     # -- notes --
     def _epsilon_note(self, aggregates: Sequence[Aggregate]) -> str:
@@ -720,9 +698,9 @@ class Compiler(WhereTranslation):
                 if self.privacy_unit is not None
                 else ("unique keys: Δ unchanged" if m == 1 else f"one record becomes ≤ {m} rows: Δ × {m}")
             )
-            notes.append(
-                f"joined with the public table {self.public_name} on {self.join_on}: ≤ {m} public row(s) per key; {effect}"
-            )
+            how = "left-joined (every private row kept, unmatched ones with null public columns)" if self.join.left else "joined"
+            where = f"the public table {self.public_name} on {self.join_on}"
+            notes.append(f"{how} with {where}: ≤ {m} public row(s) per key; {effect}")
         for name, compiled in outputs:
             if compiled[0] not in ("agg", "key"):
                 notes.append(f"{name} is computed from the released (noisy) aggregates: post-processing, no extra cost")

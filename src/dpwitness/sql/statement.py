@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dpwitness.engines.derived import CaseColumn
 from dpwitness.engines.joins import PublicTable
 from dpwitness.query.queries import Key, Query
 
@@ -59,6 +60,8 @@ class Statement:
     join_on: str | None = None
     #: (kind, q) of each aggregate call, indexed as the compiled expressions' ("agg", index).
     calls: tuple[tuple[str, float | None], ...] = ()
+    #: The columns GROUP BY CASE … derives from each row (added after the JOIN, if any).
+    cases: tuple[CaseColumn, ...] = ()
 
     @property
     def queries(self) -> tuple[Query, ...]:
@@ -67,7 +70,8 @@ class Statement:
 
 # Compiled expressions over released values (post-processing): small tuples, evaluated per row.
 #   ("agg", i)  ("key", j)  ("num", x)  ("text", s)  ("bool", b)
-#   ("op", sym, a, b)  ("neg", a)  ("round", a, digits)  ("cmp", sym, a, b)  ("and"|"or", a, b)  ("not", a)
+#   ("op", sym, a, b)  ("fn", NAME, a, …) (POWER, SQRT, …: dpwitness.sql.functions)
+#   ("neg", a)  ("round", a, digits)  ("cmp", sym, a, b)  ("and"|"or", a, b)  ("not", a)
 
 
 __all__ = ["Aggregate", "Statement"]
