@@ -101,8 +101,9 @@ def gaussian_for(
 def gaussian_selection(query: Query, gaussians: tuple[Gaussian, ...], rho: float | None) -> tuple[float, float]:
     """(τ, δ_threshold) of a Gaussian release of ``query`` over undeclared keys: the threshold on
     the noisy count (its sampler's σ, grid step and table distance) for the query's unit, by
-    :func:`dpwitness.privacy.accounting.gaussian_threshold`. With ``rho`` the noise is ρ-zCDP and
-    all of the query's δ is the selection's; at (ε, δ) half of it (:func:`gaussian_selection_split`)."""
+    :func:`dpwitness.privacy.accounting.gaussian_threshold`. ``gaussians`` are the query's calibrated
+    parts, its count first. With ``rho`` the noise is ρ-zCDP and all of the query's δ is the
+    selection's; at (ε, δ) half of it (:func:`gaussian_selection_split`)."""
     count = gaussians[0]
     assert query.parts[0].aggregate is Aggregate.COUNT and count.noise is not None
     selection = query.delta if rho is not None else gaussian_selection_split(query.delta)[1]
