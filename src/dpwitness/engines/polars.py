@@ -16,7 +16,7 @@ fail after the spend, and no error can quote one.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,52 @@ class PolarsEngine:
             for name, value in zip(names, values[groups:], strict=True):
                 out[name][key] = float(value or 0.0)
         return declared_keys(query, _table(handle).untyped, dict(out))
+
+    def aggregate_many(self, handle: PolarsTable | pl.LazyFrame, queries: Sequence[Query]) -> list[Aggregates]:
+        """The aggregates of ``queries`` (one :func:`dpwitness.engines.fuse_key`) from one plan, one collect."""
+        result = self.plan_many(handle, queries).collect(engine="streaming")
+        untyped = _table(handle).untyped
+        first = queries[0]
+        if not first.grouped:
+            row = result.row(0, named=True)
+            return [{a.value: float(row[f"{n}:{a.value}"] or 0.0) for a in q.aggregates} for n, q in enumerate(queries)]
+        groups = list(first.group_columns)
+        keys = result.select(groups).rows() if len(groups) > 1 else result.get_column(groups[0]).to_list()
+        out: list[Aggregates] = []
+        for n, query in enumerate(queries):
+            found: dict[str, Any] = {}
+            for a in query.aggregates:
+                values = result.get_column(f"{n}:{a.value}").to_list()
+                found[a.value] = {k: float(v or 0.0) for k, v in zip(keys, values, strict=True)}
+            out.append(declared_keys(query, untyped, found))
+        return out
+
+    def plan_many(self, handle: PolarsTable | pl.LazyFrame, queries: Sequence[Query]) -> pl.LazyFrame:
+        """One plan for ``queries`` that share a :func:`dpwitness.engines.fuse_key`: read the columns
+        of all, filter, drop rows with a null key, keep the declared keys, then one ``group_by``
+        (or ``select``) with every query's aggregates, named ``"{position}:{aggregate}"``."""
+        table = _table(handle)
+        first = queries[0]
+        groups = list(first.group_columns)
+        kinds = self.schema(table).columns
+        read = list(dict.fromkeys(c for q in queries for c in q.columns_read))
+        frame = table.frame.select(read) if read else table.frame
+        frame = _filtered(frame, first, kinds, read)
+        schema = frame.collect_schema()
+        if groups:
+            present = [pl.col(c).is_not_null() for c in groups] + [pl.col(c).is_not_nan() for c in groups if schema[c].is_float()]
+            frame = frame.filter(pl.all_horizontal(present))
+        floats = [c for c in groups if schema[c].is_float()]
+        if floats:  # ±0.0 are one key, as in plan()
+            zero = [pl.when(pl.col(c) == 0).then(pl.lit(0.0, dtype=schema[c])).otherwise(pl.col(c)).alias(c) for c in floats]
+            frame = frame.with_columns(zero)
+        if first.keys is not None:
+            frame = _keep_keys(frame, list(first.declared_columns), first.keys, schema)
+        aggregates = []
+        for n, query in enumerate(queries):
+            number = query.bounds is not None and query.column is not None and kinds[query.column] is ColumnKind.UNTYPED
+            aggregates.extend(_expressions(query, schema, number=number, prefix=f"{n}:"))
+        return frame.group_by(groups).agg(aggregates) if groups else frame.select(aggregates)
 
     def plan(self, handle: PolarsTable | pl.LazyFrame, query: Query, *, selection_key: SelectionKey) -> pl.LazyFrame:
         """The lazy plan: read, filter, drop nulls, keep declared keys, bound contributions, clamp, aggregate.
@@ -315,11 +361,16 @@ def _bin(query: Query) -> pl.Expr:
     return ((value - low) * scale).floor().clip(0, query.bins - 1).cast(pl.Int64)
 
 
-def _expressions(query: Query, schema: pl.Schema) -> list[pl.Expr]:
+def _expressions(query: Query, schema: pl.Schema, *, number: bool = False, prefix: str = "") -> list[pl.Expr]:
+    """``query``'s aggregates (named ``prefix`` + the aggregate's name) over the rows reaching them.
+
+    A null (or NaN) value counts for nothing, so these are the query's aggregates whether or
+    not its null rows were dropped before. ``number``: read the (untyped) column as numbers first.
+    """
     value = pl.lit(None, dtype=pl.Float64)
     if query.column is not None:
-        value = pl.col(query.column)
-        if schema[query.column].is_float():
+        value = _as_number(query.column) if number else pl.col(query.column)
+        if number or schema[query.column].is_float():
             value = value.fill_nan(None)
     counted = value.count() if query.column is not None else pl.len()
     if query.bounds is not None:
@@ -331,7 +382,7 @@ def _expressions(query: Query, schema: pl.Schema) -> list[pl.Expr]:
         Aggregate.CENTRED_SUM: centred.sum(),
         Aggregate.CENTRED_SQUARES: (centred * centred).sum(),
     }
-    return [build[a].alias(a.value) for a in query.aggregates]
+    return [build[a].alias(prefix + a.value) for a in query.aggregates]
 
 
 ENGINE = PolarsEngine()
