@@ -126,6 +126,37 @@ def fuse_key(query: Query) -> tuple[Any, ...] | None:
     return (query.where, query.group_columns, query.keys, query.order_by)
 
 
+def plan_shape(query: Query) -> str:
+    """Everything about ``query`` but its ε (which does not change an engine's plan): the key
+    under which a plan check's outcome is remembered (:class:`CheckedShapes`)."""
+    fields = {k: v for k, v in query.to_dict().items() if k not in ("epsilon", "parts")}
+    extra = (query.where, query.order_by, query.bins, query.quantiles, query.aggregates)
+    return repr((sorted(fields.items()), extra))
+
+
+class CheckedShapes:
+    """The plan shapes an engine has checked on an empty table of a schema, with success.
+
+    A plan check builds the query's plan over an empty table of the table's schema, so its
+    outcome depends only on the schema (column names and types, which columns are untyped) and
+    the query's shape, never on the data: a shape that passed once passes again. Up to
+    ``capacity`` shapes are remembered (then the oldest half is forgotten); a failure is never
+    remembered."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._seen: dict[tuple[Any, ...], None] = {}
+
+    def __contains__(self, shape: tuple[Any, ...]) -> bool:
+        return shape in self._seen
+
+    def add(self, shape: tuple[Any, ...]) -> None:
+        if len(self._seen) >= self.capacity:
+            for old in list(self._seen)[: self.capacity // 2]:
+                self._seen.pop(old, None)
+        self._seen[shape] = None
+
+
 def batches(queries: Sequence[Query]) -> list[list[int]]:
     """The positions of ``queries`` in passes: those with one :func:`fuse_key` together (in order,
     at the place of the first), each other query alone."""

@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from dpwitness.common.errors import ParameterError
-from dpwitness.engines import SelectionKey, declared_keys
+from dpwitness.engines import CheckedShapes, SelectionKey, declared_keys, plan_shape
 from dpwitness.io.cells import polars_number, polars_text, write
 from dpwitness.io.reader import scan_polars
 from dpwitness.io.schema import POLARS_READERS, POLARS_TYPES, polars_kind
@@ -40,6 +40,8 @@ _ROW = "_dpw_row"
 _POSITION = "_dpw_position"
 _CONTENT = "_dpw_content"
 _ROWS = "_dpw_rows"
+#: Plan shapes that passed :meth:`PolarsEngine.check` (per table schema): checked once each.
+_CHECKED = CheckedShapes()
 
 
 @dataclass(frozen=True)
@@ -119,10 +121,15 @@ class PolarsEngine:
         a type error in the plan shows here, never after the spend."""
         table = _table(handle)
         try:
-            empty = PolarsTable(pl.LazyFrame(schema=table.frame.collect_schema()), table.untyped)
+            schema = table.frame.collect_schema()
+            shape = (tuple((name, repr(dtype)) for name, dtype in schema.items()), table.untyped, plan_shape(query))
+            if shape in _CHECKED:  # the outcome depends on the schema and the query's shape only
+                return
+            empty = PolarsTable(pl.LazyFrame(schema=schema), table.untyped)
             self.plan(empty, query, selection_key=(0, 0, 0, 0)).collect()
         except pl.exceptions.PolarsError as error:
             raise ParameterError("query", "a query this table's column types support", type(error).__name__) from None
+        _CHECKED.add(shape)
 
     def aggregate(self, handle: PolarsTable | pl.LazyFrame, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         frame = self.plan(handle, query, selection_key=selection_key)
@@ -169,10 +176,10 @@ class PolarsEngine:
         frame = table.frame.select(read) if read else table.frame
         frame = _filtered(frame, first, kinds, read)
         schema = frame.collect_schema()
-        if groups:
-            present = [pl.col(c).is_not_null() for c in groups] + [pl.col(c).is_not_nan() for c in groups if schema[c].is_float()]
-            frame = frame.filter(pl.all_horizontal(present))
         floats = [c for c in groups if schema[c].is_float()]
+        if groups and (floats or _null_key(first)):  # else the declared keys (never null) drop the null keys
+            present = [pl.col(c).is_not_null() for c in groups] + [pl.col(c).is_not_nan() for c in floats]
+            frame = frame.filter(pl.all_horizontal(present))
         if floats:  # ±0.0 are one key, as in plan()
             zero = [pl.when(pl.col(c) == 0).then(pl.lit(0.0, dtype=schema[c])).otherwise(pl.col(c)).alias(c) for c in floats]
             frame = frame.with_columns(zero)
@@ -224,6 +231,12 @@ class PolarsEngine:
         if query.bins is not None:  # a quantile: counts per (key, bin of the column)
             frame, groups = frame.with_columns(_bin(query).alias(_BIN)), [*query.by, _BIN]
         return frame.group_by(groups).agg(aggregates) if groups else frame.select(aggregates)
+
+
+def _null_key(query: Query) -> bool:
+    """Whether a declared key of ``query`` has a null part (None), which a null cell would match in a join."""
+    keys = query.keys or ()
+    return any(k is None or (isinstance(k, tuple) and None in k) for k in keys)
 
 
 def _table(handle: PolarsTable | pl.LazyFrame) -> PolarsTable:

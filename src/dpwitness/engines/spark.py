@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpwitness.common.errors import ParameterError
-from dpwitness.engines import SelectionKey, declared_keys
+from dpwitness.engines import CheckedShapes, SelectionKey, declared_keys, plan_shape
 from dpwitness.io.cells import spark_boolean, spark_integer, spark_number, spark_text, write
 from dpwitness.io.reader import read_spark
 from dpwitness.io.schema import spark_kind
@@ -52,6 +52,8 @@ _PARQUET = {".parquet", ".pq"}
 _SELECTED = "__dpw_rank"
 _ROW = "__dpw_position"
 _BIN = "__dpw_bin"
+#: Plan shapes that passed :meth:`SparkEngine.check` (per table schema): analysed once each.
+_CHECKED = CheckedShapes()
 
 
 def local_session(
@@ -192,10 +194,15 @@ class SparkEngine:
         """Build (and so analyse) the plan without running it, before the spend."""
         from pyspark.errors import PySparkException
 
+        table = _table(handle)
         try:
-            self.plan(handle, query, selection_key=(0, 0, 0, 0)).schema  # noqa: B018  (analysis only)
+            shape = (table.frame.schema.json(), table.untyped, plan_shape(query))
+            if shape in _CHECKED:  # the outcome depends on the schema and the query's shape only
+                return
+            self.plan(table, query, selection_key=(0, 0, 0, 0)).schema  # noqa: B018  (analysis only)
         except PySparkException as error:
             raise ParameterError("query", "a query this table's column types support", type(error).__name__) from None
+        _CHECKED.add(shape)
 
     def aggregate(self, handle: SparkTable | DataFrame, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         rows = self.plan(handle, query, selection_key=selection_key).collect()

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpwitness.engines import Engine, SelectionKey
+from dpwitness.engines import Engine, SelectionKey, plan_shape
 from dpwitness.query.queries import Aggregates, Query, Schema
 
 
@@ -47,7 +47,7 @@ class CachedAggregates:
     def check(self, handle: Any, query: Query) -> None:
         """The plan check runs on an empty table of the schema, so its outcome depends only on the
         query's shape: a shape that passed once (in this analyst's session) passes again."""
-        shape = _plan_shape(query)
+        shape = plan_shape(query)
         with self._lock:
             if shape in self._checked:
                 return
@@ -102,10 +102,3 @@ def _shape(query: Query) -> tuple[Any, ...]:
 
 def _copy(found: Aggregates) -> Aggregates:
     return {name: dict(value) if isinstance(value, dict) else value for name, value in found.items()}
-
-
-def _plan_shape(query: Query) -> str:
-    """Everything about ``query`` but its ε (which does not change the engine's plan)."""
-    fields = {k: v for k, v in query.to_dict().items() if k not in ("epsilon", "parts")}
-    extra = (query.where, query.order_by, getattr(query, "bins", None), getattr(query, "quantiles", None), query.aggregates)
-    return repr((sorted(fields.items()), extra))
