@@ -15,9 +15,10 @@ fail after the spend, and no error can quote one.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,10 @@ class PolarsTable:
 
     frame: pl.LazyFrame
     untyped: frozenset[str] = frozenset()
+    #: The rows are in memory (a Polars or pandas DataFrame), not scanned from a file.
+    in_memory: bool = False
+    #: The table's :class:`Schema`, once :meth:`PolarsEngine.schema` has read it (metadata only).
+    kinds: list[Schema] = field(default_factory=list, compare=False, repr=False)
 
 
 class PolarsEngine:
@@ -75,6 +80,7 @@ class PolarsEngine:
         """
         declared = parse_dtypes(dtypes)
         untyped: frozenset[str] = frozenset()
+        in_memory = isinstance(source, pl.DataFrame) or (isinstance(source, PolarsTable) and source.in_memory)
         if isinstance(source, PolarsTable):
             frame, untyped = source.frame, source.untyped
         elif isinstance(source, pl.LazyFrame):
@@ -94,7 +100,7 @@ class PolarsEngine:
             else:
                 raise ParameterError("source", "a file ending in .csv, .tsv, .parquet or .pq", str(source))
         elif type(source).__module__.split(".")[0] == "pandas" and type(source).__name__ == "DataFrame":
-            frame = pl.from_pandas(source).lazy()
+            frame, in_memory = pl.from_pandas(source).lazy(), True
         else:
             raise ParameterError("source", "a CSV/Parquet path or a Polars/pandas DataFrame or LazyFrame", type(source).__name__)
         if declared:
@@ -105,16 +111,20 @@ class PolarsEngine:
             dtypes_of = frame.collect_schema()
             frame = frame.with_columns([_declare(c, k, dtypes_of[c]) for c, k in declared.items()])
             untyped = untyped - set(declared)
-        return PolarsTable(frame, untyped)
+        return PolarsTable(frame, untyped, in_memory)
 
     def schema(self, handle: PolarsTable | pl.LazyFrame) -> Schema:
         """Column names and kinds from metadata (a CSV header, a Parquet footer): no row is read."""
         table = _table(handle)
+        if table.kinds:
+            return table.kinds[0]
         try:
             schema = table.frame.collect_schema()
         except (pl.exceptions.PolarsError, OSError) as error:
             raise ParameterError("source", "a readable table", type(error).__name__) from None
-        return Schema({name: ColumnKind.UNTYPED if name in table.untyped else polars_kind(t) for name, t in schema.items()})
+        kinds = Schema({name: ColumnKind.UNTYPED if name in table.untyped else polars_kind(t) for name, t in schema.items()})
+        table.kinds.append(kinds)  # a table's schema never changes: read once
+        return kinds
 
     def check(self, handle: PolarsTable | pl.LazyFrame, query: Query) -> None:
         """Run the whole plan on an empty table of the same schema (before the spend, reading nothing):
@@ -133,7 +143,7 @@ class PolarsEngine:
 
     def aggregate(self, handle: PolarsTable | pl.LazyFrame, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         frame = self.plan(handle, query, selection_key=selection_key)
-        result = frame.collect(engine="streaming")
+        result = frame.collect(engine=_engine_for(_table(handle), query))
         names = [a.value for a in query.aggregates]
         if not query.grouped:
             return {name: float(value or 0.0) for name, value in zip(names, result.row(0), strict=True)}
@@ -147,7 +157,7 @@ class PolarsEngine:
 
     def aggregate_many(self, handle: PolarsTable | pl.LazyFrame, queries: Sequence[Query]) -> list[Aggregates]:
         """The aggregates of ``queries`` (one :func:`dpwitness.engines.fuse_key`) from one plan, one collect."""
-        result = self.plan_many(handle, queries).collect(engine="streaming")
+        result = self.plan_many(handle, queries).collect(engine=_engine_for(_table(handle), queries[0]))
         untyped = _table(handle).untyped
         first = queries[0]
         if not first.grouped:
@@ -231,6 +241,26 @@ class PolarsEngine:
         if query.bins is not None:  # a quantile: counts per (key, bin of the column)
             frame, groups = frame.with_columns(_bin(query).alias(_BIN)), [*query.by, _BIN]
         return frame.group_by(groups).agg(aggregates) if groups else frame.select(aggregates)
+
+
+def _engine_for(table: PolarsTable, query: Query) -> Any:
+    """Polars' streaming engine (a file larger than memory; a ``group_by``), or its in-memory one
+    for an ungrouped ``select`` over rows already in memory (the same sums, without the streaming
+    engine's start-up: ≈ 60 µs of CPU a collect). Chosen from the source and the query's shape only."""
+    predicate = query.predicate
+    window = predicate is not None and predicate.window is not None
+    plain = not query.grouped and query.privacy_unit is None and not window
+    return _in_memory_engine() if table.in_memory and plain else "streaming"
+
+
+@functools.cache
+def _in_memory_engine() -> str:
+    """The in-memory engine's name: "in-memory" (Polars ≥ 1.2x and 2.x), "cpu" on the oldest 1.x."""
+    try:
+        pl.LazyFrame({"x": [0]}).select(pl.len()).collect(engine="in-memory")
+    except (ValueError, TypeError, pl.exceptions.PolarsError):
+        return "cpu"
+    return "in-memory"
 
 
 def _null_key(query: Query) -> bool:
@@ -385,6 +415,8 @@ def _expressions(query: Query, schema: pl.Schema, *, number: bool = False, prefi
         value = _as_number(query.column) if number else pl.col(query.column)
         if number or schema[query.column].is_float():
             value = value.fill_nan(None)
+    if query.aggregates == (Aggregate.COUNT,):  # the commonest release: build nothing else
+        return [(value.count() if query.column is not None else pl.len()).alias(prefix + Aggregate.COUNT.value)]
     counted = value.count() if query.column is not None else pl.len()
     if query.bounds is not None:
         value = value.cast(pl.Float64).clip(*query.bounds)

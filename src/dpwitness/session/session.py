@@ -623,7 +623,7 @@ class Session:
                 tv_distance=cost.tv_distance,
             )
             # (BudgetExceeded there, before any data is read)
-            position = len(self._accountant.history) - 1
+            position = self._accountant.history_length - 1
         return list(query_streams(self.seed, position, query, len(query.parts) + 1))
 
     @contextlib.contextmanager
