@@ -135,3 +135,21 @@ def test_spark_answers_a_statement_in_one_job_with_the_same_answers(spark: Any, 
     before = previous(frame, GROUPED, engine="spark")
     assert len(calls) == 2
     assert [r.to_dict() for r in answer.releases] == before
+
+
+def test_ask_all_releases_each_request_as_ask_does_in_one_pass(streaming_collects: list[int]) -> None:
+    from dpwitness.query.resolve import Request
+
+    keys = ["a", "b", "c"]
+    requests = [
+        Request("count", epsilon=0.5, by="category", keys=keys, alpha=0.1),
+        Request("mean", "age", epsilon=1.0, bounds=(0, 100), by="category", keys=keys),
+        Request("sum", "score", epsilon=0.5, bounds=(0, 10), by="category", keys=keys, alpha=0.2),
+    ]
+    together = dw.Session(table(), epsilon=10.0, seed=4).ask_all(requests)
+    assert len(streaming_collects) == 1
+    one_by_one = dw.Session(table(), epsilon=10.0, seed=4)
+    alone = [one_by_one.ask(r) for r in requests]
+    assert len(streaming_collects) == 1 + len(requests)
+    assert [r.to_dict() for r in together] == [r.to_dict() for r in alone]
+    assert [r.alpha for r in together] == [0.1, 0.05, 0.2]

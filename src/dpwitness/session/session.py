@@ -450,6 +450,12 @@ class Session:
         """Resolve ``request`` (:meth:`resolve`) and release it (:meth:`run`, with its options)."""
         return self.run(self.resolve(request), **request.run_options())
 
+    def ask_all(self, requests: Sequence[Request]) -> list[Release]:
+        """Resolve every one of ``requests`` and release them together (:meth:`run_all`: all checked
+        and the budget for all before any spend; those over the same rows in one engine pass)."""
+        queries = [self.resolve(r) for r in requests]
+        return self.run_all(queries, options=[r.run_options() for r in requests])
+
     def results(self) -> Any:
         """Every release of this session as one Polars frame (one row per key; see
         :meth:`dpwitness.mechanisms.release.Release.to_polars` for the columns)."""
@@ -577,11 +583,13 @@ class Session:
         is spent unless all fit); then each is spent in order (so a seeded session gives each the
         stream it has under :meth:`run`), the table is read, and each release gets its own noise,
         once. ``options``: for each query, the ``mechanism``/``rho``/``max_rows`` of :meth:`run`.
+        An option's ``alpha`` overrides ``alpha`` for its query.
         The releases are appended to :attr:`releases` and returned in the order of ``queries``."""
         alpha = check_alpha(alpha)
         asked = [dict(o) for o in options] if options is not None else [{} for _ in queries]
         if len(asked) != len(queries):
             raise ParameterError("options", f"one mapping per query ({len(queries)})", len(asked))
+        alphas = [check_alpha(o.pop("alpha", alpha)) for o in asked]
         plans = [self._plan(q, **o) for q, o in zip(queries, asked, strict=True)]
         self._accountant.check_all([p.spend(p.query.label) for p in plans])
         seeds = [self._spend(p) for p in plans]
@@ -597,7 +605,8 @@ class Session:
                     found = self._many(self._opened(), [plans[n].query for n in batch], [seeds[n][0] for n in batch])
             for n, aggregates in zip(batch, found, strict=True):
                 exact[n] = aggregates
-        return [self._released(p, e, s, alpha) for p, e, s in zip(plans, exact, seeds, strict=True) if e is not None]
+        done = zip(plans, exact, seeds, alphas, strict=True)
+        return [self._released(p, e, s, a) for p, e, s, a in done if e is not None]
 
     def _many(self, handle: Any, queries: list[Query], streams: list[Any]) -> list[Aggregates]:
         """One engine pass for ``queries``; should the shared plan fail (each query's own plan was
