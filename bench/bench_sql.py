@@ -130,12 +130,49 @@ def one_pass(path: Path, repeats: int) -> dict[str, tuple[float, float]]:
     return {name: (statistics.median(c for c, _ in t), statistics.median(w for _, w in t)) for name, t in times.items()}
 
 
+def one_pass_spark(path: Path, repeats: int) -> dict[str, float]:
+    """Median wall s of the statement on the Spark engine (one job) and one job per release, against
+    the exact Spark query (the JVM's CPU is not this process's: wall only)."""
+    from pyspark.sql import functions as F
+
+    from dpwitness.engines.spark import local_session
+    from gen_parquet import CATEGORIES
+
+    spark = local_session()
+    statement = ONE_PASS.format(keys=", ".join(f"'{c}'" for c in CATEGORIES))
+
+    def by_sql() -> None:
+        dw.Session(str(path), epsilon=1e6, seed=1, engine="spark").sql(statement, epsilon=2.0, name="t")
+
+    def per_release() -> None:
+        session = dw.Session(str(path), epsilon=1e6, seed=1, engine="spark")
+        for aggregate in compile_for(session, statement, epsilon=2.0, name="t").aggregates:
+            session.run(aggregate.query)
+
+    def by_spark() -> None:
+        age = F.least(F.greatest(F.col("age").cast("double"), F.lit(0.0)), F.lit(100.0))
+        frame = spark.read.parquet(str(path)).filter(F.col("category").isin(list(CATEGORIES)))
+        frame.groupBy("category").agg(F.count(F.lit(1)), F.avg(age)).collect()
+
+    runs = {"SQL on Spark, one job": by_sql, "SQL on Spark, one job per release (before)": per_release, "Spark, exact": by_spark}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for run in runs.values():
+        run()
+    for _ in range(repeats):
+        for name, run in runs.items():
+            wall = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - wall)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--plans", type=int, default=300)
     parser.add_argument("--one-pass", action="store_true", help="only the one-pass figure (issue 31, item 1)")
+    parser.add_argument("--spark", action="store_true", help="with --one-pass: on the Spark engine (wall times)")
     args = parser.parse_args()
     import os
 
@@ -144,6 +181,14 @@ def main() -> None:
 
     path = generate(args.rows, quiet=True)
     print(f"load: {os.getloadavg()[0]:.2f} (1-min average); CPU: {cpu_model()}; polars {pl_version()}")
+    if args.one_pass and args.spark:
+        walls = one_pass_spark(path, args.repeats)
+        exact = walls["Spark, exact"]
+        for name, wall in walls.items():
+            print(f"one pass  {name:44} wall {wall:.3f} s ({wall / exact:.2f}×)")
+        print(f"      on {args.rows:,} Parquet rows, local[2], {args.repeats} alternating runs each, medians")
+        print(f"load: {os.getloadavg()[0]:.2f} (1-min average)")
+        return
     if args.one_pass:
         figures = one_pass(path, args.repeats)
         polars_cpu, polars_wall = figures["Polars, exact"]
