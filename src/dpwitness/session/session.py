@@ -575,16 +575,11 @@ class Session:
         alpha: float = 0.05,
         options: Sequence[Mapping[str, Any]] | None = None,
     ) -> list[Release]:
-        """Release every one of ``queries`` as :meth:`run` would, one after the other, with the
-        exact aggregates of the queries over the same rows (the same filter, groups and declared
-        keys: :func:`dpwitness.engines.fuse_key`) computed in one engine pass.
-
-        Every query is checked and the budget for all of them together before any spend (nothing
-        is spent unless all fit); then each is spent in order (so a seeded session gives each the
-        stream it has under :meth:`run`), the table is read, and each release gets its own noise,
-        once. ``options``: for each query, the ``mechanism``/``rho``/``max_rows`` of :meth:`run`.
-        An option's ``alpha`` overrides ``alpha`` for its query.
-        The releases are appended to :attr:`releases` and returned in the order of ``queries``."""
+        """Release each of ``queries`` as :meth:`run` would, in order; those over the same rows (filter,
+        groups, declared keys: :func:`dpwitness.engines.fuse_key`) share one engine pass. All are
+        checked, and the budget for all, before any spend; each is spent in order (a seeded session
+        gives each its :meth:`run` stream) and gets its own noise. ``options``: per query, the
+        ``mechanism``/``rho``/``max_rows``/``alpha`` of :meth:`run`. Returns the releases in order."""
         alpha = check_alpha(alpha)
         asked = [dict(o) for o in options] if options is not None else [{} for _ in queries]
         if len(asked) != len(queries):
@@ -637,8 +632,7 @@ class Session:
 
     @contextlib.contextmanager
     def _withheld(self) -> Iterator[None]:
-        """Nothing after the spend may depend on the data; if an engine fails anyway, its message
-        may quote a value from the data: withhold it (the type says what kind)."""
+        """An engine failing after the spend: its message may quote the data, withhold it (the type says what kind)."""
         try:
             yield
         except Exception as error:
