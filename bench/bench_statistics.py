@@ -29,6 +29,10 @@ noise calibration alone (``calibrate_s``), so that the session's overhead can be
 Targets (issue 3): each DP statistic within 1.5× of plain Polars' time for the same aggregate;
 ≥ 10× faster than OpenDP's Polars context; peak memory within 1.5× of plain Polars'.
 
+``--fixed-cost N`` (issue 31, item 3) measures only the fixed cost per release: the median CPU
+and wall time of a DP count on a 1-row in-memory frame over N releases (target ≤ 0.3 ms CPU), and
+a DP count on a ``--rows``-row in-memory frame against Polars' exact count (target ≤ 2×).
+
 ``filtered`` (issue 11) is a DP mean of ``age`` over the rows where ``FILTER`` holds, against
 plain Polars running the same filter, clamp and mean (and the same in Spark, at each size):
 target within 1.5× of Polars at 10M rows, and Spark's time growing linearly with the rows.
@@ -449,6 +453,76 @@ def render(payload: dict[str, Any]) -> str:
     return "\n".join(report)
 
 
+def fixed_cost(releases: int = 2000) -> dict[str, float]:
+    """The fixed cost per release (issue 31, item 3): a DP count on a 1-row in-memory frame,
+    ``releases`` times after a warm-up; CPU (``process_time``) and wall µs per release."""
+    import polars as pl
+
+    import dpwitness as dw
+
+    session = dw.Session(pl.DataFrame({"age": [1.0]}), epsilon=1e12)
+    for _ in range(50):  # warm-up: the calibration tables of this (Δ, ε), the plan check
+        session.count(epsilon=1.0)
+    cpu: list[float] = []
+    wall: list[float] = []
+    for _ in range(releases):
+        c, w = time.process_time(), time.perf_counter()
+        session.count(epsilon=1.0)
+        cpu.append(time.process_time() - c)
+        wall.append(time.perf_counter() - w)
+    return {"cpu_us": statistics.median(cpu) * 1e6, "wall_us": statistics.median(wall) * 1e6, "releases": releases}
+
+
+def count_in_memory(rows: int, repeats: int) -> dict[str, float]:
+    """A DP count on a ``rows``-row in-memory frame against Polars' exact count of it (medians, s)."""
+    import polars as pl
+
+    import dpwitness as dw
+
+    frame = pl.DataFrame({"age": pl.int_range(rows, eager=True) % 101})
+    session = dw.Session(frame, epsilon=1e12)
+    runs = {
+        "dp": lambda: session.count(epsilon=1.0),
+        "polars": lambda: frame.lazy().select(pl.len()).collect(),
+    }
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+    for run in runs.values():
+        run()
+    for _ in range(repeats):
+        for name, run in runs.items():
+            c, w = time.process_time(), time.perf_counter()
+            run()
+            times[name].append((time.process_time() - c, time.perf_counter() - w))
+    out: dict[str, float] = {}
+    for name, pairs in times.items():
+        out[f"{name}_cpu_s"] = statistics.median(c for c, _ in pairs)
+        out[f"{name}_wall_s"] = statistics.median(w for _, w in pairs)
+    return out
+
+
+def report_fixed_cost(releases: int, rows: int, repeats: int) -> None:
+    import polars as pl
+
+    from machine import cpu_model
+
+    print(f"load {os.getloadavg()[0]:.2f}; CPU {cpu_model()}; polars {pl.__version__}")
+    cost = fixed_cost(releases)
+    verdict = "met" if cost["cpu_us"] <= 300 else "missed"
+    print(
+        f"fixed cost per release (DP count, 1-row frame, median of {releases}): "
+        f"CPU {cost['cpu_us']:.0f} µs, wall {cost['wall_us']:.0f} µs  (target ≤ 300 µs CPU: {verdict})"
+    )
+    if rows:
+        c = count_in_memory(rows, repeats)
+        ratio = c["dp_cpu_s"] / c["polars_cpu_s"]
+        print(
+            f"DP count on {rows:,} rows in memory: CPU {c['dp_cpu_s'] * 1e3:.3f} ms, wall {c['dp_wall_s'] * 1e3:.3f} ms; "
+            f"Polars' exact count CPU {c['polars_cpu_s'] * 1e3:.3f} ms, wall {c['polars_wall_s'] * 1e3:.3f} ms; "
+            f"ratio {ratio:.2f}× CPU (median of {repeats})"
+        )
+    print(f"load {os.getloadavg()[0]:.2f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -463,6 +537,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-polars", action="store_true", help="skip the Polars/OpenDP part (Spark only)")
     parser.add_argument("--json", type=Path, default=None, help="write every measurement here")
     parser.add_argument("--report", type=Path, default=None, help="only print the report of an earlier --json file")
+    parser.add_argument(
+        "--fixed-cost",
+        type=int,
+        default=None,
+        metavar="RELEASES",
+        help="only the fixed cost per release (a DP count on a 1-row frame, RELEASES times) and a count on --rows rows in memory",
+    )
     # worker mode (internal)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--path", default=None, help=argparse.SUPPRESS)
@@ -475,6 +556,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.report is not None:
         print(render(json.loads(args.report.read_text())))
+        return
+    if args.fixed_cost is not None:
+        report_fixed_cost(args.fixed_cost, args.rows, args.repeats)
         return
 
     stats = [s for s in args.stats.split(",") if s]

@@ -224,3 +224,32 @@ def test_raising_a_budget_in_memory() -> None:
     with pytest.raises(ParameterError) as wrong_kind:
         accountant.raise_budget(rho=1.0)
     assert wrong_kind.value.parameter == "rho"
+
+
+def test_the_running_sums_are_those_of_the_whole_history_bit_for_bit() -> None:
+    import random
+
+    from dpwitness.privacy.budget import RunningUsage, Spend, Usage
+
+    rng = random.Random(5)
+    running, history = RunningUsage(), []
+    for n in range(3000):
+        epsilon = rng.choice([0.1, 1e-9, 0.3, 7.0, 1 / 3, 1e-17]) * rng.random()
+        spend = Spend(f"q{n}", epsilon, rng.random() * 1e-7, math.nan, math.nan, rng.random() * 1e-12)
+        history.append(spend)
+        running.add(spend)
+        if n % 97 == 0 or n > 2990:
+            assert running.value(history) == Usage.of(history)
+    assert running.value(history) != Usage.of(history[:-1])
+    running.add(Spend("rho", math.inf, 0.0, 0.5, 0.0, 0.0))  # ε = ∞ (a ρ release): the sums over the history
+    history.append(Spend("rho", math.inf, 0.0, 0.5, 0.0, 0.0))
+    assert running.value(history) == Usage.of(history) and running.value(history).epsilon == math.inf
+
+
+def test_an_accountant_after_many_spends_still_refuses_exactly_at_the_total() -> None:
+    accountant = Accountant(1.0)
+    for _ in range(10):
+        accountant.spend(0.1)
+    assert accountant.usage.epsilon == math.fsum([0.1] * 10) and accountant.usage.records == 10
+    with pytest.raises(BudgetExceeded):
+        accountant.spend(1e-9)

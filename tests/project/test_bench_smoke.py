@@ -160,3 +160,26 @@ def test_interleaved_rounds_report_medians_and_verdicts(
         assert all(cpu >= 0 and wall > 0 for cpu, wall in row.values())
     text = "\n".join(bench_noise.interleaved_summary(result))
     assert "÷ NumPy" in text and "one secure draw" in text and text.count("MET") >= 2
+
+
+def _bench(name: str) -> ModuleType:
+    sys.path.insert(0, str(BENCH.parent))
+    spec = importlib.util.spec_from_file_location(name, BENCH.parent / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_one_pass_and_fixed_cost_benchmarks_run_at_a_tiny_size(tmp_path: Path) -> None:
+    """bench_sql --one-pass and bench_statistics --fixed-cost (issue 31, items 1 and 3) at a tiny size."""
+    sql = _bench("bench_sql")
+    path = _bench("gen_parquet").generate(20_000, directory=tmp_path, quiet=True)
+    figures = sql.one_pass(path, 1)
+    assert set(figures) == {"SQL, one pass", "SQL, one pass per release (before)", "Polars, exact"}
+    assert all(cpu >= 0 and wall > 0 for cpu, wall in figures.values())
+    statistics_bench = _bench("bench_statistics")
+    cost = statistics_bench.fixed_cost(20)
+    assert cost["releases"] == 20 and cost["wall_us"] > 0
+    count = statistics_bench.count_in_memory(1_000, 2)
+    assert count["dp_wall_s"] > 0 and count["polars_wall_s"] > 0

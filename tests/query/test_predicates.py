@@ -138,3 +138,24 @@ def test_a_window_of_positions() -> None:
     assert only.window == (10, math.inf) and only.value_tree is None and not only.record_wise
     assert parse("age < 3").window is None and parse("age < 3").record_wise
     assert parse("row_number <= 5 and sex == 'Male'").columns == ("sex",)
+
+
+@pytest.mark.parametrize("dtype", [pl.String, pl.Categorical])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "c in ['a', 'b']",
+        "not c in ['a', 'b']",
+        "c not in ['a', 'zz']",
+        "c in ['a', 'b'] or n > 2",
+        "not (c in ['b', 'b'] and n < 3)",
+    ],
+)
+def test_a_text_list_is_one_membership_test_with_the_equalities_answer(dtype: pl.DataType, text: str) -> None:
+    frame = pl.DataFrame({"c": pl.Series(["a", None, "b", "c", None, "a"], dtype=dtype), "n": [1, 2, 3, 4, None, 6]})
+    predicate, kinds = parse(text), {"c": "string", "n": "integer"}
+    predicate.check(kinds)
+    lookup = to_polars(predicate, kinds, frame.schema)  # the schema given: `in` is one is_in
+    equalities = to_polars(predicate, kinds)  # no schema: the equalities
+    assert "is_in" in str(lookup) and "is_in" not in str(equalities)
+    assert frame.select(lookup).to_series().to_list() == frame.select(equalities).to_series().to_list()

@@ -52,6 +52,13 @@ The contract (every engine implements it the same way; the session does all the 
        ``by`` keys only (``query.declared_columns``).
 
     No noise, no budget, no rounding: the session adds Laplace noise once, on the driver.
+``aggregate_many(handle, queries) -> list[Aggregates]``
+    The aggregates of several queries that :func:`fuse_key` puts together (the same filter,
+    groups and keys; no privacy unit, no bins, no row-position window), in one pass over the
+    table: one ``group_by``/``select`` holding every query's aggregates, one collect. Each
+    query's rows are those of its own plan: its column's null (and NaN) rows are left out of its
+    own aggregates only, inside the pass. A declared key absent from a query's rows may come
+    back as 0 (absent keys are zero).
     Nothing here may fail because of a value in the data (casts are non-strict, sums are of
     clamped float64 values), and no error may quote one.
 
@@ -61,7 +68,7 @@ Engines are looked up by name with :func:`engine_for`; ``spark`` is imported onl
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from dpwitness.common.errors import ParameterError, require
@@ -95,6 +102,76 @@ class Engine(Protocol):
     def check(self, handle: Any, query: Query) -> None: ...
 
     def aggregate(self, handle: Any, query: Query, *, selection_key: SelectionKey) -> Aggregates: ...
+
+    def aggregate_many(self, handle: Any, queries: Sequence[Query]) -> list[Aggregates]: ...
+
+
+def fuse_key(query: Query) -> tuple[Any, ...] | None:
+    """What ``query`` shares with every query computed in the same engine pass, or None when it
+    needs a pass of its own.
+
+    Queries with equal keys read the same rows (the same filter, groups and declared keys) and
+    differ only in their column, bounds and aggregates, so one ``group_by`` holds them all. A
+    query with a privacy unit (its own random row selection, keyed per query), a quantile's bins,
+    a row-position window (an order over the columns read) or undeclared groups (the keys present
+    are the release's) is computed alone.
+    """
+    predicate = query.predicate
+    if query.privacy_unit is not None or query.bins is not None or query.joint:
+        return None
+    if predicate is not None and predicate.window is not None:
+        return None
+    if query.grouped and query.keys is None:
+        return None
+    return (query.where, query.group_columns, query.keys, query.order_by)
+
+
+def plan_shape(query: Query) -> str:
+    """Everything about ``query`` but its ε (which does not change an engine's plan): the key
+    under which a plan check's outcome is remembered (:class:`CheckedShapes`)."""
+    fields = {k: v for k, v in query.to_dict().items() if k not in ("epsilon", "parts")}
+    extra = (query.where, query.order_by, query.bins, query.quantiles, query.aggregates)
+    return repr((sorted(fields.items()), extra))
+
+
+class CheckedShapes:
+    """The plan shapes an engine has checked on an empty table of a schema, with success.
+
+    A plan check builds the query's plan over an empty table of the table's schema, so its
+    outcome depends only on the schema (column names and types, which columns are untyped) and
+    the query's shape, never on the data: a shape that passed once passes again. Up to
+    ``capacity`` shapes are remembered (then the oldest half is forgotten); a failure is never
+    remembered."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._seen: dict[tuple[Any, ...], None] = {}
+
+    def __contains__(self, shape: tuple[Any, ...]) -> bool:
+        return shape in self._seen
+
+    def add(self, shape: tuple[Any, ...]) -> None:
+        if len(self._seen) >= self.capacity:
+            for old in list(self._seen)[: self.capacity // 2]:
+                self._seen.pop(old, None)
+        self._seen[shape] = None
+
+
+def batches(queries: Sequence[Query]) -> list[list[int]]:
+    """The positions of ``queries`` in passes: those with one :func:`fuse_key` together (in order,
+    at the place of the first), each other query alone."""
+    out: list[list[int]] = []
+    shared: dict[tuple[Any, ...], list[int]] = {}
+    for n, query in enumerate(queries):
+        key = fuse_key(query)
+        if key is None:
+            out.append([n])
+        elif key in shared:
+            shared[key].append(n)
+        else:
+            shared[key] = [n]
+            out.append(shared[key])
+    return out
 
 
 def declared_keys(query: Query, untyped: Collection[str], out: Aggregates) -> Aggregates:

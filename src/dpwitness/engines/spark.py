@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpwitness.common.errors import ParameterError
-from dpwitness.engines import SelectionKey, declared_keys
+from dpwitness.engines import CheckedShapes, SelectionKey, declared_keys, plan_shape
 from dpwitness.io.cells import spark_boolean, spark_integer, spark_number, spark_text, write
 from dpwitness.io.reader import read_spark
 from dpwitness.io.schema import spark_kind
@@ -52,6 +52,8 @@ _PARQUET = {".parquet", ".pq"}
 _SELECTED = "__dpw_rank"
 _ROW = "__dpw_position"
 _BIN = "__dpw_bin"
+#: Plan shapes that passed :meth:`SparkEngine.check` (per table schema): analysed once each.
+_CHECKED = CheckedShapes()
 
 
 def local_session(
@@ -192,10 +194,15 @@ class SparkEngine:
         """Build (and so analyse) the plan without running it, before the spend."""
         from pyspark.errors import PySparkException
 
+        table = _table(handle)
         try:
-            self.plan(handle, query, selection_key=(0, 0, 0, 0)).schema  # noqa: B018  (analysis only)
+            shape = (table.frame.schema.json(), table.untyped, plan_shape(query))
+            if shape in _CHECKED:  # the outcome depends on the schema and the query's shape only
+                return
+            self.plan(table, query, selection_key=(0, 0, 0, 0)).schema  # noqa: B018  (analysis only)
         except PySparkException as error:
             raise ParameterError("query", "a query this table's column types support", type(error).__name__) from None
+        _CHECKED.add(shape)
 
     def aggregate(self, handle: SparkTable | DataFrame, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         rows = self.plan(handle, query, selection_key=selection_key).collect()
@@ -215,6 +222,51 @@ class SparkEngine:
             for name, value in zip(names, row[groups:], strict=True):
                 out[name][key] = float(value or 0.0)
         return declared_keys(query, untyped, dict(out))
+
+    def aggregate_many(self, handle: SparkTable | DataFrame, queries: Sequence[Query]) -> list[Aggregates]:
+        """The aggregates of ``queries`` (one :func:`dpwitness.engines.fuse_key`) from one Spark job."""
+        rows = self.plan_many(handle, queries).collect()
+        untyped = _table(handle).untyped
+        groups = len(queries[0].group_columns)
+        out: list[Aggregates] = []
+        start = groups
+        for query in queries:
+            width = len(query.aggregates)
+            picked = [[*row[:groups], *row[start : start + width]] for row in rows]
+            out.append(self.read(query, picked, untyped=untyped))
+            start += width
+        return out
+
+    def plan_many(self, handle: SparkTable | DataFrame, queries: Sequence[Query]) -> DataFrame:
+        """One plan for ``queries`` that share a :func:`dpwitness.engines.fuse_key`: filter, drop rows
+        with a null key, keep the declared keys, then one ``groupBy`` (or ``agg``) with every
+        query's aggregates, each over the rows where its own column is present (not null, not NaN)."""
+        from pyspark.sql import functions as F
+
+        first = queries[0]
+        groups = list(first.group_columns)
+        table = _table(handle)
+        schema = self.schema(table).columns
+        read = list(dict.fromkeys(c for q in queries for c in q.columns_read))
+        frame = table.frame.select(*(_col(c) for c in read)) if read else table.frame.select(F.lit(1).alias("__dpw_row"))
+        frame = _filtered(frame, first, schema, read)
+        kinds = {field.name: field.dataType.typeName() for field in frame.schema.fields}
+        present = [_col(c).isNotNull() for c in groups] + [~F.isnan(_col(c)) for c in groups if kinds[c] in ("double", "float")]
+        if present:
+            frame = frame.filter(reduce(lambda a, b: a & b, present))
+        if first.keys is not None:
+            frame = frame.filter(_declared(frame, list(first.declared_columns), first.keys))
+        aggregates: list[Column] = []
+        for n, query in enumerate(queries):
+            column, value, kept = query.column, None, None
+            if column is not None:
+                number = query.bounds is not None and schema[column] is ColumnKind.UNTYPED
+                value = _as_number(column) if number else _col(column)
+                kept = value.isNotNull()
+                if number or kinds[column] in ("double", "float"):
+                    kept = kept & ~F.isnan(value)
+            aggregates.extend(_expressions(query, value=value, kept=kept, prefix=f"{n}:"))
+        return frame.groupBy(*(_col(g) for g in groups)).agg(*aggregates) if groups else frame.agg(*aggregates)
 
     def plan(self, handle: SparkTable | DataFrame, query: Query, *, selection_key: SelectionKey) -> DataFrame:
         """The Spark plan: drop nulls, keep declared keys, bound contributions, clamp, aggregate."""
@@ -447,21 +499,27 @@ def _bin(query: Query) -> Column:
     return F.least(F.floor((value - F.lit(float(low))) * F.lit(scale)), F.lit(query.bins - 1)).cast("long")
 
 
-def _expressions(query: Query) -> list[Column]:
+def _expressions(query: Query, *, value: Column | None = None, kept: Column | None = None, prefix: str = "") -> list[Column]:
+    """``query``'s aggregates (named ``prefix`` + the aggregate's name); ``value`` is its column
+    as read (default: the column itself), ``kept`` the rows they are over (default: every row
+    reaching them, as :meth:`SparkEngine.bounded` dropped the others)."""
     from pyspark.sql import functions as F
 
-    value = F.lit(0.0)
+    clamped = F.lit(0.0)
     if query.bounds is not None and query.column is not None:
         low, high = query.bounds
-        value = F.least(F.greatest(_col(query.column).cast("double"), F.lit(float(low))), F.lit(float(high)))
-    centred = value - F.lit(float(query.centre))
+        read = _col(query.column) if value is None else value
+        clamped = F.least(F.greatest(read.cast("double"), F.lit(float(low))), F.lit(float(high)))
+    if kept is not None:
+        clamped = F.when(kept, clamped)  # null elsewhere: neither counted nor summed
+    centred = clamped - F.lit(float(query.centre))
     build = {
-        Aggregate.COUNT: F.count(F.lit(1)).cast("double"),
-        Aggregate.SUM: F.sum(value),
+        Aggregate.COUNT: F.count(F.lit(1) if kept is None else F.when(kept, F.lit(1))).cast("double"),
+        Aggregate.SUM: F.sum(clamped),
         Aggregate.CENTRED_SUM: F.sum(centred),
         Aggregate.CENTRED_SQUARES: F.sum(centred * centred),
     }
-    return [F.coalesce(build[a], F.lit(0.0)).alias(a.value) for a in query.aggregates]
+    return [F.coalesce(build[a], F.lit(0.0)).alias(prefix + a.value) for a in query.aggregates]
 
 
 ENGINE = SparkEngine()

@@ -27,7 +27,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, replace
 
@@ -125,6 +125,56 @@ class Usage:
             self.records + 1,
             math.fsum((self.tv_distance, spend.tv_distance)),
         )
+
+
+_FIELDS = ("epsilon", "delta", "rho", "selection_delta", "tv_distance")
+
+
+class RunningUsage:
+    """:meth:`Usage.of` an account's spends kept up to date one spend at a time, in O(1) per spend.
+
+    Each sum is held exactly as Shewchuk's non-overlapping partials (what :func:`math.fsum` keeps
+    inside), so the value is bit for bit ``Usage.of`` of every spend so far, however long the
+    history; a non-finite amount (ε = ∞ on a ρ account) makes it fall back to ``Usage.of``."""
+
+    def __init__(self) -> None:
+        self._partials: list[list[float]] = [[] for _ in _FIELDS]
+        self._records = 0
+        self._finite = True
+        self._value = Usage()
+
+    def add(self, spend: Spend) -> None:
+        """Count ``spend`` in."""
+        self._records += 1
+        amounts = [float(getattr(spend, name)) for name in _FIELDS]
+        if not all(math.isfinite(a) for a in amounts):
+            self._finite = False
+        if self._finite:
+            for partials, amount in zip(self._partials, amounts, strict=True):
+                _add_exact(partials, amount)
+            self._finite = all(math.isfinite(x) for p in self._partials for x in p)  # no overflow on the way
+        if self._finite:
+            sums = [math.fsum(p) for p in self._partials]
+            self._value = Usage(sums[0], sums[1], sums[2], sums[3], self._records, sums[4])
+
+    def value(self, history: Sequence[Spend]) -> Usage:
+        """The sums over ``history`` (the spends added, in order)."""
+        return self._value if self._finite else Usage.of(history)
+
+
+def _add_exact(partials: list[float], x: float) -> None:
+    """Add ``x`` to the exact sum held as non-overlapping ``partials`` (Shewchuk; Python's msum recipe)."""
+    i = 0
+    for y in partials:
+        if abs(x) < abs(y):
+            x, y = y, x
+        high = x + y
+        low = y - (high - x)
+        if low:
+            partials[i] = low
+            i += 1
+        x = high
+    partials[i:] = [x]
 
 
 def check_total(*, epsilon: float | None = None, delta: float | None = None, rho: float | None = None) -> Budget:
@@ -296,6 +346,7 @@ class Accountant:
         self.ledger = ledger
         self.account = account
         self._history: list[Spend] = []
+        self._usage = RunningUsage()  # Usage.of(self._history), kept up to date
         self._lock = threading.Lock()  # admission and recording of one spend are one step
         self._pending: Budget | None = None  # a new account's total, stored with its first spend
         if ledger is not None:
@@ -331,7 +382,7 @@ class Accountant:
     def usage(self) -> Usage:
         if self.ledger is not None:
             return self.ledger.usage(self.account)
-        return Usage.of(self._history)
+        return self._usage.value(self._history)
 
     @property
     def spent(self) -> Budget:
@@ -347,6 +398,13 @@ class Accountant:
         if self.ledger is not None:
             return self.ledger.history(self.account)
         return list(self._history)
+
+    @property
+    def history_length(self) -> int:
+        """``len(self.history)``, without copying the history when it is held in memory."""
+        if self.ledger is not None:
+            return len(self.ledger.history(self.account))
+        return len(self._history)
 
     def check(self, spend: Spend) -> None:
         """Raise :class:`BudgetExceeded` if ``spend`` would not fit; records nothing."""
@@ -392,10 +450,11 @@ class Accountant:
                 recorded = self.ledger.spend(self.account, entry, create_with=self._pending)
                 self._pending = None
                 return recorded
-            usage = Usage.of(self._history).plus(entry)
-            if not admits(self._total, usage):
-                raise refusal(self._total, Usage.of(self._history), entry)
+            before = self._usage.value(self._history)
+            if not admits(self._total, before.plus(entry)):
+                raise refusal(self._total, before, entry)
             self._history.append(entry)
+            self._usage.add(entry)
             return entry
 
     def raise_budget(

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NoReturn, Union
 
 from dpwitness.common.errors import ParameterError
@@ -607,8 +607,15 @@ def to_polars(predicate: Predicate, kinds: Mapping[str, Any], dtypes: Mapping[st
             return column.cast(pl.String)
         return column
 
+    def member(name: str, column: pl.Expr, values: tuple[str, ...]) -> pl.Expr | None:
+        # A text column against texts: one hash lookup per row instead of len(values) comparisons;
+        # the same three-valued answer (a null cell is unknown, so is its negation).
+        if dtypes is None or dtypes.get(name) not in (pl.String, pl.Categorical):
+            return None
+        return column.is_in(pl.Series(values, dtype=pl.String).implode())
+
     assert predicate.value_tree is not None
-    return _compile(predicate.value_tree, read, _POLARS)  # type: ignore[no-any-return]
+    return _compile(predicate.value_tree, read, replace(_POLARS, member=member))  # type: ignore[no-any-return]
 
 
 def to_spark(predicate: Predicate, kinds: Mapping[str, Any]) -> Column:
@@ -640,6 +647,8 @@ class _Backend:
     is_null: Callable[[Any], Any]
     negate: Callable[[Any], Any]
     like: Callable[[Any, str], Any]
+    #: ``column in [texts]`` as one membership test, given the column's name, or None: equalities.
+    member: Callable[[str, Any, tuple[str, ...]], Any] | None = None
 
 
 def _polars_literal(value: Literal) -> Any:
@@ -716,7 +725,12 @@ def _compile(node: Node, read: Reader, backend: _Backend) -> Any:
     if isinstance(node, In):
         # x in [a, b] is x == a or x == b: unknown (not false) when x is missing, as SQL's IN;
         # spelled as equalities so that both engines resolve the literal types the same way.
-        inside = _balanced([column == backend.literal(v) for v in node.values], lambda a, b: a | b)
+        texts = tuple(v for v in node.values if isinstance(v, str))
+        inside = None
+        if backend.member is not None and len(texts) == len(node.values) > 1:
+            inside = backend.member(node.column.name, column, texts)
+        if inside is None:
+            inside = _balanced([column == backend.literal(v) for v in node.values], lambda a, b: a | b)
         return backend.negate(inside) if node.negated else inside
     inside = (column >= backend.literal(node.low)) & (column <= backend.literal(node.high))
     return backend.negate(inside) if node.negated else inside

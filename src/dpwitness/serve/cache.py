@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dpwitness.engines import Engine, SelectionKey
+from dpwitness.engines import Engine, SelectionKey, plan_shape
 from dpwitness.query.queries import Aggregates, Query, Schema
 
 
@@ -47,7 +47,7 @@ class CachedAggregates:
     def check(self, handle: Any, query: Query) -> None:
         """The plan check runs on an empty table of the schema, so its outcome depends only on the
         query's shape: a shape that passed once (in this analyst's session) passes again."""
-        shape = _plan_shape(query)
+        shape = plan_shape(query)
         with self._lock:
             if shape in self._checked:
                 return
@@ -58,25 +58,47 @@ class CachedAggregates:
     def aggregate(self, handle: Any, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         if query.privacy_unit is not None or self.capacity < 1:
             return self.engine.aggregate(handle, query, selection_key=selection_key)
-        shape: tuple[Any, ...] = (query.statistic, query.column, query.bounds, query.by, query.keys, query.aggregates)
-        shape += (query.where, query.order_by, getattr(query, "bins", None))
+        found = self._found(query)
+        if found is None:
+            found = self.engine.aggregate(handle, query, selection_key=selection_key)
+            self._store(query, found)
+        return _copy(found)
+
+    def aggregate_many(self, handle: Any, queries: Sequence[Query]) -> list[Aggregates]:
+        """The shapes remembered are answered from memory; the others in one pass of the engine."""
+        if self.capacity < 1:
+            return self.engine.aggregate_many(handle, queries)
+        found = [self._found(q) for q in queries]
+        missing = [n for n, f in enumerate(found) if f is None]
+        if missing:
+            computed = self.engine.aggregate_many(handle, [queries[n] for n in missing])
+            for n, aggregates in zip(missing, computed, strict=True):
+                self._store(queries[n], aggregates)
+                found[n] = aggregates
+        return [_copy(f) for f in found if f is not None]
+
+    def _found(self, query: Query) -> Aggregates | None:
+        shape = _shape(query)
         with self._lock:
             found = self._entries.get(shape)
             if found is not None:
                 self._entries.move_to_end(shape)
                 self.hits += 1
-        if found is None:
-            found = self.engine.aggregate(handle, query, selection_key=selection_key)
-            with self._lock:
-                self.misses += 1
-                self._entries[shape] = found
-                while len(self._entries) > self.capacity:
-                    self._entries.popitem(last=False)
-        return {name: dict(value) if isinstance(value, dict) else value for name, value in found.items()}
+        return found
+
+    def _store(self, query: Query, found: Aggregates) -> None:
+        with self._lock:
+            self.misses += 1
+            self._entries[_shape(query)] = found
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
 
 
-def _plan_shape(query: Query) -> str:
-    """Everything about ``query`` but its ε (which does not change the engine's plan)."""
-    fields = {k: v for k, v in query.to_dict().items() if k not in ("epsilon", "parts")}
-    extra = (query.where, query.order_by, getattr(query, "bins", None), getattr(query, "quantiles", None), query.aggregates)
-    return repr((sorted(fields.items()), extra))
+def _shape(query: Query) -> tuple[Any, ...]:
+    """What the exact aggregates of ``query`` depend on (never its ε)."""
+    shape: tuple[Any, ...] = (query.statistic, query.column, query.bounds, query.by, query.keys, query.aggregates)
+    return (*shape, query.where, query.order_by, getattr(query, "bins", None))
+
+
+def _copy(found: Aggregates) -> Aggregates:
+    return {name: dict(value) if isinstance(value, dict) else value for name, value in found.items()}

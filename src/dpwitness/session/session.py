@@ -3,10 +3,11 @@ of :mod:`dpwitness.session` (resolve, plan, spend, aggregate, add noise once).""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
@@ -14,7 +15,7 @@ from typing import Any, cast
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.progress import large_source, progress
 from dpwitness.common.validation import check_alpha
-from dpwitness.engines import Engine, engine_for
+from dpwitness.engines import Engine, batches, engine_for
 from dpwitness.io.reader import Dialect, check_encoding
 from dpwitness.io.schema import load_schema, schema_beside
 from dpwitness.mechanisms.additive import Laplace
@@ -23,7 +24,7 @@ from dpwitness.noise import bit_source
 from dpwitness.privacy.budget import Accountant, Budget, Ledger, Spend, check_total
 from dpwitness.privacy.neighbours import ContributionBound, Neighbours, partition_threshold
 from dpwitness.query.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
-from dpwitness.query.queries import Key, Query, Schema, check_keys, parse_dtypes
+from dpwitness.query.queries import Aggregates, Key, Query, Schema, check_keys, parse_dtypes
 from dpwitness.query.resolve import Request, check_max_rows, check_rho_option, resolve
 from dpwitness.session.composing import compose
 from dpwitness.session.plans import check_part_epsilons, gaussian_for, gaussian_selection, preview_of, selection_exposure
@@ -454,6 +455,12 @@ class Session:
         """Resolve ``request`` (:meth:`resolve`) and release it (:meth:`run`, with its options)."""
         return self.run(self.resolve(request), **request.run_options())
 
+    def ask_all(self, requests: Sequence[Request]) -> list[Release]:
+        """Resolve every one of ``requests`` and release them together (:meth:`run_all`: all checked
+        and the budget for all before any spend; those over the same rows in one engine pass)."""
+        queries = [self.resolve(r) for r in requests]
+        return self.run_all(queries, options=[r.run_options() for r in requests])
+
     def results(self) -> Any:
         """Every release of this session as one Polars frame (one row per key; see
         :meth:`dpwitness.mechanisms.release.Release.to_polars` for the columns)."""
@@ -559,6 +566,60 @@ class Session:
         only sizes it) and ``max_rows`` as for the statistic methods; the session's are the defaults."""
         alpha = check_alpha(alpha)
         plan = self._plan(query, mechanism, rho=rho, max_rows=max_rows)
+        seeds = self._spend(plan)
+        query = plan.query
+        long = self.engine.name == "spark" or large_source(self.source)  # a Spark job or a large file: show progress
+        with progress(f"{self.engine.name}: {query.label}", enabled=long), self._withheld():
+            exact = self.engine.aggregate(self._opened(), query, selection_key=selection_key(seeds[0]))
+        return self._released(plan, exact, seeds, alpha)
+
+    def run_all(
+        self,
+        queries: Sequence[Query],
+        *,
+        alpha: float = 0.05,
+        options: Sequence[Mapping[str, Any]] | None = None,
+    ) -> list[Release]:
+        """Release each of ``queries`` as :meth:`run` would, in order; those over the same rows (filter,
+        groups, declared keys: :func:`dpwitness.engines.fuse_key`) share one engine pass. All are
+        checked, and the budget for all, before any spend; each is spent in order (a seeded session
+        gives each its :meth:`run` stream) and gets its own noise. ``options``: per query, the
+        ``mechanism``/``rho``/``max_rows``/``alpha`` of :meth:`run`. Returns the releases in order."""
+        alpha = check_alpha(alpha)
+        asked = [dict(o) for o in options] if options is not None else [{} for _ in queries]
+        if len(asked) != len(queries):
+            raise ParameterError("options", f"one mapping per query ({len(queries)})", len(asked))
+        alphas = [check_alpha(o.pop("alpha", alpha)) for o in asked]
+        plans = [self._plan(q, **o) for q, o in zip(queries, asked, strict=True)]
+        self._accountant.check_all([p.spend(p.query.label) for p in plans])
+        seeds = [self._spend(p) for p in plans]
+        exact: list[Aggregates | None] = [None] * len(plans)
+        long = self.engine.name == "spark" or large_source(self.source)
+        for batch in batches([p.query for p in plans]):
+            label = "; ".join(plans[n].query.label for n in batch)
+            with progress(f"{self.engine.name}: {label}", enabled=long), self._withheld():
+                if len(batch) == 1:
+                    query = plans[batch[0]].query
+                    found = [self.engine.aggregate(self._opened(), query, selection_key=selection_key(seeds[batch[0]][0]))]
+                else:
+                    found = self._many(self._opened(), [plans[n].query for n in batch], [seeds[n][0] for n in batch])
+            for n, aggregates in zip(batch, found, strict=True):
+                exact[n] = aggregates
+        done = zip(plans, exact, seeds, alphas, strict=True)
+        return [self._released(p, e, s, a) for p, e, s, a in done if e is not None]
+
+    def _many(self, handle: Any, queries: list[Query], streams: list[Any]) -> list[Aggregates]:
+        """One engine pass for ``queries``; should the shared plan fail (each query's own plan was
+        checked before the spend, the shared one was not), each query's own plan instead."""
+        try:
+            return self.engine.aggregate_many(handle, queries)
+        except Exception:
+            return [
+                self.engine.aggregate(handle, q, selection_key=selection_key(s)) for q, s in zip(queries, streams, strict=True)
+            ]
+
+    def _spend(self, plan: Plan) -> list[Any]:
+        """Charge ``plan``'s cost to the account; its streams (the selection key's, then one per part)."""
         query = plan.query
         cost = plan.spend(query.label)
         with self._lock:  # the spend and its position in the history (the seeded stream's index) together
@@ -571,20 +632,23 @@ class Session:
                 tv_distance=cost.tv_distance,
             )
             # (BudgetExceeded there, before any data is read)
-            position = len(self._accountant.history) - 1
-        seeds = query_streams(self.seed, position, query, len(query.parts) + 1)
-        long = self.engine.name == "spark" or large_source(self.source)  # a Spark job or a large file: show progress
+            position = self._accountant.history_length - 1
+        return list(query_streams(self.seed, position, query, len(query.parts) + 1))
+
+    @contextlib.contextmanager
+    def _withheld(self) -> Iterator[None]:
+        """An engine failing after the spend: its message may quote the data, withhold it (the type says what kind)."""
         try:
-            with progress(f"{self.engine.name}: {query.label}", enabled=long):
-                exact = self.engine.aggregate(self._opened(), query, selection_key=selection_key(seeds[0]))
+            yield
         except Exception as error:
-            # Nothing after the spend may depend on the data; if an engine fails anyway, its
-            # message may quote a value from the data: withhold it (the type says what kind).
             raise RuntimeError(
                 f"the {self.engine.name} engine failed after ε was spent ({type(error).__name__}); "
                 "its message is withheld because it may quote the data — please report this"
             ) from None
-        release = compose(query, plan, exact, seeds[1:], seed=self.seed).with_alpha(alpha)
+
+    def _released(self, plan: Plan, exact: Aggregates, seeds: Sequence[Any], alpha: float) -> Release:
+        """The release of ``plan``'s query from its exact aggregates: noise added once, per part."""
+        release = compose(plan.query, plan, exact, seeds[1:], seed=self.seed).with_alpha(alpha)
         if self._notes():
             release = replace(release, notes=(*release.notes, *self._notes()))
         self.releases.append(release)

@@ -135,26 +135,31 @@ def execute(session: Session, compiled: Statement, *, alpha: float = 0.05) -> An
     aggregates: list[Aggregate] = []
     keys: tuple[Key, ...] | None = compiled.keys
     extra = ""
-    for aggregate in compiled.aggregates:
-        query = aggregate.query
+    pending = list(compiled.aggregates)
+    while pending and compiled.by and keys is None:  # the first release gives the keys the others reuse
+        aggregate = pending.pop(0)
+        if aggregate.reuses_keys:  # no keys yet (the first aggregate released no group): nothing to release
+            continue
+        release = session.run(aggregate.query, alpha=alpha)
+        assert isinstance(release.value, dict)
+        keys = tuple(release.value)
+        cap = _most_keys(compiled)
+        if len(keys) > cap:  # a grouped quantile bins every key: keep the largest released groups
+            value = release.value
+            keys = tuple(sorted(keys, key=lambda k: -float(value[k]))[:cap])
+            extra = f"the {cap} groups with the largest released {aggregate.text} are answered (a quantile's cells are capped)"
+        releases.append(release)
+        aggregates.append(aggregate)
+    rest: list[Aggregate] = []
+    for aggregate in pending:
         if aggregate.reuses_keys:
             if not keys:  # the first aggregate released no group: nothing more to release
                 continue
-            query = replace(query, keys=keys)
-            aggregate = replace(aggregate, query=query)
-        release = session.run(query, alpha=alpha)
-        if compiled.by and keys is None:
-            assert isinstance(release.value, dict)
-            keys = tuple(release.value)
-            cap = _most_keys(compiled)
-            if len(keys) > cap:  # a grouped quantile bins every key: keep the largest released groups
-                value = release.value
-                keys = tuple(sorted(keys, key=lambda k: -float(value[k]))[:cap])
-                extra = (
-                    f"the {cap} groups with the largest released {aggregate.text} are answered (a quantile's cells are capped)"
-                )
-        releases.append(release)
-        aggregates.append(aggregate)
+            aggregate = replace(aggregate, query=replace(aggregate.query, keys=keys))
+        rest.append(aggregate)
+    # The others together: those over the same rows (filter, groups, keys) in one engine pass.
+    releases.extend(session.run_all([a.query for a in rest], alpha=alpha))
+    aggregates.extend(rest)
     return answer_of(compiled, aggregates, releases, keys, alpha, extra=extra)
 
 

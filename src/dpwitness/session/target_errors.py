@@ -108,7 +108,8 @@ class BudgetPlan:
     converted: Budget | None = None
 
     def requests(self) -> list[Request]:
-        """The planned statistics, each with its ε (or ρ) and split: ``[session.ask(r) for r in plan.requests()]``."""
+        """The planned statistics, each with its ε (or ρ) and split: ``session.ask_all(plan.requests())``
+        (or ``[session.ask(r) for r in plan.requests()]``, one engine pass each)."""
         return [s.request for s in self.statistics]
 
     def to_dict(self) -> dict[str, Any]:

@@ -266,11 +266,15 @@ def _rows(
         return ()
     row_keys: list[Key] = list(keys) if compiled.by and keys is not None else [None]
 
+    intervals: dict[tuple[int, float], tuple[Any, Any]] = {}  # a release's intervals at a level: every key's at once
+
     def cell(index: int, key: Key, level: float) -> Cell:
         aggregate, release = released[index]
         kind, q = compiled.calls[index] if compiled.calls else (aggregate.kind, None)
-        release = release.with_alpha(level)
-        value, interval = release.value, release.interval
+        if (index, level) not in intervals:
+            at_level = release.with_alpha(level)
+            intervals[index, level] = (at_level.value, at_level.interval)
+        value, interval = intervals[index, level]
         qs = aggregate.query.quantiles or ()
         at = key if len(qs) <= 1 else (q if key is None else (key, q))
         if isinstance(value, dict):
