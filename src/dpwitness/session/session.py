@@ -670,8 +670,9 @@ class Session:
         a frame: ``data``) unless ``name`` is given. ``public`` names the public (lookup) tables the
         statement may JOIN (name → Polars DataFrame or CSV/Parquet path; their values are public).
         Returns a :class:`dpwitness.sql.Answer`, or with ``explain`` (or ``EXPLAIN SELECT …``) a
-        :class:`dpwitness.sql.Explanation` and spends nothing. Anything refused is refused before
-        any spend (:class:`dpwitness.sql.SqlError`)."""
+        :class:`dpwitness.sql.Explanation` and spends nothing; with target errors
+        (``WITHIN(aggregate, error[, min_rows])``) its ``plan`` is :meth:`plan`'s answer and ``epsilon``
+        is not used. Anything refused is refused before any spend (:class:`dpwitness.sql.SqlError`)."""
         from dpwitness.session.sql import run
 
         return run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=public)

@@ -122,7 +122,11 @@ def explain_statement(session: Session, compiled: Statement, *, alpha: float = 0
 
 
 def refuse_targets(compiled: Statement) -> None:
-    """Refuse (before any spend) to release a statement with target errors: ``WITHIN(…)`` is planned by EXPLAIN."""
+    """Refuse (before any spend) to release a statement with target errors: ``WITHIN(…)`` is planned by EXPLAIN.
+
+    :param compiled: the compiled statement (:func:`compile_for`); a :class:`SqlError` naming its
+        first aggregate when it has target errors, else nothing.
+    """
     if compiled.targets:
         first = compiled.aggregates[0]
         raise SqlError(
