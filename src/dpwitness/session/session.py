@@ -47,9 +47,9 @@ class Session:
     such releases need ``max_rows``, a declared bound on the table's rows (privacy units with
     ``privacy_unit``), never its real size, and refuse δ > 1/(10·max_rows).
     ``mechanism`` ("laplace", "gaussian" or "auto"; also per call of :meth:`run` and
-    :meth:`preview`): Gaussian noise for a count, sum or histogram, calibrated to the query's ε
-    and ``delta`` and its L2 Δ (``Part.l2_sensitivity``); over undeclared keys the keys are
-    selected by Gaussian thresholding, ``delta`` split between the noise and the selection
+    :meth:`preview`): Gaussian noise for a count, sum, histogram (or, asked, a mean over declared
+    keys), calibrated to the query's ε and ``delta`` and its L2 Δ (``Part.l2_sensitivity``); over
+    undeclared keys the keys are selected by Gaussian thresholding, ``delta`` split between the noise and the selection
     (:func:`dpwitness.privacy.accounting.gaussian_threshold`); "auto" takes the one with the
     smaller variance when the account has δ (or is a ρ total) and says so.
     ``seed`` makes releases reproducible (NOT for production): query i gets its own stream,
