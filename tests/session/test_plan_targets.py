@@ -279,3 +279,15 @@ def test_a_composite_of_laplace_and_gaussian_parts_is_not_witnessed_as_one() -> 
     reports = [witness(Laplace(sensitivity=1.0, epsilon=1.0)), witness(Gaussian(sensitivity=1.0, rho=0.5))]
     with pytest.raises(ValueError, match="all Laplace or all Gaussian"):
         compose(reports)  # type: ignore[arg-type]
+
+
+def test_auto_keeps_a_mean_laplace_and_a_gaussian_mean_over_undeclared_keys_is_refused() -> None:
+    session = Session(pl.DataFrame({"age": [1.0, 2.0], "g": ["a", "b"]}), epsilon=5, delta_budget=1e-5, max_rows=100)
+    release = session.ask(Request("mean", "age", bounds=(0.0, 100.0), epsilon=1.0, mechanism="auto"))
+    assert [p.distribution for p in release.parts] == ["laplace", "laplace"]  # type: ignore[attr-defined]
+    assert "a mean is Gaussian when asked" in release.notice
+    spent = session.spent
+    with pytest.raises(ParameterError) as caught:
+        session.ask(Request("mean", "age", bounds=(0.0, 100.0), by="g", epsilon=1.0, mechanism="gaussian"))
+    assert caught.value.parameter == "mechanism" and "\n" not in str(caught.value)
+    assert session.spent == spent
