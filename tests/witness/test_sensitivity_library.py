@@ -30,7 +30,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator
+import os
+import pickle
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -134,28 +137,59 @@ def _polars_outputs(query: Query) -> Any:
     return outputs
 
 
-_POLARS: dict[int, dict[str, SensitivityResult]] = {}
+Searches = dict[str, SensitivityResult]
+_SEARCHES: dict[tuple[str, int], Searches] = {}
+#: Under pytest-xdist, a folder every worker of the run shares (set by :func:`_shared_searches`).
+_SHARED: list[Path] = []
 
 
-def _polars_search(index: int) -> dict[str, SensitivityResult]:
-    if index not in _POLARS:
-        query = CASES[index]
-        _POLARS[index] = _search(query, _polars_outputs(query), trials=TRIALS, seed=index)
-    return _POLARS[index]
+@pytest.fixture(scope="module", autouse=True)
+def _shared_searches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Share the seeded searches between pytest-xdist workers. The Spark replays need every case's
+    Polars search, which the Polars tests run on the other worker: each worker publishes what it
+    searched and reads what the other published, so a search runs once per run, not once per worker.
+    A search is seeded, so its result is the same whichever worker ran it."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.getbasetemp().parent / "sensitivity-searches"
+        folder.mkdir(exist_ok=True)
+        _SHARED[:] = [folder]
+    yield
+    _SHARED.clear()
 
 
-_POLARS_L2: dict[int, dict[str, SensitivityResult]] = {}
+def _searched(norm: str, index: int, search: Callable[[], Searches]) -> Searches:
+    """``search()``, once per run: from this process's cache, else from another worker's, else run."""
+    if (norm, index) not in _SEARCHES:
+        path = _SHARED[0] / f"{norm}-{index}.pickle" if _SHARED else None
+        if path is not None and path.exists():
+            _SEARCHES[norm, index] = pickle.loads(path.read_bytes())
+        else:
+            _SEARCHES[norm, index] = search()
+            if path is not None:
+                partial = path.with_suffix(f".{os.getpid()}")
+                partial.write_bytes(pickle.dumps(_SEARCHES[norm, index]))
+                partial.replace(path)  # atomic: a reader sees the whole file or none
+    return _SEARCHES[norm, index]
+
+
+def _polars_search(index: int) -> Searches:
+    query = CASES[index]
+    return _searched("l1", index, lambda: _search(query, _polars_outputs(query), trials=TRIALS, seed=index))
+
+
 #: The grouped cases: an ungrouped part is one number, whose L2 shift is its L1 shift.
 GROUPED = [index for index, query in enumerate(CASES) if query.grouped]
 
 
-def _polars_l2_search(index: int) -> dict[str, SensitivityResult]:
+def _polars_l2_search(index: int) -> Searches:
     """The L2 search: the L1 search's worst pair replayed first, then fresh pairs steered towards L2."""
-    if index not in _POLARS_L2:
-        query = CASES[index]
+    query = CASES[index]
+
+    def search() -> Searches:
         replay = [_worst_pair(_polars_search(index))]
-        _POLARS_L2[index] = _search(query, _polars_outputs(query), "l2", trials=TRIALS // 2, seed=index, pairs=replay)
-    return _POLARS_L2[index]
+        return _search(query, _polars_outputs(query), "l2", trials=TRIALS // 2, seed=index, pairs=replay)
+
+    return _searched("l2", index, search)
 
 
 def test_every_statistic_is_swept() -> None:
@@ -354,6 +388,8 @@ def spark_replays(spark: Any, spark_small_tables: Any, request: pytest.FixtureRe
         for item in request.session.items
         if isinstance(item, pytest.Function) and item.originalname == "test_spark_aggregates_move_by_at_most_the_derived_delta"
     ]
+    for index in reversed(selected):  # the Polars tests go forwards: the two workers meet in the middle
+        _replayed_pairs(index)
     jobs = [(index, frame) for index in selected for pair in _replayed_pairs(index) for frame in pair]
     with spark_small_tables(spark):
         values = iter(_spark_batch(jobs))
