@@ -112,69 +112,99 @@ function frame(svg, spec, xr, yr) {
   const xt = spec.xCategories ? spec.xCategories.map((_, i) => i + 1) : spec.xlog ? decadeTicks(xr[0], xr[1]) : ticks(xr[0], xr[1], Math.max(2, Math.floor(w / 80)));
   for (const v of xt) {
     el("line", { class: "grid", x1: sx(v), x2: sx(v), y1: m.top, y2: m.top + h }, axis);
-    keepInside(el("text", { x: sx(v), y: m.top + h + 16, "text-anchor": "middle", class: "tick x" }, axis, spec.xCategories ? spec.xCategories[v - 1] : tickLabel(v)), width);
+    fittedText(axis, { x: sx(v), y: m.top + h + 16, "text-anchor": "middle", class: "tick x" }, spec.xCategories ? spec.xCategories[v - 1] : tickLabel(v), { within: width });
   }
   if (!spec.noY) {
     const yt = spec.ylog ? decadeTicks(yr[0], yr[1]) : ticks(yr[0], yr[1], Math.max(2, Math.floor(h / 45)));
     for (const v of yt) {
       el("line", { class: "grid", x1: m.left, x2: m.left + w, y1: sy(v), y2: sy(v) }, axis);
-      fitLength(el("text", { x: m.left - 6, y: sy(v) + 4, "text-anchor": "end", class: "tick y" }, axis, tickLabel(v)), m.left - 20);
+      fittedText(axis, { x: m.left - 6, y: sy(v) + 4, "text-anchor": "end", class: "tick y" }, tickLabel(v), { room: m.left - 20 });
     }
   }
   el("line", { x1: m.left, x2: m.left + w, y1: m.top + h, y2: m.top + h }, axis);
   if (!spec.noY) el("line", { x1: m.left, x2: m.left, y1: m.top, y2: m.top + h }, axis);
-  if (spec.xLabel) {
-    const label = el("text", { x: m.left + w / 2, y: height - 6, "text-anchor": "middle", class: "axis-label x" }, axis, spec.xLabel);
-    fitLength(label, width - 4);
-    keepInside(label, width);
-  }
+  if (spec.xLabel) fittedText(axis, { x: m.left + w / 2, y: height - 6, "text-anchor": "middle", class: "axis-label x" }, spec.xLabel, { room: width - 4, within: width });
   if (spec.yLabel) {
-    const label = el("text", { x: 12, y: m.top + h / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${m.top + h / 2})`, class: "axis-label y" }, axis, spec.yLabel);
-    const middle = m.top + h / 2;
-    fitLength(label, 2 * Math.min(middle, height - middle) - 4); // centred on the axis, within the svg's height
+    const middle = m.top + h / 2; // centred on the axis, within the svg's height
+    fittedText(axis, { x: 12, y: middle, "text-anchor": "middle", transform: `rotate(-90 12 ${middle})`, class: "axis-label y" }, spec.yLabel, { room: 2 * Math.min(middle, height - middle) - 4 });
   }
   svg.dataset.plotTop = String(m.top);
   return { sx, sy, m, w, h, width, height, rows };
 }
 
-// The width a text takes in this svg at the legend's size (measured; estimated while not laid out).
-function textWidth(svg, text, cls = "") {
-  const probe = el("text", { x: 0, y: -100, class: cls }, svg, text);
-  let width = 0;
-  try { width = probe.getComputedTextLength(); } catch { width = 0; }
-  probe.remove();
-  return width > 0 ? width : [...plain(text)].reduce((s, ch) => s + (ch.charCodeAt(0) > 0x2e80 ? 12 : 6.5), 0);
+// --- text sizes: measured together, kept, never read between the writes that build a plot ----------
+// Reading a text's size makes the browser lay the page out first if anything changed since the last
+// layout. Read label by label while a plot was being built (append, measure, append, measure…), the
+// live panel forced about 60 layouts per animation frame while ε was dragged (issue 29's regression).
+// So the width of a text is measured once per svg and class, all the missing ones together (one
+// layout), and kept: the fitting is arithmetic on those widths. Digits count as "0" (plots set
+// figures tabular, every digit one width), so a label whose number changes on every frame of a drag
+// ("release at 42.13") is measured once, not once per frame.
+const ESTIMATE = (text) => [...plain(text)].reduce((s, ch) => s + (ch.charCodeAt(0) > 0x2e80 ? 12 : 6.5), 0);
+//: Plots are set in the system's fonts (no web font to arrive later), so a width once measured holds.
+const measuredTexts = new WeakMap(); // svg → Map(class + shape of the text → { width, font })
+const SIZES_KEPT = 256;
+
+// The width and font size (px) of texts ([text, class] pairs) as this svg draws them; width null
+// while the svg is not laid out (detached) and for no text.
+function textSizes(svg, texts) {
+  let known = measuredTexts.get(svg);
+  if (!known) measuredTexts.set(svg, (known = new Map()));
+  const shape = (text) => String(text).replace(/[0-9]/g, "0");
+  const key = ([text, cls]) => `${cls}\n${shape(text)}`;
+  const missing = new Map();
+  for (const item of texts) if (item[0] !== "" && !known.has(key(item))) missing.set(key(item), item);
+  if (missing.size) {
+    const probes = [...missing.values()].map(([text, cls]) => el("text", { x: 0, y: -100, class: cls }, svg, shape(text)));
+    const sizes = probes.map((probe) => { // all reads after all writes: one layout
+      try { return { width: probe.getComputedTextLength(), font: parseFloat(getComputedStyle(probe).fontSize) || 12 }; } catch { return null; }
+    });
+    for (const probe of probes) probe.remove();
+    if (known.size + missing.size > SIZES_KEPT) known.clear();
+    [...missing.keys()].forEach((k, i) => { if (sizes[i] && sizes[i].width > 0) known.set(k, sizes[i]); });
+  }
+  return texts.map((item) => known.get(key(item)) || { width: null, font: 12 });
 }
 
-// Keep a (non-rotated) text inside [1, width − 1] horizontally: a tick or a label at the plot's edge
-// is moved in, never clipped by the svg's box.
-function keepInside(node, width) {
-  let box;
-  try { box = node.getBBox(); } catch { return; }
-  if (!(box.width > 0)) return;
-  const x = Number(node.getAttribute("x"));
-  if (box.x < 1) node.setAttribute("x", String(x + (1 - box.x)));
-  else if (box.x + box.width > width - 1) node.setAttribute("x", String(x - (box.x + box.width - (width - 1))));
+// A text of the plot being built that must fit, once the plot is built (settle): `room` px along its
+// line (a smaller font, then squeezed; never cut off) and/or, unrotated, inside [1, within − 1]
+// horizontally (moved in, never clipped by the svg's box). `probe`: the class it is measured with.
+let toFit = [];
+function fittedText(parent, attrs, text, { room, within, probe = attrs.class }) {
+  const node = el("text", attrs, parent, text);
+  toFit.push({ node, text: String(text), probe, anchor: attrs["text-anchor"] || "start", x: Number(attrs.x), room, within });
+  return node;
 }
 
-// Fit a text into `room` pixels along its line: a smaller font, then squeezed (never cut off).
-function fitLength(node, room) {
-  let length = 0;
-  try { length = node.getComputedTextLength(); } catch { return; }
-  if (!(length > room) || !(room > 0)) return;
-  const size = parseFloat(getComputedStyle(node).fontSize) || 12;
-  const smaller = Math.max(9, (size * room) / length);
-  node.style.fontSize = `${smaller}px`;
-  try { length = node.getComputedTextLength(); } catch { return; }
-  if (length > room) { node.setAttribute("textLength", String(room)); node.setAttribute("lengthAdjust", "spacingAndGlyphs"); }
+function settle(svg) {
+  const jobs = toFit;
+  toFit = [];
+  const sizes = textSizes(svg, jobs.map((job) => [job.text, job.probe]));
+  jobs.forEach(({ node, anchor, x, room, within }, i) => {
+    const { width, font } = sizes[i];
+    if (!(width > 0)) return; // not laid out: drawn again once placed (redrawPlaced)
+    let scale = 1;
+    if (room > 0 && width > room) {
+      node.style.fontSize = `${Math.max(9, (font * room) / width)}px`;
+      node.setAttribute("textLength", String(room)); // exactly `room`, also below the 9 px floor
+      node.setAttribute("lengthAdjust", "spacingAndGlyphs");
+      scale = room / width;
+    }
+    if (within === undefined) return;
+    const start = anchor === "middle" ? x - width / 2 : anchor === "end" ? x - width : x;
+    const left = x + (start - x) * scale, right = left + width * scale; // shrunk about its anchor
+    if (left < 1) node.setAttribute("x", String(x + (1 - left)));
+    else if (right > within - 1) node.setAttribute("x", String(x - (right - (within - 1))));
+  });
 }
 
 // Place legend items left to right above the plot area, wrapping when the plot is narrow.
-function layoutLegend(items, width, svg = null) {
+function layoutLegend(items, width, svg) {
   const placed = [];
   let x = 0, row = 0;
-  for (const item of items) {
-    const cost = 30 + (svg ? textWidth(svg, item.label, "legend-probe") : [...item.label].reduce((s, ch) => s + (ch.charCodeAt(0) > 0x2e80 ? 12 : 6.5), 0));
+  const sizes = textSizes(svg, items.map((item) => [item.label, "legend-probe"]));
+  for (const [i, item] of items.entries()) {
+    const cost = 30 + (sizes[i].width ?? ESTIMATE(item.label));
     if (x > 0 && x + cost > width) { x = 0; row += 1; }
     placed.push({ ...item, x, row });
     x += cost;
@@ -189,14 +219,17 @@ function legend(svg, f) {
     if (item.swatch === "rect") el("rect", { class: item.cls, x, y: y - 5, width: 18, height: 10 }, g);
     else if (item.swatch === "dot") el("circle", { class: item.cls, cx: x + 9, cy: y, r: 4 }, g);
     else el("line", { class: item.cls, x1: x, x2: x + 18, y1: y, y2: y }, g);
-    fitLength(el("text", { x: x + 22, y: y + 4, class: item.id ? `label-${item.id}` : "" }, g, item.label), f.width - (x + 22) - 2);
+    fittedText(g, { x: x + 22, y: y + 4, class: item.id ? `label-${item.id}` : "" }, item.label, { room: f.width - (x + 22) - 2, probe: "legend-probe" });
   }
 }
 
 function render(svg, draw) {
-  drawers.set(svg, draw);
+  const drawAndFit = () => {
+    try { draw(); } finally { settle(svg); }
+  };
+  drawers.set(svg, drawAndFit);
   delete svg.dataset.empty;
-  draw();
+  drawAndFit();
 }
 
 // A plot with nothing to show for this setting: no old curve left, and a sentence saying why.
@@ -374,15 +407,16 @@ export function linePlot(svg, spec) {
       el("path", { class: a.cls, d, "data-area": a.id || "" }, body);
     }
     const labelled = []; // [y, right end] of the reference lines' labels already placed
-    for (const line of spec.hlines || []) {
-      if (!(line.y >= yr[0] && line.y <= yr[1])) continue;
+    const hlines = (spec.hlines || []).filter((line) => line.y >= yr[0] && line.y <= yr[1]);
+    const labelSizes = textSizes(svg, hlines.map((line) => [line.label || "", "hlabel"]));
+    for (const [i, line] of hlines.entries()) {
       el("line", { class: line.cls || "bound", x1: f.m.left, x2: f.m.left + f.w, y1: f.sy(line.y), y2: f.sy(line.y), "data-h": line.id || "" }, body);
       if (!line.label) continue;
       // two lines close together (ε and kε at k = 1): the second label goes left of the first
       let right = f.m.left + f.w - 4;
       for (const [y, end] of labelled) if (Math.abs(y - f.sy(line.y)) < 14) right = Math.min(right, end - 10);
       el("text", { x: right, y: f.sy(line.y) - 4, "text-anchor": "end", class: "hlabel" }, body, line.label);
-      labelled.push([f.sy(line.y), right - textWidth(svg, line.label, "hlabel")]);
+      labelled.push([f.sy(line.y), right - (labelSizes[i].width ?? ESTIMATE(line.label))]);
     }
     for (const line of spec.vlines || []) {
       el("line", { class: line.cls || "marker", x1: f.sx(line.x), x2: f.sx(line.x), y1: f.m.top, y2: f.m.top + f.h, "data-v": line.id || "" }, body);
@@ -521,9 +555,9 @@ export function cells(svg, spec) {
     });
     // the axis label from the svg's left edge, on two lines (split after its comma) where one is too long
     const below = top + rows * ch + 18, room = width - 8, label = spec.xLabel || "";
-    const parts = textWidth(svg, label, "small") > room && label.includes(", ") ? [label.slice(0, label.indexOf(", ") + 1), label.slice(label.indexOf(", ") + 2)] : [label];
-    parts.forEach((part, i) => fitLength(el("text", { x: 4, y: below + 14 * i, class: "small" }, svg, part), room));
-    fitLength(el("text", { x: width - 4, y: 13, "text-anchor": "end", class: "small cells-legend" }, svg, spec.legend || ""), width - 8);
+    const parts = (textSizes(svg, [[label, "small"]])[0].width ?? ESTIMATE(label)) > room && label.includes(", ") ? [label.slice(0, label.indexOf(", ") + 1), label.slice(label.indexOf(", ") + 2)] : [label];
+    parts.forEach((part, i) => fittedText(svg, { x: 4, y: below + 14 * i, class: "small" }, part, { room }));
+    fittedText(svg, { x: width - 4, y: 13, "text-anchor": "end", class: "small cells-legend" }, spec.legend || "", { room: width - 8 });
   });
   attachTable(svg, { caption: spec.title || "", head: ["", ...spec.rows.map((r) => plain(r.label))], rows: spec.rows[0].on.map((_, i) => [String(i), ...spec.rows.map((r) => (r.on[i] ? "✔" : "—"))]) });
 }
