@@ -62,14 +62,15 @@ class QueryRoute:
             await self.app(scope, receive, send)
             return
         authorization: str | None = None
-        content_type = b""
-        for name, value in scope["headers"]:
-            if name == b"authorization":
+        content_type: bytes | None = None
+        for name, value in scope["headers"]:  # the first of each, as the framework reads them
+            if name == b"authorization" and authorization is None:
                 authorization = value.decode("latin-1")
-            elif name == b"content-type":
+            elif name == b"content-type" and content_type is None:
                 content_type = value
         body, replay = await _read_body(receive)
-        document = _json_object(body) if content_type.split(b";", 1)[0].strip().lower() == b"application/json" else None
+        json_body = content_type is not None and content_type.split(b";", 1)[0].strip().lower() == b"application/json"
+        document = _json_object(body) if json_body else None
         if document is None:  # the framework answers (and refuses) everything unusual, as before
             await self.app(scope, replay, send)
             return
