@@ -14,6 +14,7 @@ Targets (issue 6): ≥ 500 DP queries/s sustained, p99 ≤ 100 ms, zero overspen
     python bench/bench_serve.py                 # 60 s, 32 clients, kill -9 at 30 s
     python bench/bench_serve.py --seconds 10    # a quick check
     python bench/bench_serve.py --no-kill       # throughput only
+    python bench/bench_serve.py --asgi          # the application's CPU per query, in-process
 """
 
 from __future__ import annotations
@@ -297,6 +298,90 @@ def ledger_benchmark(seconds: float, threads: int) -> dict[str, Any]:
     return results
 
 
+def asgi_benchmark(queries: int, repeats: int) -> dict[str, Any]:
+    """CPU per DP query of the application alone: the ASGI app called in-process, one request at a
+    time (no sockets, no HTTP parsing, no other client), ``queries`` of the mix per repeat, each
+    repeat on a fresh ledger after a warm-up of every shape. CPU time of this process (all
+    threads: the handler's worker thread and the ledger's writer included), so the figure
+    depends little on the machine's load; the wall time is reported beside it."""
+    from dpwitness.serve.app import create_app
+    from dpwitness.serve.config import load_config
+
+    data = adult_path()
+    if data is None:
+        raise SystemExit("the Adult table (../shared/data/adult.csv) is needed for this benchmark")
+    token = "token-asgi-" + "z" * 32
+    cpu_ms: list[float] = []
+    wall_ms: list[float] = []
+    for _ in range(repeats):
+        folder = Path(tempfile.mkdtemp(prefix="bench-serve-asgi-"))
+        tables = {"adult": tomllib.loads(EXAMPLE.read_text())["tables"]["adult"]}
+        tables["adult"]["path"] = str(data)
+        config = write_config(
+            folder / "service.toml",
+            tables=tables,
+            analysts={"asgi": (token, 1e9)},
+            service={"ledger": str(folder / "ledger.db"), "rate_per_second": 1e9, "rate_burst": 1_000_000_000},
+        )
+        app = create_app(load_config(config))
+
+        async def one(body: dict[str, Any], app: Any = app) -> int:
+            payload = json.dumps(body).encode()
+            scope = {
+                "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                "scheme": "http", "path": "/v1/query", "raw_path": b"/v1/query", "root_path": "",
+                "query_string": b"", "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 2),
+                "headers": [
+                    (b"host", b"127.0.0.1"), (b"authorization", f"Bearer {token}".encode()),
+                    (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+                ],
+            }  # fmt: skip
+            sent = False
+            status = 0
+
+            async def receive() -> dict[str, Any]:
+                nonlocal sent
+                if not sent:
+                    sent = True
+                    return {"type": "http.request", "body": payload, "more_body": False}
+                await asyncio.sleep(3600)
+                return {"type": "http.disconnect"}
+
+            async def send(message: dict[str, Any]) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+
+            await app(scope, receive, send)
+            return status
+
+        async def drive(count: int, one: Any = one) -> None:
+            for i in range(count):
+                status = await one({"table": "adult", "epsilon": QUERY_EPSILON, **MIX[i % len(MIX)]})
+                if status != 200:
+                    raise SystemExit(f"the application answered {status}")
+
+        async def measured(drive: Any = drive) -> tuple[float, float]:
+            await drive(4 * len(MIX))  # warm-up: every shape's tables and plan
+            cpu, wall = time.process_time(), time.perf_counter()
+            await drive(queries)
+            return time.process_time() - cpu, time.perf_counter() - wall
+
+        cpu, wall = asyncio.run(measured())
+        app.state.service.ledger.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        cpu_ms.append(1000 * cpu / queries)
+        wall_ms.append(1000 * wall / queries)
+    return {
+        "queries_per_repeat": queries,
+        "repeats": repeats,
+        "cpu_ms_per_query_median": round(statistics.median(cpu_ms), 3),
+        "cpu_ms_per_query_range": [round(min(cpu_ms), 3), round(max(cpu_ms), 3)],
+        "wall_ms_per_query_median": round(statistics.median(wall_ms), 3),
+        "load_average_1min": round(os.getloadavg()[0], 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -316,7 +401,16 @@ def main() -> None:
     parser.add_argument(
         "--ledger-only", action="store_true", help="only compare the ledger's spend rate with and without group commit"
     )
+    parser.add_argument(
+        "--asgi",
+        action="store_true",
+        help="only the application's CPU per query, called in-process one request at a time (no sockets)",
+    )
+    parser.add_argument("--repeats", type=int, default=5, help="repeats of --asgi")
     args = parser.parse_args()
+    if args.asgi:
+        print(json.dumps(asgi_benchmark(600, args.repeats), indent=2))
+        return
     if args.ledger_only:
         print(json.dumps(ledger_benchmark(min(args.seconds, 10.0), args.clients + 1), indent=2))
         return

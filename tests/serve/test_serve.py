@@ -216,6 +216,19 @@ def test_validation_errors_are_one_clear_line(server: ServerProcess) -> None:
     assert response.json()["errors"][0]["loc"][-1] == "epsilon"
 
 
+@pytest.mark.parametrize(("body", "status"), [b for b in BAD_BODIES if isinstance(b[0], dict)])
+def test_the_query_route_and_the_framework_refuse_alike(server: ServerProcess, body: dict[str, Any], status: int) -> None:
+    """``application/json`` takes dpwitness.serve.route; another JSON type (``+json``) goes through
+    FastAPI. Same status, same message, same problem list, nothing spent either way."""
+    before = spent(server, "bob")
+    raw = json.dumps(body).encode()
+    fast = call(server, "POST", "/v1/query", TOKENS["bob"], content=raw, headers={"content-type": "application/json"})
+    framework = call(server, "POST", "/v1/query", TOKENS["bob"], content=raw, headers={"content-type": "application/x+json"})
+    assert fast.status_code == framework.status_code == status
+    assert fast.json() == framework.json()
+    assert spent(server, "bob") == before
+
+
 @pytest.mark.parametrize("raw", RAW_BAD_BODIES)
 def test_malformed_json_nan_and_infinity_are_refused(server: ServerProcess, raw: bytes) -> None:
     before = spent(server, "bob")

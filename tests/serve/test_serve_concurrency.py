@@ -110,7 +110,9 @@ def test_group_commit_ledger_never_overspends_across_instances(tmp_path: Path) -
 
 
 @pytest.mark.slow
-def test_kill_9_under_load_loses_no_record_and_never_overspends(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2], ids=["1-worker", "2-workers"])
+def test_kill_9_under_load_loses_no_record_and_never_overspends(tmp_path: Path, workers: int) -> None:
+    """SIGKILL to the whole server (with 2 workers: both, on the one ledger file) under load."""
     ledger = tmp_path / "ledger.db"
     budgets = {f"a{i}": 3.0 for i in range(8)}  # 30 queries each at ε = 0.1: some run out before the end
     tokens = {name: f"{name}-token-" + "k" * 24 for name in budgets}
@@ -120,7 +122,7 @@ def test_kill_9_under_load_loses_no_record_and_never_overspends(tmp_path: Path) 
         analysts={name: (tokens[name], eps) for name, eps in budgets.items()},
         service={"ledger": str(ledger), "rate_per_second": 1000.0, "rate_burst": 1000},
     )
-    server = ServerProcess(config, log=tmp_path / "server.log").start()
+    server = ServerProcess(config, log=tmp_path / "server.log", workers=workers).start()
     answered: list[tuple[str, str]] = []
     stop = time.monotonic() + 8.0
 
@@ -161,7 +163,7 @@ def test_kill_9_under_load_loses_no_record_and_never_overspends(tmp_path: Path) 
     for account, _, eps in rows:
         totals[account] = totals.get(account, 0.0) + eps
     assert all(totals[a] <= budgets[a] * (1 + 1e-12) for a in totals)
-    assert sum(totals.values()) >= spent_at_kill  # the restart continued from the ledger
+    assert sum(totals.values()) >= spent_at_kill - 1e-9  # the restart continued from the ledger (sums in another order)
     assert len(rows) >= len(answered)  # at most a few spends whose answer was lost in the crash
     assert len(rows) - len(answered) <= len(budgets)
 
