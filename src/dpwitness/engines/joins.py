@@ -7,6 +7,9 @@ engine through its own ``open`` and joined lazily (:func:`join_public`, an inner
 on one equality). Nothing of the private table is read here. Δ of a query over the joined rows
 is derived in :mod:`dpwitness.query.queries` (``join_multiplicity`` = M, ``join_keeps_rows`` for a
 left join).
+
+Two private tables are joined by :func:`join_private` (truncated per unit, then per key, then an
+inner join), whose Δ is :class:`dpwitness.privacy.neighbours.PrivateJoinBound`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dpwitness.common.errors import ParameterError, require
-from dpwitness.io.schema import POLARS_READERS, POLARS_TYPES
+from dpwitness.engines import SelectionKey
+from dpwitness.io.schema import POLARS_READERS, POLARS_TYPES, polars_kind
+from dpwitness.privacy.neighbours import PrivateJoinBound
 from dpwitness.query.queries import ColumnKind
 
 #: The join key's column in a prepared public table (dropped after the join).
@@ -110,3 +115,84 @@ def join_public(engine: Any, handle: Any, public: PublicTable, *, left: str) -> 
         joined = handle.frame.join(right, handle.frame[f"`{left}`"].try_cast(key_type) == right[JOIN_KEY], how).drop(JOIN_KEY)
         return SparkTable(joined, handle.untyped)
     raise ParameterError("engine", "polars or spark for a join with a public table", engine.name)
+
+
+#: The private join's key, normalised alike on each side (dropped after the join).
+PRIVATE_KEY = "__dpw_private_key"
+_NUMBERS = {ColumnKind.INTEGER, ColumnKind.FLOAT}
+
+
+def join_private(
+    engine: Any,
+    left: Any,
+    right: Any,
+    bound: PrivateJoinBound,
+    *,
+    unit: str,
+    name: str,
+    key: SelectionKey,
+) -> Any:
+    """Two private tables (``left``, ``right``: handles of ``engine``, both with the ``unit`` column)
+    joined on ``bound.on`` after truncation, lazily (:class:`PrivateJoinBound` states and proves Δ):
+
+    1. on each side, rows with a null unit or a null key are dropped (they match nothing);
+    2. each side keeps ≤ m rows per unit, then ≤ k rows per key value, each picked by keyed hashes
+       of the row's content (``keep_at_most``, the per-unit bounding's own choice; ``key`` is the
+       secret selection key), so a row's rank never depends on another row;
+    3. an inner join on the keys, compared by one rule whatever their types (never failing):
+       keys of one kind as they are; an integer and a float key both as float64 (NaN matches
+       nothing, -0.0 is 0.0); any other mix as *text* under the cell grammar
+       (:mod:`dpwitness.io.cells`), so an integer 1 matches a text "1" but a float 1.0 matches "1.0".
+
+    The joined rows hold the left's columns and the right's, a right column whose name the left
+    has renamed ``"<name>.<column>"``; the right's key and unit columns are dropped. Refused (before
+    any spend) when a key or the unit is missing from a side, or for an engine other than Polars.
+    """
+    left_key, right_key = bound.on
+    if engine.name != "polars":
+        raise ParameterError("engine", "polars for a join of two private tables (spark: not yet)", engine.name)
+    import polars as pl
+
+    from dpwitness.engines.polars import PolarsTable, keep_at_most
+    from dpwitness.io.cells import polars_text
+
+    def kind_of(table: Any, column: str, label: str) -> ColumnKind:
+        schema = table.frame.collect_schema()
+        for needed, role in ((column, "on"), (unit, "privacy_unit")):
+            if needed not in schema.names():
+                raise ParameterError(role, f"a column of the {label} table of the private join", needed)
+            if not polars_kind(schema[needed]).keyable:
+                expected = f"a {label} column every engine can key (integer, float, text or boolean): declare its type"
+                raise ParameterError(role, expected, f"{needed!r} ({schema[needed]})")
+        return ColumnKind.UNTYPED if column in table.untyped else polars_kind(schema[column])
+
+    kinds = {kind_of(left, left_key, "left"), kind_of(right, right_key, "right")}
+    common = next(iter(kinds)) if len(kinds) == 1 else ColumnKind.FLOAT if kinds == _NUMBERS else ColumnKind.STRING
+
+    def side(table: Any, column: str, limit_unit: int, limit_key: int) -> Any:
+        frame = table.frame
+        schema = frame.collect_schema()
+        dtype, value = schema[column], pl.col(column)
+        if common is ColumnKind.FLOAT:  # NaN matches nothing; -0.0 is 0.0
+            value = value.cast(pl.Float64)
+            value = pl.when(value.is_nan()).then(None).when(value == 0).then(pl.lit(0.0)).otherwise(value)
+        elif common is ColumnKind.INTEGER:  # Int8…Int64 alike
+            value = value.cast(pl.Int64)
+        elif common in (ColumnKind.STRING, ColumnKind.UNTYPED):
+            value = value.cast(pl.String) if isinstance(dtype, pl.Categorical | pl.Enum) else polars_text(value, dtype)
+        present = pl.col(unit).is_not_null() & pl.col(PRIVATE_KEY).is_not_null()
+        if schema[unit].is_float():
+            present = present & pl.col(unit).is_not_nan()
+        keyed = frame.with_columns(value.alias(PRIVATE_KEY)).filter(present)
+        return keep_at_most(keep_at_most(keyed, [unit], limit_unit, key), [PRIVATE_KEY], limit_key, key)
+
+    lf = side(left, left_key, bound.max_rows_left, bound.max_rows_per_key_left)
+    rf = side(right, right_key, bound.max_rows_right, bound.max_rows_per_key_right)
+    left_names = set(lf.collect_schema().names())
+    renamed = {
+        c: (f"{name}.{c}" if c in left_names else c) for c in right.frame.collect_schema().names() if c not in (right_key, unit)
+    }
+    rf = rf.select(pl.col(PRIVATE_KEY), *(pl.col(c).alias(n) for c, n in renamed.items()))
+    joined = lf.join(rf, on=PRIVATE_KEY, how="inner").drop(PRIVATE_KEY)
+    untyped = frozenset(left.untyped) | frozenset(n for c, n in renamed.items() if c in right.untyped)
+    return PolarsTable(joined, untyped)

@@ -12,6 +12,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.progress import large_source, progress
 from dpwitness.common.validation import check_alpha
@@ -25,11 +27,14 @@ from dpwitness.privacy.budget import Accountant, Budget, Ledger, Spend, check_to
 from dpwitness.privacy.neighbours import ContributionBound, Neighbours, partition_threshold
 from dpwitness.query.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
 from dpwitness.query.queries import Aggregates, Key, Query, Schema, check_keys, parse_dtypes
-from dpwitness.query.resolve import Request, check_max_rows, check_rho_option, resolve
+from dpwitness.query.resolve import PrivateJoin, Request, check_max_rows, check_rho_option, resolve
 from dpwitness.session.composing import compose
 from dpwitness.session.plans import check_part_epsilons, gaussian_for, gaussian_selection, preview_of, selection_exposure
 from dpwitness.session.streams import query_streams, selection_key
 from dpwitness.session.target_errors import BudgetPlan, Target, plan_targets
+
+#: The seeded stream that keys a private join's truncation (spawn key word: "join").
+_JOIN_STREAM = 0x6A6F696E
 
 
 class Session:
@@ -452,14 +457,41 @@ class Session:
         return self.ask(request)
 
     def ask(self, request: Request) -> Release:
-        """Resolve ``request`` (:meth:`resolve`) and release it (:meth:`run`, with its options)."""
-        return self.run(self.resolve(request), **request.run_options())
+        """Resolve ``request`` (:meth:`resolve`) and release it (:meth:`run`, with its options); a
+        request with a ``join`` (:class:`~dpwitness.query.resolve.PrivateJoin`) runs over the joined rows."""
+        query = self.resolve(request)
+        return self._joined(request.join).run(query, **request.run_options())
 
     def ask_all(self, requests: Sequence[Request]) -> list[Release]:
         """Resolve every one of ``requests`` and release them together (:meth:`run_all`: all checked
-        and the budget for all before any spend; those over the same rows in one engine pass)."""
+        and the budget for all before any spend; those over the same rows in one engine pass).
+        Requests with a ``join`` must all share that one join."""
         queries = [self.resolve(r) for r in requests]
-        return self.run_all(queries, options=[r.run_options() for r in requests])
+        joins = {id(r.join): r.join for r in requests}
+        if len(joins) > 1:
+            raise ParameterError("join", "one join shared by every request of ask_all (or none)", len(joins))
+        view = self._joined(requests[0].join) if requests else self
+        return view.run_all(queries, options=[r.run_options() for r in requests])
+
+    def _joined(self, join: PrivateJoin | None) -> Session:
+        """This session over its table privately joined with ``join.table`` (None: this session).
+
+        The truncation's selection key is fresh for each call (seeded: from the session's seed).
+        Opening the other table reads its metadata only; nothing is spent or read here."""
+        if join is None:
+            return self
+        from dpwitness.engines.joins import join_private
+
+        unit = self.privacy_unit
+        if unit is None:
+            raise ParameterError("privacy_unit", "the column that identifies a unit in both tables of a private join", None)
+        bound = join.bound(self.max_contributions)
+        if self.engine.name != "polars":
+            raise ParameterError("engine", "polars for a join of two private tables (spark: not yet)", self.engine.name)
+        right = self.engine.open(join.table, dtypes=join.dtypes)
+        stream = None if self.seed is None else np.random.SeedSequence(self.seed, spawn_key=(_JOIN_STREAM, len(self.history)))
+        key = selection_key(stream)
+        return self.over(lambda engine, handle: join_private(engine, handle, right, bound, unit=unit, name=join.name, key=key))
 
     def results(self) -> Any:
         """Every release of this session as one Polars frame (one row per key; see

@@ -1,0 +1,184 @@
+"""Joins of two private tables (issue 30, item 1): truncation per unit and per key on each side,
+then an inner join; Δ from :class:`dpwitness.privacy.neighbours.PrivateJoinBound` (one unit moves
+≤ m_l·k_r + m_r·k_l joined rows each way), held here by a sweep over neighbour pairs through the
+Polars engine's real aggregates, hostile tables included; bad input refused before any spend."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("polars")
+
+import polars as pl
+
+from dpwitness.common.errors import ParameterError
+from dpwitness.engines import engine_for
+from dpwitness.engines.joins import join_private
+from dpwitness.privacy.neighbours import Neighbours, PrivateJoinBound
+from dpwitness.query.queries import Query
+from dpwitness.query.resolve import PrivateJoin, Request
+from dpwitness.session import Session
+
+ENGINE = engine_for("polars")
+KEYS = [(1, 2, 3, 4), (5, 6, 7, 8), (2**63 - 1, 0, 2**40, 17)]
+
+
+def _query(statistic: str, bound: PrivateJoinBound, **options: Any) -> Query:
+    return Query(statistic=statistic, epsilon=1.0, private_join=bound, **options)  # type: ignore[arg-type]
+
+
+def _exact(left: Any, right: Any, query: Query, key: tuple[int, int, int, int]) -> dict[str, Any]:
+    assert query.private_join is not None
+    joined = join_private(ENGINE, ENGINE.open(left), ENGINE.open(right), query.private_join, unit="pid", name="r", key=key)
+    return dict(ENGINE.aggregate(joined, query, selection_key=key))
+
+
+def _without(frame: Any, unit: Any) -> Any:
+    return frame.filter(pl.col("pid").ne_missing(unit))
+
+
+def _l1(a: Any, b: Any) -> float:
+    if isinstance(a, dict) or isinstance(b, dict):
+        a, b = a or {}, b or {}
+        return sum(abs(float(a.get(k, 0.0)) - float(b.get(k, 0.0))) for k in set(a) | set(b))
+    return abs(float(a) - float(b))
+
+
+def _tables(seed: int) -> tuple[Any, Any]:
+    """Two small private tables over units 0..5 and keys 0..3, with a heavy unit 9 holding many
+    rows on one key on both sides, null and NaN keys, null units and null values."""
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(4, 14)), int(rng.integers(4, 14))
+    left = {
+        "pid": [int(u) for u in rng.integers(0, 6, n)] + [9] * 6 + [None],
+        "k": [float(k) for k in rng.integers(0, 4, n)] + [1.0] * 6 + [2.0],
+        "x": [float(v) for v in rng.uniform(-5, 15, n)] + [100.0] * 6 + [3.0],
+    }
+    right = {
+        "pid": [int(u) for u in rng.integers(0, 6, m)] + [9] * 5 + [7],
+        "k": [int(k) for k in rng.integers(0, 4, m)] + [1] * 5 + [None],  # integer keys against float ones
+        "y": [float(v) if v > 0 else None for v in rng.uniform(-2, 8, m)] + [-50.0] * 5 + [1.0],
+    }
+    left["k"][0] = float("nan")
+    return pl.DataFrame(left), pl.DataFrame(right, schema={"pid": pl.Int64, "k": pl.Int32, "y": pl.Float64})
+
+
+BOUNDS = [PrivateJoinBound(1, 1, 1, 1, on=("k", "k")), PrivateJoinBound(2, 3, 2, 1, on=("k", "k"))]
+
+
+@pytest.mark.parametrize("bound", BOUNDS, ids=["k1m1", "k2-3m2-1"])
+def test_the_sweep_holds_delta_for_every_unit_added_or_removed(bound: PrivateJoinBound) -> None:
+    queries = [
+        _query("count", bound),
+        _query("sum", bound, column="x", bounds=(-5.0, 20.0)),
+        _query("sum", bound, column="y", bounds=(0.0, 10.0), where="x > 0"),
+        _query("count", bound, by=("k",), keys=(0.0, 1.0, 2.0, 3.0)),
+    ]
+    worst = [0.0] * len(queries)
+    for seed, key in zip(range(5), itertools.cycle(KEYS), strict=False):
+        left, right = _tables(seed)
+        units = set(left["pid"].to_list()) | set(right["pid"].to_list())
+        full = [_exact(left, right, q, key) for q in queries]
+        for unit in units:  # D' = D without one unit (so D = D' with it added): both directions
+            near = [_exact(_without(left, unit), _without(right, unit), q, key) for q in queries]
+            for n, (q, a, b) in enumerate(zip(queries, full, near, strict=True)):
+                part = q.parts[0]
+                change = _l1(a[part.aggregate.value], b[part.aggregate.value])
+                assert change <= part.sensitivity + 1e-9, (q.label, unit, change, part.sensitivity)
+                worst[n] = max(worst[n], change)
+    assert worst[0] >= 1  # the sweep moves the count at all
+
+
+def test_delta_is_reached_by_a_unit_on_both_sides_of_full_keys() -> None:
+    """Tight: u's left row meets k_r right rows of key 1, its right row k_l left rows of key 2."""
+    bound = PrivateJoinBound(2, 2, 1, 1, on=("k", "k"))
+    count = _query("count", bound)
+    assert count.parts[0].sensitivity == 1 * 2 + 1 * 2
+    left = pl.DataFrame({"pid": [0, 1, 2, 3, 3], "k": [2, 2, 5, 1, 2]})
+    right = pl.DataFrame({"pid": [4, 5, 6, 3, 3], "k": [1, 1, 1, 2, 1]})
+    left_u = pl.concat([left, pl.DataFrame({"pid": [7], "k": [1]})])
+    right_u = pl.concat([right, pl.DataFrame({"pid": [7], "k": [2]})])
+    found = {_exact(left_u, right_u, count, k)["count"] - _exact(left, right, count, k)["count"] for k in KEYS}
+    assert max(abs(c) for c in found) <= 4
+    left_u = pl.DataFrame({"pid": [0, 1, 7], "k": [2, 2, 1]})
+    right_u = pl.DataFrame({"pid": [4, 5, 7], "k": [1, 1, 2]})
+    assert _exact(left_u, right_u, count, KEYS[0])["count"] == 4
+    assert _exact(_without(left_u, 7), _without(right_u, 7), count, KEYS[0])["count"] == 0
+
+
+def test_truncation_bounds_the_rows_of_a_heavy_key_and_unit() -> None:
+    """Without truncation one key of 50 × 40 rows would join 2000 rows; with k = (3, 2), 6."""
+    left = pl.DataFrame({"pid": list(range(50)), "k": [1] * 50})
+    right = pl.DataFrame({"pid": list(range(40)), "k": [1] * 40})
+    assert _exact(left, right, _query("count", PrivateJoinBound(3, 2, 1, 1, on=("k", "k"))), KEYS[0])["count"] == 6
+    heavy = pl.DataFrame({"pid": [1] * 30, "k": list(range(30))})  # one unit, many keys: m = 2 rows kept
+    spread = pl.DataFrame({"pid": list(range(30)), "k": list(range(30))})
+    got = _exact(heavy, spread, _query("count", PrivateJoinBound(5, 5, 2, 1, on=("k", "k"))), KEYS[1])
+    assert got["count"] == 2
+
+
+def test_hostile_keys_never_fail_and_join_by_their_text() -> None:
+    bound = PrivateJoinBound(4, 4, 4, 4, on=("k", "j"))
+    count = _query("count", bound)
+    cases = [
+        ({"pid": [1, 2, None], "k": [1, None, 3]}, {"pid": [1, 2, 3], "j": ["1", "x", None]}, 1),
+        ({"pid": [1.0, float("nan")], "k": [1.5, float("nan")]}, {"pid": [1, 2], "j": [1.5, float("nan")]}, 1),
+        ({"pid": ["a", "b"], "k": [True, False]}, {"pid": ["a", "c"], "j": ["true", "false"]}, 2),
+        ({"pid": [1, 2], "k": ["2", "2"]}, {"pid": [1, 2], "j": [2, 2]}, 4),
+        ({"pid": [1, 2], "k": [0, 1]}, {"pid": [1, 2], "j": [-0.0, 1.0]}, 2),  # integers against floats, ±0
+        ({"pid": [1, 2], "k": [1.0, 2.5]}, {"pid": [1, 2], "j": ["1", "2.5"]}, 1),  # a float as text: "1.0"
+    ]
+    for left, right, expected in cases:
+        assert _exact(pl.DataFrame(left), pl.DataFrame(right), count, KEYS[0])["count"] == expected
+    categorical = pl.DataFrame({"pid": [1, 2], "k": ["a", "b"]}, schema={"pid": pl.Int64, "k": pl.Categorical})
+    assert _exact(categorical, pl.DataFrame({"pid": [3], "j": ["b"]}), count, KEYS[0])["count"] == 1
+
+
+def test_delta_and_the_release_state_the_join() -> None:
+    bound = PrivateJoinBound(2, 3, 4, 5, on=("k", "k"))
+    assert bound.changed_rows(Neighbours.ADD_REMOVE) == 4 * 3 + 5 * 2
+    assert bound.changed_rows(Neighbours.REPLACE_ONE) == 2 * (4 * 3 + 5 * 2)
+    total = _query("sum", bound, column="x", bounds=(-10.0, 5.0))
+    assert total.parts[0].sensitivity == 22 * 15.0
+    assert _query("sum", bound, column="x", bounds=(2.0, 5.0)).parts[0].sensitivity == 22 * 5.0
+    assert "private join on k = k" in total.label and "= 22 joined rows" in total.label
+    left = pl.DataFrame({"pid": [1, 2, 3], "k": [1, 1, 2], "x": [1.0, 2.0, 3.0]})
+    right = pl.DataFrame({"pid": [1, 2], "key": [1, 2], "x": [5.0, 7.0]})
+    session = Session(left, epsilon=5.0, privacy_unit="pid", seed=3)
+    join = PrivateJoin(right, on=("k", "key"), max_rows_per_key=2, name="r")
+    release = session.ask(Request("sum", "r.x", epsilon=1.0, bounds=(0.0, 10.0), join=join))
+    assert release.sensitivity == 40.0  # M = 1·2 + 1·2 = 4 joined rows, each ≤ 10
+    assert "private join on k = key" in str(release)
+
+
+def _refused(session: Session, request: Request, parameter: str) -> None:
+    with pytest.raises(ParameterError) as error:
+        session.ask(request)
+    assert error.value.parameter == parameter
+    assert "secret" not in str(error.value)
+    assert session.spent.epsilon == 0
+
+
+def test_bad_input_is_refused_by_name_before_any_spend() -> None:
+    left = pl.DataFrame({"pid": [1, 2], "k": ["secret", "b"], "x": [1.0, 2.0]})
+    right = pl.DataFrame({"pid": [1, 2], "k": ["secret", "b"], "when": [[1], [2]]})
+    session = Session(left, epsilon=5.0, privacy_unit="pid")
+    ok = PrivateJoin(right, on="k", max_rows_per_key=1)
+    _refused(session, Request("count", epsilon=1.0, join=PrivateJoin(right, on="k")), "max_rows_per_key")
+    _refused(session, Request("count", epsilon=1.0, join=PrivateJoin(right, on="k", max_rows_per_key=0)), "max_rows_per_key")
+    three = PrivateJoin(right, on="k", max_rows_per_key=(1, 2, 3))  # type: ignore[arg-type]
+    _refused(session, Request("count", epsilon=1.0, join=three), "max_rows_per_key")
+    bad_unit = PrivateJoin(right, on="k", max_rows_per_key=1, max_rows_per_unit=(1, -1))
+    _refused(session, Request("count", epsilon=1.0, join=bad_unit), "max_rows_per_unit")
+    _refused(session, Request("count", epsilon=1.0, join=PrivateJoin(right, on="nope", max_rows_per_key=1)), "on")
+    _refused(session, Request("count", epsilon=1.0, join=PrivateJoin(right, on=("k",), max_rows_per_key=1)), "on")  # type: ignore[arg-type]
+    _refused(session, Request("count", epsilon=1.0, join=PrivateJoin(right, on="when", max_rows_per_key=1)), "on")
+    _refused(session, Request("mean", "x", epsilon=1.0, bounds=(0.0, 1.0), join=ok), "statistic")
+    _refused(session, Request("count", epsilon=1.0, by="x", join=ok), "keys")
+    _refused(session, Request("count", epsilon=1.0, where="row_number <= 1", join=ok), "where")
+    _refused(session, Request("sum", "missing", epsilon=1.0, bounds=(0.0, 1.0), join=ok), "column")
+    _refused(Session(left, epsilon=5.0), Request("count", epsilon=1.0, join=ok), "privacy_unit")
