@@ -182,3 +182,71 @@ def test_bad_input_is_refused_by_name_before_any_spend() -> None:
     _refused(session, Request("count", epsilon=1.0, where="row_number <= 1", join=ok), "where")
     _refused(session, Request("sum", "missing", epsilon=1.0, bounds=(0.0, 1.0), join=ok), "column")
     _refused(Session(left, epsilon=5.0), Request("count", epsilon=1.0, join=ok), "privacy_unit")
+
+
+# --- SQL: the same request through the compiler ------------------------------------------------
+pytest.importorskip("sqlglot")
+
+
+def _sql_session() -> tuple[Session, Any]:
+    left = pl.DataFrame({"pid": [1, 1, 2, 3, None], "k": [1, 2, 1, None, 1], "x": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    right = pl.DataFrame({"pid": [1, 2, 2, 4], "k": [1, 1, 2, 1], "x": [10.0, 20.0, 30.0, None], "g": ["u", "v", "u", "v"]})
+    return Session(left, epsilon=5.0, privacy_unit="pid", seed=7), right
+
+
+def test_sql_compiles_to_the_python_request_and_reads_the_truncated_join() -> None:
+    from dpwitness.session.sql import compile_for, target
+
+    session, right = _sql_session()
+    statement = "SELECT COUNT(*), SUM(CLAMP(b.x, 0, 50)) FROM data a JOIN visits b ON a.k = b.k"
+    options: dict[str, Any] = {"private": {"visits": right}, "max_rows_per_key": (2, 3), "max_rows_per_unit": 2}
+    compiled = compile_for(session, statement, epsilon=2.0, name="data", **options)
+    join = PrivateJoin(right, on=("k", "k"), max_rows_per_key=(2, 3), max_rows_per_unit=2, name="visits")
+    assert compiled.queries == (
+        session.resolve(Request("count", epsilon=1.0, join=join)),
+        session.resolve(Request("sum", "visits.x", epsilon=1.0, bounds=(0.0, 50.0), join=join)),
+    )
+    assert compiled.queries[0].parts[0].sensitivity == 2 * 3 + 2 * 2
+    over = target(session, compiled)
+    # key 1: left units 1, 2 × right 1, 2, 4 → 6 rows; key 2: left 1 × right 2 → 1 row; null unit and key dropped
+    for key in KEYS:
+        assert over.engine.aggregate(over._opened(), compiled.queries[0], selection_key=key) == {"count": 7.0}
+        exact = over.engine.aggregate(over._opened(), compiled.queries[1], selection_key=key)
+        assert exact == {"count": 5.0, "sum": 2 * (10.0 + 20.0) + 30.0}  # the sum's count: non-null b.x
+    answer = session.sql(statement, epsilon=2.0, name="data", **options)
+    assert "private join on k = k" in str(answer)
+    assert session.spent.epsilon == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    ("statement", "bounds", "reason"),
+    [
+        ("SELECT COUNT(*) FROM data a JOIN visits b ON a.k = b.k", None, "private JOIN needs max rows per key"),
+        ("SELECT COUNT(*) FROM data a LEFT JOIN visits b ON a.k = b.k", 2, "inner JOIN"),
+        ("SELECT COUNT(*) FROM data a JOIN visits b ON k = b.k", 2, "each qualified"),
+        ("SELECT COUNT(*) FROM data a JOIN visits b ON a.k = b.nope", 2, "unknown column of 'visits'"),
+        ("SELECT AVG(CLAMP(b.x, 0, 1)) FROM data a JOIN visits b ON a.k = b.k", 2, "count or sum"),
+        ("SELECT COUNT(DISTINCT pid) FROM data a JOIN visits b ON a.k = b.k", 2, "COUNT(DISTINCT"),
+        ("SELECT g, COUNT(*) FROM data a JOIN visits b ON a.k = b.k GROUP BY g", 2, "declared keys"),
+        ("SELECT COUNT(*) FROM data a JOIN data b ON a.k = b.k", 2, "self-join"),
+    ],
+)
+def test_sql_refuses_a_private_join_it_cannot_bound_before_any_spend(statement: str, bounds: Any, reason: str) -> None:
+    from dpwitness.sql import SqlError
+
+    session, right = _sql_session()
+    with pytest.raises(SqlError) as error:
+        session.sql(statement, epsilon=1.0, name="data", private={"visits": right}, max_rows_per_key=bounds)
+    assert reason in str(error.value) and "\n" not in str(error.value)
+    assert session.spent.epsilon == 0
+
+
+def test_sql_refuses_a_private_join_without_a_privacy_unit() -> None:
+    from dpwitness.sql import SqlError
+
+    _, right = _sql_session()
+    session = Session(pl.DataFrame({"pid": [1], "k": [1]}), epsilon=1.0)
+    with pytest.raises(SqlError, match="privacy unit"):
+        session.sql(
+            "SELECT COUNT(*) FROM data a JOIN visits b ON a.k = b.k", epsilon=1.0, private={"visits": right}, max_rows_per_key=1
+        )

@@ -695,18 +695,25 @@ class Session:
         explain: bool = False,
         name: str | None = None,
         public: Mapping[str, Any] | None = None,
+        private: Mapping[str, Any] | None = None,
+        max_rows_per_key: int | tuple[int, int] | None = None,
+        max_rows_per_unit: int | tuple[int, int] | None = None,
     ) -> Any:
         """Answer one SQL ``SELECT`` (see docs/sql.md): each aggregate is one :class:`Query` of this
         session, ``epsilon`` the statement's total (split evenly over aggregates without their own
         ``EPSILON(aggregate, ε)``). The table is named after the source (``adult.csv`` → ``adult``;
         a frame: ``data``) unless ``name`` is given. ``public`` names the public (lookup) tables the
         statement may JOIN (name → Polars DataFrame or CSV/Parquet path; their values are public).
+        ``private`` names other *private* tables (same privacy unit column) a JOIN may name, truncated
+        to ``max_rows_per_key`` (k or (k_left, k_right); required) and ``max_rows_per_unit`` (default
+        ``max_contributions``) rows before the join (:class:`dpwitness.query.resolve.PrivateJoin`).
         Returns a :class:`dpwitness.sql.Answer`, or with ``explain`` (or ``EXPLAIN SELECT …``) a
         :class:`dpwitness.sql.Explanation` and spends nothing. Anything refused is refused before
         any spend (:class:`dpwitness.sql.SqlError`)."""
         from dpwitness.session.sql import run
 
-        return run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=public)
+        joins = {"private": private, "max_rows_per_key": max_rows_per_key, "max_rows_per_unit": max_rows_per_unit}
+        return run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=public, **joins)
 
     def over(self, derive: Callable[[Engine, Any], Any]) -> Session:
         """This session over ``derive(engine, table)``, a table derived from this one's opened table
