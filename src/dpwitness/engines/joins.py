@@ -20,7 +20,7 @@ from typing import Any
 
 from dpwitness.common.errors import ParameterError, require
 from dpwitness.engines import SelectionKey
-from dpwitness.io.schema import POLARS_READERS, POLARS_TYPES, polars_kind
+from dpwitness.io.schema import POLARS_READERS, POLARS_TYPES
 from dpwitness.privacy.neighbours import PrivateJoinBound
 from dpwitness.query.queries import ColumnKind
 
@@ -145,32 +145,53 @@ def join_private(
        (:mod:`dpwitness.io.cells`), so an integer 1 matches a text "1" but a float 1.0 matches "1.0".
 
     The joined rows hold the left's columns and the right's, a right column whose name the left
-    has renamed ``"<name>.<column>"``; the right's key and unit columns are dropped. Refused (before
-    any spend) when a key or the unit is missing from a side, or for an engine other than Polars.
+    has renamed ``"<name>.<column>"``; the right's key and unit columns are dropped, and so are the
+    columns no engine can key (lists, maps, dates…: declare their types to keep them). Refused
+    (before any spend) when a key or the unit is missing from a side or cannot be keyed.
     """
     left_key, right_key = bound.on
-    if engine.name != "polars":
-        raise ParameterError("engine", "polars for a join of two private tables (spark: not yet)", engine.name)
+    if engine.name not in ("polars", "spark"):
+        raise ParameterError("engine", "polars or spark for a join of two private tables", engine.name)
+    schemas = (engine.schema(left).columns, engine.schema(right).columns)
+    for columns, column, label in ((schemas[0], left_key, "left"), (schemas[1], right_key, "right")):
+        for needed, role in ((column, "on"), (unit, "privacy_unit")):
+            if needed not in columns:
+                raise ParameterError(role, f"a column of the {label} table of the private join", needed)
+            if not columns[needed].keyable:
+                expected = f"a {label} column every engine can key (integer, float, text or boolean): declare its type"
+                raise ParameterError(role, expected, f"{needed!r} ({columns[needed].value})")
+    kinds = {schemas[0][left_key], schemas[1][right_key]}
+    common = next(iter(kinds)) if len(kinds) == 1 else ColumnKind.FLOAT if kinds == _NUMBERS else ColumnKind.STRING
+    # what no engine can key (lists, maps, dates…) is left out, so that every row can be hashed and ordered
+    kept = [[c for c, k in columns.items() if k.keyable] for columns in schemas]
+    limits = ((bound.max_rows_left, bound.max_rows_per_key_left), (bound.max_rows_right, bound.max_rows_per_key_right))
+    renamed = {c: (f"{name}.{c}" if c in kept[0] else c) for c in kept[1] if c not in (right_key, unit)}
+    untyped = frozenset(c for c in kept[0] if c in left.untyped) | frozenset(n for c, n in renamed.items() if c in right.untyped)
+    if engine.name == "polars":
+        return _polars_private(left, right, (left_key, right_key), kept, limits, renamed, common, unit, key, untyped)
+    return _spark_private(left, right, (left_key, right_key), kept, limits, renamed, common, unit, key, untyped)
+
+
+def _polars_private(
+    left: Any,
+    right: Any,
+    on: tuple[str, str],
+    kept: list[list[str]],
+    limits: tuple[tuple[int, int], ...],
+    renamed: dict[str, str],
+    common: ColumnKind,
+    unit: str,
+    key: SelectionKey,
+    untyped: frozenset[str],
+) -> Any:
+    """:func:`join_private` on Polars."""
     import polars as pl
 
     from dpwitness.engines.polars import PolarsTable, keep_at_most
     from dpwitness.io.cells import polars_text
 
-    def kind_of(table: Any, column: str, label: str) -> ColumnKind:
-        schema = table.frame.collect_schema()
-        for needed, role in ((column, "on"), (unit, "privacy_unit")):
-            if needed not in schema.names():
-                raise ParameterError(role, f"a column of the {label} table of the private join", needed)
-            if not polars_kind(schema[needed]).keyable:
-                expected = f"a {label} column every engine can key (integer, float, text or boolean): declare its type"
-                raise ParameterError(role, expected, f"{needed!r} ({schema[needed]})")
-        return ColumnKind.UNTYPED if column in table.untyped else polars_kind(schema[column])
-
-    kinds = {kind_of(left, left_key, "left"), kind_of(right, right_key, "right")}
-    common = next(iter(kinds)) if len(kinds) == 1 else ColumnKind.FLOAT if kinds == _NUMBERS else ColumnKind.STRING
-
-    def side(table: Any, column: str, limit_unit: int, limit_key: int) -> Any:
-        frame = table.frame
+    def side(table: Any, column: str, columns: list[str], per_unit: int, per_key: int) -> Any:
+        frame = table.frame.select(columns)
         schema = frame.collect_schema()
         dtype, value = schema[column], pl.col(column)
         if common is ColumnKind.FLOAT:  # NaN matches nothing; -0.0 is 0.0
@@ -184,15 +205,51 @@ def join_private(
         if schema[unit].is_float():
             present = present & pl.col(unit).is_not_nan()
         keyed = frame.with_columns(value.alias(PRIVATE_KEY)).filter(present)
-        return keep_at_most(keep_at_most(keyed, [unit], limit_unit, key), [PRIVATE_KEY], limit_key, key)
+        return keep_at_most(keep_at_most(keyed, [unit], per_unit, key), [PRIVATE_KEY], per_key, key)
 
-    lf = side(left, left_key, bound.max_rows_left, bound.max_rows_per_key_left)
-    rf = side(right, right_key, bound.max_rows_right, bound.max_rows_per_key_right)
-    left_names = set(lf.collect_schema().names())
-    renamed = {
-        c: (f"{name}.{c}" if c in left_names else c) for c in right.frame.collect_schema().names() if c not in (right_key, unit)
-    }
+    lf = side(left, on[0], kept[0], *limits[0])
+    rf = side(right, on[1], kept[1], *limits[1])
     rf = rf.select(pl.col(PRIVATE_KEY), *(pl.col(c).alias(n) for c, n in renamed.items()))
-    joined = lf.join(rf, on=PRIVATE_KEY, how="inner").drop(PRIVATE_KEY)
-    untyped = frozenset(left.untyped) | frozenset(n for c, n in renamed.items() if c in right.untyped)
-    return PolarsTable(joined, untyped)
+    return PolarsTable(lf.join(rf, on=PRIVATE_KEY, how="inner").drop(PRIVATE_KEY), untyped)
+
+
+def _spark_private(
+    left: Any,
+    right: Any,
+    on: tuple[str, str],
+    kept: list[list[str]],
+    limits: tuple[tuple[int, int], ...],
+    renamed: dict[str, str],
+    common: ColumnKind,
+    unit: str,
+    key: SelectionKey,
+    untyped: frozenset[str],
+) -> Any:
+    """:func:`join_private` on Spark: the same rule, Spark's hash (so the kept rows may differ from Polars'
+    where truncation drops rows; the aggregates agree wherever it cannot matter)."""
+    from pyspark.sql import functions as F
+
+    from dpwitness.engines.spark import SparkTable, column, keep_at_most
+    from dpwitness.io.cells import spark_text
+
+    def side(table: Any, name: str, columns: list[str], per_unit: int, per_key: int) -> Any:
+        frame = table.frame.select(*(column(c) for c in columns))
+        types = {f.name: f.dataType for f in frame.schema.fields}
+        value = column(name)
+        if common is ColumnKind.FLOAT:
+            value = value.cast("double")
+            value = F.when(F.isnan(value), F.lit(None)).when(value == 0, F.lit(0.0)).otherwise(value)
+        elif common is ColumnKind.INTEGER:
+            value = value.cast("long")
+        elif common in (ColumnKind.STRING, ColumnKind.UNTYPED):
+            value = spark_text(value, types[name])
+        present = column(unit).isNotNull() & F.col(PRIVATE_KEY).isNotNull()
+        if type(types[unit]).__name__ in ("DoubleType", "FloatType"):
+            present = present & ~F.isnan(column(unit))
+        keyed = frame.withColumn(PRIVATE_KEY, value).filter(present)
+        return keep_at_most(keep_at_most(keyed, [unit], per_unit, key), [PRIVATE_KEY], per_key, key)
+
+    lf = side(left, on[0], kept[0], *limits[0])
+    rf = side(right, on[1], kept[1], *limits[1])
+    rf = rf.select(F.col(PRIVATE_KEY), *(column(c).alias(n) for c, n in renamed.items()))
+    return SparkTable(lf.join(rf, on=PRIVATE_KEY, how="inner").drop(PRIVATE_KEY), untyped)

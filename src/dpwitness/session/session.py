@@ -486,8 +486,6 @@ class Session:
         if unit is None:
             raise ParameterError("privacy_unit", "the column that identifies a unit in both tables of a private join", None)
         bound = join.bound(self.max_contributions)
-        if self.engine.name != "polars":
-            raise ParameterError("engine", "polars for a join of two private tables (spark: not yet)", self.engine.name)
         right = self.engine.open(join.table, dtypes=join.dtypes)
         stream = None if self.seed is None else np.random.SeedSequence(self.seed, spawn_key=(_JOIN_STREAM, len(self.history)))
         key = selection_key(stream)
