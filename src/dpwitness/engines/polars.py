@@ -382,8 +382,8 @@ def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key:
 
 
 def keep_at_most(frame: pl.LazyFrame, per: list[str], limit: int, key: SelectionKey) -> pl.LazyFrame:
-    """≤ ``limit`` rows per value of the ``per`` columns, picked by keyed hashes of each row's content
-    (and its occurrence among identical rows), never by file order: a row's rank depends only on its
+    """``frame`` with ≤ ``limit`` rows per value of the ``per`` columns, picked by hashes keyed by
+    ``key`` of each row's content (and its occurrence among identical rows), never by file order: a row's rank depends only on its
     own content and the rows identical to it (:func:`_bound`; the private join's truncation too)."""
     schema = frame.collect_schema()
     # A Categorical's physical codes depend on which strings the whole table held first: hash it as text.

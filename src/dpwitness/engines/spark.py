@@ -376,8 +376,8 @@ def _table(handle: SparkTable | DataFrame) -> SparkTable:
 
 
 def keep_at_most(frame: DataFrame, per: list[str], limit: int, key: SelectionKey) -> DataFrame:
-    """≤ ``limit`` rows per value of the ``per`` columns: those with the smallest keyed hash of their
-    whole content and their occurrence among identical rows (so a row's rank never depends on a
+    """``frame`` with ≤ ``limit`` rows per value of the ``per`` columns: those with the smallest hash
+    (keyed by ``key``) of their whole content and their occurrence among identical rows (so a row's rank never depends on a
     different row, unlike :func:`_bound`'s positions; a private join truncates per key with it)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F

@@ -312,7 +312,8 @@ class PrivateJoinBound:
         check_count("max_rows_per_unit", self.max_rows_right)
 
     def changed_rows(self, neighbours: Neighbours) -> int:
-        """M = m_l·k_r + m_r·k_l joined rows leave and M enter (add/remove); twice that for replace-one."""
+        """M = m_l·k_r + m_r·k_l joined rows leave and M enter when ``neighbours`` is add/remove; twice
+        that for replace-one."""
         moved = self.max_rows_left * self.max_rows_per_key_right + self.max_rows_right * self.max_rows_per_key_left
         return moved if neighbours is Neighbours.ADD_REMOVE else 2 * moved
 

@@ -53,7 +53,8 @@ class PrivateJoin:
     dtypes: Any = None
 
     def bound(self, max_contributions: int) -> PrivateJoinBound:
-        """The contribution bounds, checked (one-line errors naming ``join.on``, ``max_rows_per_key``…)."""
+        """The contribution bounds, checked (one-line errors naming ``on``, ``max_rows_per_key``…);
+        ``max_contributions`` (the session's) is m on each side when ``max_rows_per_unit`` is None."""
         left, right = self.columns
         if self.max_rows_per_key is None:
             raise ParameterError("max_rows_per_key", "max rows per key for each side of a private join (k or (k_l, k_r))", None)
