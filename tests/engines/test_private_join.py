@@ -182,6 +182,13 @@ def test_bad_input_is_refused_by_name_before_any_spend() -> None:
     _refused(session, Request("count", epsilon=1.0, where="row_number <= 1", join=ok), "where")
     _refused(session, Request("sum", "missing", epsilon=1.0, bounds=(0.0, 1.0), join=ok), "column")
     _refused(Session(left, epsilon=5.0), Request("count", epsilon=1.0, join=ok), "privacy_unit")
+    # a join's query run over the session's own (untruncated, unjoined) rows would break its Δ: refused
+    with pytest.raises(ParameterError) as error:
+        session.run(session.resolve(Request("count", epsilon=1.0, join=ok)))
+    assert error.value.parameter == "join" and session.spent.epsilon == 0
+    with pytest.raises(ParameterError):
+        session._joined(ok).run(session.resolve(Request("count", epsilon=1.0)))
+    assert session.spent.epsilon == 0
 
 
 # --- SQL: the same request through the compiler ------------------------------------------------

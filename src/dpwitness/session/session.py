@@ -24,7 +24,7 @@ from dpwitness.mechanisms.additive import Laplace
 from dpwitness.mechanisms.release import FOUND_BESIDE, Release
 from dpwitness.noise import bit_source
 from dpwitness.privacy.budget import Accountant, Budget, Ledger, Spend, check_total
-from dpwitness.privacy.neighbours import ContributionBound, Neighbours, partition_threshold
+from dpwitness.privacy.neighbours import ContributionBound, Neighbours, PrivateJoinBound, partition_threshold
 from dpwitness.query.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
 from dpwitness.query.queries import Aggregates, Key, Query, Schema, check_keys, parse_dtypes
 from dpwitness.query.resolve import PrivateJoin, Request, check_max_rows, check_rho_option, resolve
@@ -170,6 +170,8 @@ class Session:
             self._accountant = Accountant(wanted.epsilon, delta=delta_budget, ledger=store, account=self.account)
         self._handle: Any = None
         self._schema: Schema | None = None
+        #: The private join this session's rows are (set on the view :meth:`_joined` returns).
+        self._join_bound: PrivateJoinBound | None = None
         self.releases: list[Release] = []
 
     # --- budget ---------------------------------------------------------------------------
@@ -489,7 +491,9 @@ class Session:
         right = self.engine.open(join.table, dtypes=join.dtypes)
         stream = None if self.seed is None else np.random.SeedSequence(self.seed, spawn_key=(_JOIN_STREAM, len(self.history)))
         key = selection_key(stream)
-        return self.over(lambda engine, handle: join_private(engine, handle, right, bound, unit=unit, name=join.name, key=key))
+        view = self.over(lambda engine, handle: join_private(engine, handle, right, bound, unit=unit, name=join.name, key=key))
+        view._join_bound = bound
+        return view
 
     def results(self) -> Any:
         """Every release of this session as one Polars frame (one row per key; see
@@ -729,6 +733,10 @@ class Session:
     def _plan(self, query: Query, mechanism: str | None = None, *, rho: float | None = None, max_rows: int | None = None) -> Plan:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.query.queries.Query", query)
+        if query.private_join != self._join_bound:  # a join's Δ holds only over its truncated, joined rows
+            raise ParameterError(
+                "join", "a private join's query runs through Session.ask(Request(..., join=…)) or Session.sql", query.label
+            )
         wanted = self.mechanism if mechanism is None else check_mechanism(mechanism)
         rows = self.max_rows if max_rows is None else check_max_rows(max_rows)
         if rows is not None and max_rows is not None and not query.explicit_delta and not self._delta_given:
