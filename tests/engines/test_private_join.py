@@ -220,6 +220,10 @@ def test_sql_compiles_to_the_python_request_and_reads_the_truncated_join() -> No
         assert over.engine.aggregate(over._opened(), compiled.queries[0], selection_key=key) == {"count": 7.0}
         exact = over.engine.aggregate(over._opened(), compiled.queries[1], selection_key=key)
         assert exact == {"count": 5.0, "sum": 2 * (10.0 + 20.0) + 30.0}  # the sum's count: non-null b.x
+    where = compile_for(session, f"{statement} WHERE g = 'u' AND a.x < 2", epsilon=2.0, name="data", **options)
+    filtered = target(session, where)
+    # key 1 with g = 'u': right unit 1 only, left x < 2: unit 1's row → 1 row (b.x = 10); key 2: b's 'u' row, a.x = 2.0 fails
+    assert filtered.engine.aggregate(filtered._opened(), where.queries[1], selection_key=KEYS[0]) == {"count": 1.0, "sum": 10.0}
     answer = session.sql(statement, epsilon=2.0, name="data", **options)
     assert "private join on k = k" in str(answer)
     assert session.spent.epsilon == pytest.approx(2.0)
@@ -236,6 +240,7 @@ def test_sql_compiles_to_the_python_request_and_reads_the_truncated_join() -> No
         ("SELECT COUNT(DISTINCT pid) FROM data a JOIN visits b ON a.k = b.k", 2, "COUNT(DISTINCT"),
         ("SELECT g, COUNT(*) FROM data a JOIN visits b ON a.k = b.k GROUP BY g", 2, "declared keys"),
         ("SELECT COUNT(*) FROM data a JOIN data b ON a.k = b.k", 2, "self-join"),
+        ("SELECT SUM(CLAMP(x, 0, 1)) FROM data a JOIN visits b ON a.k = b.k", 2, "ambiguous"),
     ],
 )
 def test_sql_refuses_a_private_join_it_cannot_bound_before_any_spend(statement: str, bounds: Any, reason: str) -> None:

@@ -161,7 +161,11 @@ class JoinTranslation:
         qualifier = (node.table or "").lower()
         if qualifier in self.private_aliases:
             return self.private_columns[self._named(node, self.private_columns, str(node.table))]
-        if qualifier or any(c == node.name or c.lower() == node.name.lower() for c in self.left_columns):
+        in_left = any(c == node.name or c.lower() == node.name.lower() for c in self.left_columns)
+        in_right = any(c == node.name or c.lower() == node.name.lower() for c in self.private_columns)
+        if not qualifier and in_left and in_right:
+            self.refuse(node, f"column {node.name!r}", "ambiguous: qualify it with its table")
+        if qualifier or in_left:
             return self._named(node, self.left_columns, self.table)
         return self.private_columns[self._named(node, self.private_columns, "the joined tables")]
 
