@@ -93,6 +93,27 @@ def test_the_sweep_holds_delta_for_every_unit_added_or_removed(bound: PrivateJoi
     assert worst[0] >= 1  # the sweep moves the count at all
 
 
+def test_the_sweep_holds_delta_when_a_unit_is_replaced() -> None:
+    """Replace-one: a unit's rows in both tables replaced by heavy, hostile ones (2M rows each way)."""
+    bound = BOUNDS[1]
+    queries = [
+        _query("count", bound, neighbours=Neighbours.REPLACE_ONE),
+        _query("sum", bound, column="x", bounds=(-5.0, 20.0), neighbours=Neighbours.REPLACE_ONE),
+    ]
+    for seed in range(3):
+        left, right = _tables(seed)
+        full = [_exact(left, right, q, KEYS[seed]) for q in queries]
+        for unit in {u for u in left["pid"].to_list() if u is not None}:
+            rows_left = pl.DataFrame({"pid": [unit] * 4, "k": [1.0, 1.0, 2.0, 3.0], "x": [-9.0, 99.0, 20.0, -5.0]})
+            rows_right = pl.DataFrame({"pid": [unit] * 3, "k": [1, 1, 3], "y": [None, 9.0, 1.0]}, schema=right.schema)
+            new_left = pl.concat([_without(left, unit), rows_left])
+            new_right = pl.concat([_without(right, unit), rows_right])
+            for query, before in zip(queries, full, strict=True):
+                after = _exact(new_left, new_right, query, KEYS[seed])
+                name = query.parts[0].aggregate.value
+                assert abs(after[name] - before[name]) <= query.parts[0].sensitivity, (query.label, unit)
+
+
 def test_delta_is_reached_by_a_unit_on_both_sides_of_full_keys() -> None:
     """Tight: u's left row meets k_r right rows of key 1, its right row k_l left rows of key 2."""
     bound = PrivateJoinBound(2, 2, 1, 1, on=("k", "k"))
