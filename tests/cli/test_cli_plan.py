@@ -56,6 +56,16 @@ def test_the_table_and_a_gaussian_plan_on_a_rho_account(people: Path) -> None:
     assert "as (ε, δ)" in result.stdout and "fits" in result.stdout
 
 
+def test_a_gaussian_mean_plan_gives_the_closed_form_rho_split(people: Path) -> None:
+    args = ["plan", str(people), "--dtype", "age:integer", "--rho", "1", "--mechanism", "gaussian", "--min-rows", "2000"]
+    result = runner.invoke(app, [*args, "--target", "mean age:0:100 ±2", "--json"])
+    assert result.exit_code == 0, result.output
+    (mean,) = json.loads(result.stdout)["statistics"]
+    count, centred = mean["parts"]
+    assert count["rho"] / centred["rho"] == pytest.approx((52 / 50) ** (2 / 3), rel=1e-9)  # ((h + e)·Δ_count : Δ_sum)^⅔
+    assert mean["half_width"] <= 2 and mean["half_width"] == pytest.approx(2, rel=1e-6)
+
+
 def test_the_target_grammar_reads_columns_as_query_does() -> None:
     assert parse_target("mean age:0:100 ±2") == ("mean", "age", (0.0, 100.0), (), 2.0)
     assert parse_target("sum income by sex,town +- 500") == ("sum", "income", None, ("sex", "town"), 500.0)

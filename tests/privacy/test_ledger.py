@@ -353,7 +353,7 @@ def test_a_gaussian_release_records_its_delta_and_rho(table: Path, tmp_path: Pat
     ("mechanism", "statistic", "delta_budget", "parameter"),
     [
         ("uniform", "count", 1e-5, "mechanism"),
-        ("gaussian", "mean", 1e-5, "mechanism"),  # a composite release: Laplace only
+        ("gaussian", "variance", 1e-5, "mechanism"),  # noisy moments: Laplace only (a mean may be Gaussian)
         ("gaussian", "count", None, "mechanism"),  # no δ or ρ to spend: the option asked is named
     ],
 )
@@ -362,8 +362,8 @@ def test_bad_mechanism_choices_are_refused_before_spending(
 ) -> None:
     ledger = tmp_path / "m.db"
     session = Session(table, epsilon=5.0, delta_budget=delta_budget, ledger=ledger)
-    bounds = {"bounds": (0.0, 1000.0)} if statistic == "mean" else {}
-    query = session.query(statistic, "x" if statistic == "mean" else None, epsilon=1.0, **bounds)  # type: ignore[arg-type]
+    bounds = {"bounds": (0.0, 1000.0)} if statistic == "variance" else {}
+    query = session.query(statistic, "x" if statistic == "variance" else None, epsilon=1.0, **bounds)  # type: ignore[arg-type]
     with pytest.raises(ParameterError) as caught:
         session.run(query, mechanism=mechanism)
     assert caught.value.parameter == parameter and "\n" not in str(caught.value)

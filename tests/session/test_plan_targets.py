@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from statistics import NormalDist
 
 import numpy as np
@@ -176,11 +177,12 @@ def test_the_planned_requests_release_within_the_budget_the_plan_states() -> Non
         (Target(Request("mean", "x", bounds=(0.0, 1.0)), error=0.1), {}, "min_rows"),
         (Target(Request("mean", "x", bounds=(0.0, 1.0)), error=1.0, min_rows=10), {}, "error"),
         (Target(Request("count"), error=1.0, min_rows=10), {}, "min_rows"),
-        (Target(Request("mean", "x", bounds=(0.0, 1.0)), error=0.1, min_rows=10), {"mechanism": "gaussian"}, "mechanism"),
+        (Target(Request("mean", "x", bounds=(0.0, 1.0), by="g"), error=0.1, min_rows=10), {"mechanism": "gaussian"}, "mechanism"),
     ],
 )
 def test_bad_targets_are_one_line_errors_naming_the_parameter(target: Target, options: dict[str, object], parameter: str) -> None:
-    session = Session(pl.DataFrame({"x": [1.0, 2.0]}), epsilon=1, delta_budget=1e-5)
+    """(The Gaussian mean over undeclared keys: its count would also select the keys; not released.)"""
+    session = Session(pl.DataFrame({"x": [1.0, 2.0], "g": ["a", "b"]}), epsilon=1, delta_budget=1e-5, max_rows=100)
     with pytest.raises(ParameterError) as caught:
         session.plan([target], **options)  # type: ignore[arg-type]
     assert caught.value.parameter == parameter and "\n" not in str(caught.value)
@@ -192,3 +194,100 @@ def test_targets_must_be_a_list_of_targets() -> None:
     for bad in ([], Target(Request("count"), error=1.0), [Request("count")]):
         with pytest.raises(ParameterError, match=r"^targets"):
             session.plan(bad)  # type: ignore[arg-type]
+
+
+def _mean_bound(release: object, alpha: float, h: float, n: int) -> float:
+    """The mean's documented bound from the release's own parts: w_i = σ_i·Φ⁻¹(1 − α/4) (α/2 each)."""
+    from dpwitness.privacy.accounting import gaussian_half_width
+
+    count, centred = (gaussian_half_width(p.scale, alpha / 2) for p in release.parts)  # type: ignore[attr-defined]
+    return (centred + h * count) / (n - count)
+
+
+def test_a_gaussian_mean_on_a_rho_account_meets_its_bound_with_the_closed_form_split() -> None:
+    """ρ_i ∝ ((h + e)·Δ_count)^⅔ : Δ_sum^⅔; released at the plan the bound is e, at ρ·(1 − 10⁻⁴) above e."""
+    from dpwitness.privacy.accounting import gaussian_sigma_for_rho
+
+    alpha, error, n, h = 0.05, 2.0, 4000, 50.0
+    session = Session(pl.DataFrame({"age": [1.0, 2.0]}), rho=10.0, delta=1e-7, seed=3)
+    target = Target(Request("mean", "age", bounds=(0.0, 100.0)), error=error, min_rows=n)
+    plan = session.plan([target], alpha=alpha, mechanism="gaussian")
+    (mean,) = plan.statistics
+    count, centred = mean.parts
+    assert float(count["rho"]) / float(centred["rho"]) == pytest.approx(((h + error) / h) ** (2 / 3), rel=1e-9)
+    z = NormalDist().inv_cdf(1 - alpha / 4)
+    sigmas = [gaussian_sigma_for_rho(d, float(p["rho"])) for d, p in ((1.0, count), (h, centred))]
+    assert (z * sigmas[1] + h * z * sigmas[0]) / (n - z * sigmas[0]) == pytest.approx(error, rel=1e-6)
+    release = session.ask(plan.requests()[0])
+    assert [p.distribution for p in release.parts] == ["gaussian", "gaussian"]  # type: ignore[attr-defined]
+    assert _mean_bound(release, alpha, h, n) <= error
+    assert _mean_bound(release, alpha, h, n) == pytest.approx(error, rel=1e-6)
+    assert release.witness().ok and session.spent.rho == pytest.approx(mean.rho, rel=1e-12)
+    smaller = session.ask(replace(plan.requests()[0], rho=mean.rho * (1 - 1e-4)))
+    assert _mean_bound(smaller, alpha, h, n) > error  # a smaller budget misses the target
+
+
+def _epsilon_of_sigma(sensitivity: float, sigma: float, delta: float) -> float:
+    """The smallest ε whose analytic Gaussian σ at δ is ≤ σ (bisection, independent of the planner's)."""
+    from dpwitness.privacy.accounting import analytic_gaussian_sigma
+
+    low, high = 1e-4, 50.0
+    for _ in range(50):
+        middle = (low + high) / 2
+        low, high = (middle, high) if analytic_gaussian_sigma(sensitivity, middle, delta) > sigma else (low, middle)
+    return high
+
+
+def test_a_gaussian_mean_on_an_epsilon_delta_account_meets_its_bound_with_the_cheapest_split() -> None:
+    """Each part at δ/2; the bound is e at the plan, above e at ε·(1 − 10⁻⁴); moving the split either
+    way along w_sum + (h + e)·w_count = e·n costs more ε."""
+    alpha, error, n, h = 0.05, 2.0, 4000, 50.0
+    session = Session(pl.DataFrame({"age": [1.0, 2.0]}), epsilon=5, delta_budget=1e-5, seed=4)
+    target = Target(Request("mean", "age", bounds=(0.0, 100.0)), error=error, min_rows=n)
+    plan = session.plan([target], alpha=alpha, mechanism="gaussian")
+    (mean,) = plan.statistics
+    release = session.ask(plan.requests()[0])
+    assert [p.mechanism.delta for p in release.parts] == [session.delta / 2] * 2  # type: ignore[attr-defined]
+    assert _mean_bound(release, alpha, h, n) <= error
+    assert _mean_bound(release, alpha, h, n) == pytest.approx(error, rel=1e-6)
+    assert release.witness().ok and release.delta == plan.total.delta == session.delta  # δ/2 + δ/2
+    smaller = session.ask(replace(plan.requests()[0], epsilon=mean.epsilon * (1 - 1e-4)))
+    assert _mean_bound(smaller, alpha, h, n) > error
+    z = NormalDist().inv_cdf(1 - alpha / 4)
+    line = error * n / z  # (h + e)·σ_count + σ_sum
+    share = (h + error) * release.parts[0].scale / line  # type: ignore[attr-defined]
+    for moved in (share * 0.97, share * 1.03):
+        sigmas = (moved * line / (h + error), (1 - moved) * line)
+        cost = sum(_epsilon_of_sigma(d, s, session.delta / 2) for d, s in zip((1.0, h), sigmas, strict=True))
+        assert cost > mean.epsilon
+
+
+def test_releases_at_the_planned_gaussian_mean_cover_at_least_one_minus_alpha() -> None:
+    """As for the Laplace mean (a bound: ≥ 1 − α up to 4 binomial σ over 4000 samples), with ρ."""
+    alpha, error, n = 0.05, 5.0, 20
+    session = Session(_keyed(n), rho=100, seed=14)
+    target = Target(Request("mean", "age", bounds=(0.0, 100.0), by="g", keys=KEYS), error=error, min_rows=n)
+    plan = session.plan([target], alpha=alpha, mechanism="gaussian")
+    share = _coverage(session, plan.requests()[0], 30.0, error, runs=2)
+    assert share >= 1 - alpha - _binomial_margin(alpha, 4000)
+
+
+def test_a_composite_of_laplace_and_gaussian_parts_is_not_witnessed_as_one() -> None:
+    from dpwitness.mechanisms.additive import Gaussian, Laplace
+    from dpwitness.witness.analytic import compose, witness
+
+    reports = [witness(Laplace(sensitivity=1.0, epsilon=1.0)), witness(Gaussian(sensitivity=1.0, rho=0.5))]
+    with pytest.raises(ValueError, match="all Laplace or all Gaussian"):
+        compose(reports)  # type: ignore[arg-type]
+
+
+def test_auto_keeps_a_mean_laplace_and_a_gaussian_mean_over_undeclared_keys_is_refused() -> None:
+    session = Session(pl.DataFrame({"age": [1.0, 2.0], "g": ["a", "b"]}), epsilon=5, delta_budget=1e-5, max_rows=100)
+    release = session.ask(Request("mean", "age", bounds=(0.0, 100.0), epsilon=1.0, mechanism="auto"))
+    assert [p.distribution for p in release.parts] == ["laplace", "laplace"]  # type: ignore[attr-defined]
+    assert "a mean is Gaussian when asked" in release.notice
+    spent = session.spent
+    with pytest.raises(ParameterError) as caught:
+        session.ask(Request("mean", "age", bounds=(0.0, 100.0), by="g", epsilon=1.0, mechanism="gaussian"))
+    assert caught.value.parameter == "mechanism" and "\n" not in str(caught.value)
+    assert session.spent == spent

@@ -131,6 +131,23 @@ def test_explain_spends_nothing_and_budget_is_checked_for_the_whole_statement(se
     assert too_much.status_code in (402, 422) and _spent(server) == before
 
 
+def test_explain_with_target_errors_needs_no_epsilon_and_spends_nothing(served: tuple[ServerProcess, list[Any]]) -> None:
+    server, _ = served
+    before = _spent(server)
+    statement = "EXPLAIN SELECT WITHIN(COUNT(*), 10), WITHIN(AVG(age), 2, 1000) FROM people WHERE sex IN ('F', 'M') GROUP BY sex"
+    plan = _post(server, {"sql": statement})
+    assert plan.status_code == 200, plan.text
+    targets = plan.json()["plan"]["targets"]
+    count, mean = targets["statistics"]
+    assert count["epsilon"] == pytest.approx(math.log(20) / 10, rel=1e-12) and count["half_width"] <= 10
+    assert [p["aggregate"] for p in mean["parts"]] == ["count", "centred_sum"] and mean["half_width"] <= 2
+    released = _post(server, {"sql": statement.removeprefix("EXPLAIN "), "epsilon": 1.0})
+    assert released.status_code == 422 and "planned, not released" in released.json()["detail"]
+    no_epsilon = _post(server, {"sql": "SELECT COUNT(*) FROM people"})
+    assert no_epsilon.status_code == 422 and no_epsilon.json()["detail"].startswith("epsilon")
+    assert _spent(server) == before
+
+
 def test_a_join_with_a_public_table_of_the_config(served: tuple[ServerProcess, list[Any]]) -> None:
     server, rows = served
     statement = "SELECT t.county, COUNT(*) AS n FROM people p JOIN towns t ON p.town = t.town GROUP BY t.county ORDER BY t.county"

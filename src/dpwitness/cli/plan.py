@@ -62,7 +62,7 @@ def plan(
     ] = None,
     delta: Annotated[float | None, typer.Option(help="δ of each Gaussian release, and of ρ converted to (ε, δ).")] = None,
     mechanism: Annotated[
-        str, typer.Option(help="laplace or gaussian (a count, sum or histogram over declared keys).")
+        str, typer.Option(help="laplace or gaussian (a count, sum, histogram or mean over declared keys).")
     ] = "laplace",
     alpha: Annotated[float, typer.Option(help="Each statistic within ±ERROR with probability 1 − alpha.")] = 0.05,
     min_rows: Annotated[

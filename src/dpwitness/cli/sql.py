@@ -24,7 +24,11 @@ def sql(
         float, typer.Option(help="ε of the statement (the run's budget), split evenly over aggregates without EPSILON(…, ε).")
     ],
     explain: Annotated[
-        bool, typer.Option("--explain", help="Print the plan (queries, Δ, ε, expected error); spend nothing.")
+        bool,
+        typer.Option(
+            "--explain",
+            help="Print the plan (queries, Δ, ε, expected error; the ε solved for WITHIN(aggregate, error)); spend nothing.",
+        ),
     ] = False,
     name: Annotated[str | None, typer.Option(help="The table's name in the statement (default: the file's stem).")] = None,
     public: Annotated[

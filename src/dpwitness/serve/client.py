@@ -198,13 +198,14 @@ class Client:
         return self.query(table, "histogram", epsilon=epsilon, column=column, **options)
 
     def sql(
-        self, statement: str, *, epsilon: float, alpha: float | None = None, explain: bool = False
+        self, statement: str, *, epsilon: float | None = None, alpha: float | None = None, explain: bool = False
     ) -> SqlAnswer | dict[str, Any]:
         """Answer one SQL ``SELECT`` (its table named in its FROM; see docs/sql.md) through ``POST /v1/sql``.
 
         :param statement: the statement, a non-empty text of at most :data:`MAX_SQL` characters.
         :param epsilon: the statement's total ε (finite, > 0), split evenly over its aggregates
-            without an ``EPSILON(aggregate, ε)`` of their own.
+            without an ``EPSILON(aggregate, ε)`` of their own; None when each has one, or for
+            ``EXPLAIN`` with target errors (``WITHIN(aggregate, error)``: the plan solves ε).
         :param alpha: each interval misses with probability ``alpha`` (in (0, 1)); None: the service's.
         :param explain: True returns the plan (each query, Δ, ε, expected error) and spends nothing.
         :returns: a :class:`SqlAnswer`; with ``explain`` (or ``EXPLAIN SELECT …``) the plan as a dict.
@@ -220,7 +221,9 @@ class Client:
             raise ParameterError("statement", f"at most {MAX_SQL} characters", f"{len(statement)} characters")
         if not isinstance(explain, bool):
             raise ParameterError("explain", "True or False", explain)
-        body: dict[str, Any] = {"sql": statement, "epsilon": check_positive_finite("epsilon", epsilon), "explain": explain}
+        body: dict[str, Any] = {"sql": statement, "explain": explain}
+        if epsilon is not None:
+            body["epsilon"] = check_positive_finite("epsilon", epsilon)
         if alpha is not None:
             body["alpha"] = check_alpha(alpha)
         self.last = self._call("POST", "/v1/sql", json=body)

@@ -70,8 +70,8 @@ class QueryRequest(BaseModel):
     )
     mechanism: Literal["laplace", "gaussian", "auto"] = Field(
         default="laplace",
-        description="laplace (pure ε); gaussian ((ε, δ), L2 Δ; needs a δ or ρ budget): count, sum, histogram; "
-        "auto: the one with the smaller error",
+        description="laplace (pure ε); gaussian ((ε, δ), L2 Δ; needs a δ or ρ budget): count, sum, histogram, "
+        "mean over declared keys; auto: the one with the smaller error",
     )
     delta: float | None = Field(
         default=None, gt=0, lt=1, description="the δ of a Gaussian release (default 1e-6); refused for a Laplace release"
@@ -79,7 +79,8 @@ class QueryRequest(BaseModel):
     rho: float | None = Field(
         default=None,
         gt=0,
-        description="instead of epsilon, on an analyst whose total is ρ: a Gaussian release at ρ-zCDP (count, sum, histogram)",
+        description="instead of epsilon, on an analyst whose total is ρ: a Gaussian release at ρ-zCDP "
+        "(count, sum, histogram, mean)",
     )
 
 

@@ -20,7 +20,7 @@ from dpwitness.common.encoding import json_value
 from dpwitness.common.errors import BudgetExceeded, MissingPart, ParameterError
 from dpwitness.serve.client import MAX_SQL
 from dpwitness.serve.requests import QueryError
-from dpwitness.session.sql import execute, explain_statement, target
+from dpwitness.session.sql import execute, explain_statement, refuse_targets, target
 from dpwitness.sql import Answer, SqlError, compile_statement, table_of
 
 if TYPE_CHECKING:
@@ -39,7 +39,12 @@ class SqlRequest(BaseModel):
     )
 
     sql: str = Field(min_length=1, max_length=MAX_SQL, description="one SELECT statement (see docs/sql.md)")
-    epsilon: float = Field(gt=0, description="the statement's ε, split evenly over aggregates without EPSILON(…, ε)")
+    epsilon: float | None = Field(
+        default=None,
+        gt=0,
+        description="the statement's ε, split evenly over aggregates without EPSILON(…, ε); "
+        "none for EXPLAIN with target errors (WITHIN(aggregate, error): the plan solves ε)",
+    )
     alpha: float | None = Field(default=None, gt=0, lt=1, description="intervals hold with probability 1 − alpha")
     explain: bool = Field(default=False, description="the plan only (queries, Δ, ε, expected error); spends nothing")
 
@@ -96,6 +101,7 @@ def answer_sql(
             over.engine = getattr(over.engine, "engine", over.engine)
         if body.explain or compiled.explain:
             return {"table": table.name, "plan": json_value(explain_statement(over, compiled, alpha=chosen).to_dict())}
+        refuse_targets(compiled)
         over.check_budget(list(compiled.queries))
         answer: Answer = execute(over, compiled, alpha=chosen)
         session.releases.clear()  # the service keeps no releases in memory

@@ -1,5 +1,5 @@
 """A statistic derived from several noisy parts: a mean (noisy centred sum / noisy count) or a
-variance (noisy moments). Its interval is a conservative Bonferroni one; its witness composes
+variance (noisy moments), its parts Laplace or Gaussian. Its interval is a conservative Bonferroni one; its witness composes
 the witnesses of its parts (registered by :mod:`dpwitness.witness`: a release never imports its judge).
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from dpwitness.mechanisms.release import Release, _judge
-from dpwitness.privacy.accounting import laplace_half_width
+from dpwitness.privacy.accounting import gaussian_half_width, laplace_half_width
 from dpwitness.query.queries import Key
 
 if TYPE_CHECKING:
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 class CompositeRelease(Release):
     """A statistic derived from several noisy parts (a mean from a noisy sum and a noisy count,
     a variance from noisy moments). ``scale`` is NaN: the error is not Laplace. ``interval``
-    is a conservative 1 − α interval: each part's Laplace interval at α/parts (Bonferroni),
+    is a conservative 1 − α interval: each part's own interval (Laplace b·ln(1/α′) or Gaussian
+    σ·Φ⁻¹(1 − α′/2)) at α′ = α/parts (Bonferroni),
     propagated by interval arithmetic and cut to the feasible range.
     """
 
@@ -31,7 +32,7 @@ class CompositeRelease(Release):
     @property
     def interval(self) -> Any:
         level = self.alpha / len(self.parts)
-        widths = [laplace_half_width(p.scale, level) for p in self.parts]
+        widths = [_width(p, level) for p in self.parts]
         if isinstance(self.value, dict):
             return {key: self._interval_at([_at(p.value, key) for p in self.parts], widths) for key in self.value}
         return self._interval_at([float(p.value) for p in self.parts], widths)  # type: ignore[arg-type]
@@ -56,7 +57,7 @@ class CompositeRelease(Release):
         return math.nan
 
     def witness(self) -> WitnessReport:
-        """Every part witnessed; their losses add up (basic composition)."""
+        """Every part witnessed; their losses add up (basic composition; a Gaussian report for Gaussian parts)."""
         report: WitnessReport = _judge("compose")([part.witness() for part in self.parts])
         return replace(report, sensitivity_search=self.sensitivity_search)
 
@@ -64,6 +65,15 @@ class CompositeRelease(Release):
         data = super().to_dict()
         data.update(scale=None, variance=None, parts=[p.to_dict() for p in self.parts], bounds=list(self.bounds))
         return data
+
+
+def _width(part: Release, level: float) -> float:
+    """A part's half-width at ``level`` by its own noise's law (as :attr:`Release.half_width`)."""
+    if part.mechanism is not None:
+        return part.mechanism.interval(level)
+    if part.distribution == "gaussian":
+        return gaussian_half_width(part.scale, level)
+    return laplace_half_width(part.scale, level)
 
 
 def _divide(low: float, high: float, n_low: float, n_high: float) -> tuple[float, float]:

@@ -32,14 +32,16 @@ def gaussian_for(
     if wanted == "laplace":
         return None, ""
     undeclared = query.grouped and not query.declared  # Gaussian thresholding: a noisy count selects the keys
-    eligible = query.statistic in (Statistic.COUNT, Statistic.SUM, Statistic.HISTOGRAM) and (len(query.parts) == 1 or undeclared)
-    if not eligible:
+    additive = query.statistic in (Statistic.COUNT, Statistic.SUM, Statistic.HISTOGRAM) and (len(query.parts) == 1 or undeclared)
+    eligible = additive or (query.statistic is Statistic.MEAN and not undeclared)  # a mean: its count and sum Gaussian
+    if not eligible or (not additive and wanted == "auto" and rho is None):  # auto: a mean's error is not one part's
         if rho is not None:
-            raise ParameterError("rho", "only for a count, sum or histogram (a ρ release is Gaussian)", rho)
+            expected = "only for a count, sum, histogram or mean over declared keys (a ρ release is Gaussian)"
+            raise ParameterError("rho", expected, rho)
         if wanted == "gaussian":
-            expected = "laplace for this query (gaussian: a count, sum or histogram)"
+            expected = "laplace for this query (gaussian: a count, sum or histogram, or a mean over declared keys)"
             raise ParameterError("mechanism", expected, wanted)
-        return None, "mechanism: laplace (auto: the only one for this query)"
+        return None, "mechanism: laplace (auto: the only one for this query; a mean is Gaussian when asked)"
     if rho is not None:
         gaussians = tuple(
             Gaussian(sensitivity=p.l2_sensitivity, rho=rho * p.share, changed_coordinates=p.changed_coordinates)
@@ -61,8 +63,9 @@ def gaussian_for(
             )
         return None, "mechanism: laplace (auto: the account has no δ for a Gaussian release)"
     # Over undeclared keys the noise gets δ_noise of the query's δ (the rest pays for the
-    # selection), shared evenly by the noisy parts; over declared keys all of δ.
-    noise_delta = gaussian_selection_split(query.delta)[0] / len(query.parts) if undeclared else query.delta
+    # selection); over declared keys all of δ. Either way shared evenly by the noisy parts (a
+    # mean's count and centred sum: δ/2 each, so the release's δ adds up to the query's).
+    noise_delta = (gaussian_selection_split(query.delta)[0] if undeclared else query.delta) / len(query.parts)
     if noise_delta < GAUSS_DELTA_RANGE[0]:
         if wanted == "auto":
             return None, "mechanism: laplace (auto: δ is too small to split between Gaussian noise and the key selection)"

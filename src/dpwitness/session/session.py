@@ -52,9 +52,9 @@ class Session:
     such releases need ``max_rows``, a declared bound on the table's rows (privacy units with
     ``privacy_unit``), never its real size, and refuse δ > 1/(10·max_rows).
     ``mechanism`` ("laplace", "gaussian" or "auto"; also per call of :meth:`run` and
-    :meth:`preview`): Gaussian noise for a count, sum or histogram, calibrated to the query's ε
-    and ``delta`` and its L2 Δ (``Part.l2_sensitivity``); over undeclared keys the keys are
-    selected by Gaussian thresholding, ``delta`` split between the noise and the selection
+    :meth:`preview`): Gaussian noise for a count, sum, histogram (or, asked, a mean over declared
+    keys), calibrated to the query's ε and ``delta`` and its L2 Δ (``Part.l2_sensitivity``); over
+    undeclared keys the keys are selected by Gaussian thresholding, ``delta`` split between the noise and the selection
     (:func:`dpwitness.privacy.accounting.gaussian_threshold`); "auto" takes the one with the
     smaller variance when the account has δ (or is a ρ total) and says so.
     ``seed`` makes releases reproducible (NOT for production): query i gets its own stream,
@@ -710,8 +710,9 @@ class Session:
         to ``max_rows_per_key`` (k or (k_left, k_right); required) and ``max_rows_per_unit`` (default
         ``max_contributions``) rows before the join (:class:`dpwitness.query.resolve.PrivateJoin`).
         Returns a :class:`dpwitness.sql.Answer`, or with ``explain`` (or ``EXPLAIN SELECT …``) a
-        :class:`dpwitness.sql.Explanation` and spends nothing. Anything refused is refused before
-        any spend (:class:`dpwitness.sql.SqlError`)."""
+        :class:`dpwitness.sql.Explanation` and spends nothing; with target errors
+        (``WITHIN(aggregate, error[, min_rows])``) its ``plan`` is :meth:`plan`'s answer and ``epsilon``
+        is not used. Anything refused is refused before any spend (:class:`dpwitness.sql.SqlError`)."""
         from dpwitness.session.sql import run
 
         joins = {"private": private, "max_rows_per_key": max_rows_per_key, "max_rows_per_unit": max_rows_per_unit}

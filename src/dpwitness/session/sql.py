@@ -18,6 +18,7 @@ from dpwitness.query.planning import Preview
 from dpwitness.query.queries import Key, Schema
 from dpwitness.sql.answer import Answer, Explanation, answer_of
 from dpwitness.sql.compile import compile_statement, table_name
+from dpwitness.sql.parse import SqlError
 from dpwitness.sql.statement import Aggregate, Statement
 
 if TYPE_CHECKING:
@@ -127,6 +128,7 @@ def run(
     over = target(session, compiled)
     if explain or compiled.explain:
         return explain_statement(over, compiled, alpha=alpha)
+    refuse_targets(compiled)
     over.check_budget(list(compiled.queries))  # every check of every query, and the budget for all: before any spend
     return execute(over, compiled, alpha=alpha)
 
@@ -138,9 +140,55 @@ def explain_statement(session: Session, compiled: Statement, *, alpha: float = 0
     :param compiled: the compiled statement.
     :param alpha: the previewed intervals' miss probability (default 0.05).
     """
+    if compiled.targets:
+        return _planned(session, compiled, alpha)
     previews = tuple(_previewed(session, a, alpha) for a in compiled.aggregates)
     notes = (compiled.epsilon_note, *compiled.notes)
     return Explanation(compiled.text, compiled.aggregates, previews, compiled.keys_from, compiled.epsilon, notes)
+
+
+def refuse_targets(compiled: Statement) -> None:
+    """Refuse (before any spend) to release a statement with target errors: ``WITHIN(…)`` is planned by EXPLAIN.
+
+    :param compiled: the compiled statement (:func:`compile_for`); a :class:`SqlError` naming its
+        first aggregate when it has target errors, else nothing.
+    """
+    if compiled.targets:
+        first = compiled.aggregates[0]
+        raise SqlError(
+            first.text,
+            first.position,
+            "target errors (WITHIN) are planned, not released: EXPLAIN SELECT … (or explain=True) gives the ε "
+            "that meets them; then ask with that ε (EPSILON(aggregate, ε))",
+        )
+
+
+def _planned(session: Session, compiled: Statement, alpha: float) -> Explanation:
+    """EXPLAIN with target errors: :meth:`Session.plan` (the one solver) over the aggregates'
+    requests, and each aggregate previewed at its planned budget. Nothing spent."""
+    from dpwitness.session.target_errors import Target
+
+    mechanism = session.mechanism if session.mechanism in ("laplace", "gaussian") else "laplace"
+    targets: list[Target] = []
+    for aggregate in compiled.aggregates:
+        assert aggregate.target is not None and aggregate.request is not None
+        targets.append(Target(aggregate.request, *aggregate.target))
+    try:
+        plan = session.plan(targets, alpha=alpha, mechanism=mechanism)
+    except ParameterError as error:  # name the aggregate whose target cannot be met, and why
+        for aggregate, one in zip(compiled.aggregates, targets, strict=True):
+            try:
+                session.plan([one], alpha=alpha, mechanism=mechanism)
+            except ParameterError as own:
+                raise SqlError(aggregate.text, aggregate.position, f"this target cannot be planned: {own}") from None
+        raise error
+    asked = plan.requests()
+    previews = tuple(session.preview(session.resolve(r), **r.run_options()) for r in asked)
+    planned = tuple(replace(a, query=session.resolve(r)) for a, r in zip(compiled.aggregates, asked, strict=True))
+    notes = [compiled.epsilon_note, *compiled.notes]
+    if mechanism != session.mechanism:
+        notes.append(f"target errors solved for laplace noise (the session's mechanism is {session.mechanism})")
+    return Explanation(compiled.text, planned, previews, compiled.keys_from, plan.total.epsilon, tuple(notes), plan)
 
 
 def _previewed(session: Session, aggregate: Aggregate, alpha: float) -> Preview:
@@ -197,4 +245,4 @@ def _most_keys(compiled: Statement) -> int:
     return min((MAX_CELLS // b for b in bins), default=1 << 62)
 
 
-__all__ = ["compile_for", "execute", "explain_statement", "run", "target"]
+__all__ = ["compile_for", "execute", "explain_statement", "refuse_targets", "run", "target"]

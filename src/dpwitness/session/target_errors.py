@@ -11,12 +11,15 @@ functions, so the answer is never narrower than the release it describes:
   :func:`~dpwitness.privacy.accounting.laplace_half_width` of b = Δ/ε is b·ln(1/α)); Gaussian
   needs σ = e/Φ⁻¹(1 − α/2), which is ρ = Δ₂²/2σ² (zCDP, :func:`~dpwitness.privacy.accounting.gaussian_rho`),
   or on an (ε, δ) account the smallest ε whose analytic Gaussian at the session's δ has that σ;
-- a mean (a noisy count and a noisy centred sum; Laplace only) needs ``min_rows``, a public lower
-  bound n on the rows it averages (per key when grouped). Its interval is the release's own rule
-  (:class:`~dpwitness.session.composite.CompositeRelease`): each part within w_i = b_i·ln(2/α)
-  (Bonferroni, α/2 each), so |error| ≤ (w_sum + h·w_count)/(n − w_count) with h = (U − L)/2, which
-  shrinks as n grows. Meeting e costs ε = ln(2/α)·(√Δ_sum + √((h + e)·Δ_count))²/(e·n), split
-  √Δ_sum : √((h + e)·Δ_count) between the sum and the count (the split that minimises it).
+- a mean (a noisy count and a noisy centred sum) needs ``min_rows``, a public lower bound n on
+  the rows it averages (per key when grouped). Its interval is the release's own rule
+  (:class:`~dpwitness.session.composite.CompositeRelease`): each part within its half-width at
+  α/2 (Bonferroni), so |error| ≤ (w_sum + h·w_count)/(n − w_count) with h = (U − L)/2, which
+  shrinks as n grows. Laplace (w_i = b_i·ln(2/α)): meeting e costs
+  ε = ln(2/α)·(√Δ_sum + √((h + e)·Δ_count))²/(e·n), split √Δ_sum : √((h + e)·Δ_count) between
+  the sum and the count (the split that minimises it). Gaussian (w_i = σ_i·Φ⁻¹(1 − α/4), L2 Δ):
+  on a ρ account ρ_i ∝ (c_i·Δ_i)^⅔ with c_count = h + e, c_sum = 1 (closed form,
+  :func:`_gaussian_mean`); at (ε, δ) each part has δ/2 and the split is searched.
 
 The total is what the account would record for these spends (Σε, Σδ, Σρ: basic composition; ρ
 also converted to (ε, δ) at the session's δ for a Gaussian plan); a plan that does not fit the
@@ -153,7 +156,7 @@ def plan_targets(session: Session, targets: Sequence[Target], *, alpha: float, m
     """The :class:`BudgetPlan` for ``targets`` on ``session`` (see the module docstring); spends nothing.
 
     :param alpha: each interval's miss probability, strictly between 0 and 1.
-    :param mechanism: "laplace" or "gaussian" (a count, sum or histogram over declared keys).
+    :param mechanism: "laplace" or "gaussian" (a count, sum, histogram or mean over declared keys).
     """
     alpha = check_alpha(alpha)
     if mechanism not in ("laplace", "gaussian"):
@@ -187,8 +190,6 @@ def _plan_one(session: Session, target: Target, alpha: float, mechanism: str) ->
     sized = session.resolve(replace(request, epsilon=1.0, split=None, mechanism=mechanism, alpha=alpha))  # Δ per part
     rows = _check_min_rows(target.min_rows, sized)
     if sized.statistic is Statistic.MEAN:
-        if mechanism != "laplace":
-            raise ParameterError("mechanism", "laplace for a mean's target error (its two noisy parts are Laplace)", mechanism)
         if error >= 2 * sized.half_range:
             raise ParameterError("error", f"below U − L = {2 * sized.half_range:g} (every mean is within [L, U])", error)
     elif len(sized.parts) != 1:
@@ -239,6 +240,9 @@ def _first_guess(
 ) -> tuple[float, tuple[float, ...] | None]:
     """The exact answer before the calibrated plan checks it: ε (or ρ) and the mean's split."""
     part = query.parts[-1]
+    if query.statistic is Statistic.MEAN and mechanism == "gaussian":
+        assert rows is not None
+        return _gaussian_mean(query, error, alpha, rows, zcdp)
     if query.statistic is Statistic.MEAN:
         assert rows is not None
         count, centred = (p.sensitivity for p in query.parts)
@@ -253,6 +257,38 @@ def _first_guess(
             return gaussian_rho(part.l2_sensitivity, sigma), None
         return _gaussian_epsilon(part.l2_sensitivity, sigma, query.delta), None
     return laplace_half_width(part.sensitivity, alpha) / error, None
+
+
+def _gaussian_mean(query: Query, error: float, alpha: float, rows: int, zcdp: bool) -> tuple[float, tuple[float, ...]]:
+    """A Gaussian mean's ρ (or ε) and split: the parts' half-widths w_i = σ_i·z, z = Φ⁻¹(1 − α/4)
+    (α/2 each), must satisfy w_sum + (h + e)·w_count = e·n. On a ρ account, minimising Σ Δ_i²/2σ_i²
+    on that line gives σ_i ∝ (Δ_i²/c_i)^⅓ (c_count = h + e, c_sum = 1), so ρ_i ∝ (c_i·Δ_i)^⅔. At
+    (ε, δ) each part has δ/2 and ε_i is the smallest ε whose analytic Gaussian has σ_i; the split
+    of the line minimising ε_count + ε_sum is found by golden-section search (the sum is convex)."""
+    z = gaussian_half_width(1.0, alpha / 2)  # the release's rule: each part at α/2 (Bonferroni)
+    deltas = [p.l2_sensitivity for p in query.parts]  # count, centred sum
+    weights = [query.half_range + error, 1.0]
+    budget = error * rows / z  # Σ c_i·σ_i
+    if zcdp:
+        shape = [(d * d / c) ** (1 / 3) for d, c in zip(deltas, weights, strict=True)]
+        scale = budget / sum(c * t for c, t in zip(weights, shape, strict=True))
+        rhos = [gaussian_rho(d, scale * t) for d, t in zip(deltas, shape, strict=True)]
+        return sum(rhos), tuple(rhos)
+    half = query.delta / len(query.parts)
+
+    def epsilons(share: float) -> list[float]:  # share of Σ c_i·σ_i given to the count
+        sigmas = (share * budget / weights[0], (1 - share) * budget / weights[1])
+        return [_gaussian_epsilon(d, sigma, half) for d, sigma in zip(deltas, sigmas, strict=True)]
+
+    low, high, golden = 1e-6, 1 - 1e-6, (math.sqrt(5) - 1) / 2
+    for _ in range(40):
+        left, right = high - golden * (high - low), low + golden * (high - low)
+        if sum(epsilons(left)) <= sum(epsilons(right)):
+            high = right
+        else:
+            low = left
+    best = epsilons((low + high) / 2)
+    return sum(best), tuple(best)
 
 
 def _gaussian_epsilon(sensitivity: float, sigma: float, delta: float) -> float:

@@ -169,7 +169,11 @@ def _format_cell(cell: Any) -> str:
 
 @dataclass(frozen=True, repr=False)
 class Explanation:
-    """The plan of a statement (EXPLAIN): each aggregate's query, Δ, ε and expected error. Nothing spent."""
+    """The plan of a statement (EXPLAIN): each aggregate's query, Δ, ε and expected error. Nothing spent.
+
+    With target errors (``WITHIN(…)``), ``plan`` is the solved budget (a
+    :class:`dpwitness.session.target_errors.BudgetPlan`: its total, split and whether it fits) and
+    each preview is at the planned ε (or ρ)."""
 
     statement: str
     aggregates: tuple[Aggregate, ...]
@@ -177,9 +181,10 @@ class Explanation:
     keys_from: str
     epsilon: float
     notes: tuple[str, ...] = ()
+    plan: Any = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "statement": self.statement,
             "epsilon": self.epsilon,
             "spent": 0.0,
@@ -190,6 +195,9 @@ class Explanation:
             ],
             "notes": list(self.notes),
         }
+        if self.plan is not None:
+            data["targets"] = self.plan.to_dict()
+        return data
 
     def __str__(self) -> str:
         lines = [f"plan of: {self.statement.strip()}", f"group keys: {self.keys_from}"]
@@ -204,7 +212,10 @@ class Explanation:
                 lines.append(f"      expected error: ± {preview.interval[1]:.4g} at {_level(preview.alpha)}")
             lines.extend(f"      note: {n}" for n in preview.notes)
         lines.extend(f"note: {n}" for n in self.notes)
-        lines.append(f"would spend ε = {self.epsilon:g}; nothing spent")
+        if self.plan is not None:  # the solved budget: per statistic, its split, the total and whether it fits
+            lines.extend(str(self.plan).splitlines())
+        else:
+            lines.append(f"would spend ε = {self.epsilon:g}; nothing spent")
         return "\n".join(lines)
 
     __repr__ = __str__

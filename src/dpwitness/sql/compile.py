@@ -23,6 +23,7 @@ from dpwitness.sql.functions import FUNCTIONS
 from dpwitness.sql.joining import JoinTranslation
 from dpwitness.sql.parse import MAX_STATEMENT, SqlError, _parse, _position, _sql, _strip_explain
 from dpwitness.sql.statement import Aggregate, Statement
+from dpwitness.sql.targets import TargetTranslation
 from dpwitness.sql.where import COMPARISONS, WhereTranslation
 
 _AGGREGATE_NAMES = (
@@ -86,7 +87,7 @@ _STATISTICS = {
 _ARITHMETIC = {"Add": "+", "Sub": "-", "Mul": "*", "Div": "/"}
 
 
-class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
+class Compiler(WhereTranslation, CaseTranslation, JoinTranslation, TargetTranslation):
     """One statement against one table's public schema → a :class:`Statement` (see :func:`compile_statement`)."""
 
     def __init__(
@@ -410,7 +411,7 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
         if isinstance(node, exp.WithinGroup):
             return True
         if isinstance(node, exp.Anonymous):
-            return str(node.name).upper() in ("EPSILON", "VAR", "VARIANCE", "STDDEV", "MEDIAN", "PERCENTILE_CONT")
+            return str(node.name).upper() in ("EPSILON", "WITHIN", "VAR", "VARIANCE", "STDDEV", "MEDIAN", "PERCENTILE_CONT")
         return isinstance(node, exp.AggFunc)
 
     def _call(self, node: Any) -> int:
@@ -419,8 +420,10 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
             if seen == key:
                 return index
         call = node
-        if isinstance(call, self.exp.Anonymous) and str(call.name).upper() == "EPSILON" and call.expressions:
+        if isinstance(call, self.exp.Anonymous) and str(call.name).upper() in ("EPSILON", "WITHIN") and call.expressions:
             call = call.expressions[0]
+            if isinstance(call, self.exp.Anonymous) and str(call.name).upper() in ("EPSILON", "WITHIN"):
+                self.refuse(call, self._text(call), "one EPSILON or WITHIN per aggregate (WITHIN's plan solves the ε)")
         for inner in call.walk():
             if inner is call or (isinstance(call, self.exp.WithinGroup) and inner is call.this):
                 continue
@@ -493,6 +496,9 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
         exp = self.exp
         epsilon: float | None = None
         call = node
+        if self._is_within(node):  # a target error: the plan solves the ε (dpwitness.sql.targets)
+            kind, column, bounds, q, distinct = self._kind(self._within_call(node))
+            return kind, column, bounds, q, None, distinct
         if isinstance(node, exp.Anonymous) and str(node.name).upper() == "EPSILON":
             if len(node.expressions) != 2 or not self._is_aggregate(node.expressions[0]):
                 self.refuse(node, self._text(node), "EPSILON(aggregate, ε): one aggregate and its ε")
@@ -582,8 +588,11 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
         members = list(groups.values())
         explicit = [m[0][2][4] for m in members if m[0][2][4] is not None]
         implicit = sum(1 for m in members if m[0][2][4] is None)
+        targets = self._targets(described, keys)
         total = self.epsilon
-        if total is None:
+        if targets:  # the plan solves each ε: the queries are checked at a placeholder ε (EXPLAIN only)
+            share = 1.0
+        elif total is None:
             if implicit:
                 raise ParameterError(
                     "epsilon", "the statement's ε (split evenly over its aggregates without EPSILON(…, ε))", None
@@ -626,10 +635,16 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
                 options["bounds"] = bounds
             if qs:
                 options["quantiles"] = qs if len(qs) > 1 else qs[0]
+<<<<<<< HEAD
             if distinct and self.private_join is not None:
                 self.refuse(node, self._text(node), "COUNT(DISTINCT …) is not supported over a private JOIN")
             try:
                 query = self.resolve(Request(statistic, column, join=self.private_join, **options))
+=======
+            request = Request(statistic, column, **options)
+            try:
+                query = self.resolve(request)
+>>>>>>> main
                 if distinct:
                     if self.by and query.max_groups is None:
                         self.refuse(
@@ -645,7 +660,10 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
                 self.refuse(node, self._text(node), str(error))
             text = " and ".join(self._text(n) for _, n, _ in member)
             calls = tuple(i for i, _, _ in member)
-            built.append(Aggregate(text, kind, query, _position(node, self.text), index, epsilon is not None, reuses, calls))
+            position = _position(node, self.text)
+            aimed = targets.get(index)
+            asked = None if aimed is None else replace(request, epsilon=None)
+            built.append(Aggregate(text, kind, query, position, index, epsilon is not None, reuses, calls, aimed, asked))
         return tuple(built)
 
     def _call_kinds(self) -> tuple[tuple[str, float | None], ...]:
@@ -695,6 +713,8 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
 
     # -- notes --
     def _epsilon_note(self, aggregates: Sequence[Aggregate]) -> str:
+        if any(a.target is not None for a in aggregates):
+            return "ε solved from the WITHIN(…) target errors: the smallest that meets them all (EXPLAIN's plan)"
         explicit = [a for a in aggregates if a.explicit_epsilon]
         implicit = [a for a in aggregates if not a.explicit_epsilon]
         total = math.fsum(a.query.epsilon for a in aggregates)
@@ -724,9 +744,8 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation):
             if compiled[0] not in ("agg", "key"):
                 notes.append(f"{name} is computed from the released (noisy) aggregates: post-processing, no extra cost")
         for _, node in self.calls:
-            kind = self._kind(
-                node.expressions[0] if isinstance(node, self.exp.Anonymous) and str(node.name).upper() == "EPSILON" else node
-            )[0]
+            wrapped = isinstance(node, self.exp.Anonymous) and str(node.name).upper() in ("EPSILON", "WITHIN")
+            kind = self._kind(node.expressions[0] if wrapped else node)[0]
             if kind in ("variance", "stddev"):
                 notes.append(f"{self._text(node)} is the population variance (divided by n) of the clamped values")
                 break

@@ -9,7 +9,7 @@ from typing import Any
 from dpwitness.engines.derived import CaseColumn
 from dpwitness.engines.joins import PublicTable
 from dpwitness.query.queries import Key, Query
-from dpwitness.query.resolve import PrivateJoin
+from dpwitness.query.resolve import PrivateJoin, Request
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,10 @@ class Aggregate:
     explicit_epsilon: bool = False
     reuses_keys: bool = False
     calls: tuple[int, ...] = ()  # every call this release answers (VAR and STDDEV; several quantiles)
+    #: ``WITHIN(aggregate, error[, min_rows])``: (error, min_rows) and the request to plan (no ε);
+    #: the ε of ``query`` is then a placeholder (EXPLAIN solves it: dpwitness.sql.targets).
+    target: tuple[float, int | None] | None = None
+    request: Request | None = None
 
     @property
     def statistic(self) -> str:
@@ -69,6 +73,11 @@ class Statement:
     @property
     def queries(self) -> tuple[Query, ...]:
         return tuple(a.query for a in self.aggregates)
+
+    @property
+    def targets(self) -> bool:
+        """True when the statement asks for target errors (``WITHIN(…)``): only EXPLAIN answers it."""
+        return any(a.target is not None for a in self.aggregates)
 
 
 # Compiled expressions over released values (post-processing): small tuples, evaluated per row.

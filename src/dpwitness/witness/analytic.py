@@ -125,11 +125,21 @@ def witness(mechanism: Laplace | Gaussian) -> WitnessReport | GaussianWitnessRep
     )
 
 
-def compose(reports: list[WitnessReport]) -> WitnessReport:
-    """The witness of a statistic built from several releases (basic composition: losses add).
+@overload
+def compose(reports: list[WitnessReport]) -> WitnessReport: ...
+@overload
+def compose(reports: list[GaussianWitnessReport]) -> GaussianWitnessReport: ...
+def compose(reports: list[WitnessReport] | list[GaussianWitnessReport]) -> WitnessReport | GaussianWitnessReport:
+    """The witness of a statistic built from several releases (basic composition: losses add;
+    Gaussian parts: their ε, δ and ρ add, as the account records them).
 
-    :param reports: the witness report of each part (at least one).
+    :param reports: the witness report of each part (at least one), all Laplace or all Gaussian.
     """
+    if any(isinstance(r, GaussianWitnessReport) for r in reports):
+        if not all(isinstance(r, GaussianWitnessReport) for r in reports):
+            raise ValueError("compose: a statistic's parts are all Laplace or all Gaussian")
+        return _compose_gaussian([r for r in reports if isinstance(r, GaussianWitnessReport)])
+    reports = [r for r in reports if isinstance(r, WitnessReport)]
     claimed = math.fsum(r.claimed_epsilon for r in reports)
     worst = math.fsum(r.worst_log_ratio for r in reports)
     ok = all(r.ok for r in reports)
@@ -146,6 +156,45 @@ def compose(reports: list[WitnessReport]) -> WitnessReport:
         worst_log_ratio=worst,
         observed_log_ratio=math.fsum(r.observed_log_ratio for r in reports),
         variance=math.nan,  # the derived statistic's error is not one Laplace's: see each part
+        expected_variance=math.nan,
+        sensitivity=max(r.sensitivity for r in reports),
+        granularity=min(r.granularity for r in reports),
+        verdict=verdict,
+    )
+
+
+def _total(values: list[float | None]) -> float | None:
+    """Σ of the parts' claims, or None when a part claims none (a ρ part has no ε)."""
+    return None if any(v is None for v in values) else math.fsum(v for v in values if v is not None)
+
+
+def _compose_gaussian(reports: list[GaussianWitnessReport]) -> GaussianWitnessReport:
+    """Gaussian parts composed: claimed and witnessed ε, δ and ρ each add (basic composition for
+    (ε, δ), zCDP composition for ρ); each part's own bound was checked against its own claim."""
+    ok = all(r.ok for r in reports)
+    claimed_rho, claimed_eps, claimed_delta = (
+        _total([r.claimed_rho for r in reports]),
+        _total([r.claimed_epsilon for r in reports]),
+        _total([r.claimed_delta for r in reports]),
+    )
+    rho, delta = math.fsum(r.rho for r in reports), math.fsum(r.delta for r in reports)
+    if claimed_rho is not None:
+        found = f"total ρ = {rho:.6g} {'≤' if rho <= claimed_rho * (1 + 1e-12) else '>'} ρ = {claimed_rho:g} (zCDP composition)"
+    else:
+        found = f"total δ({claimed_eps:g}) ≤ {delta:.6g}, claim δ = {claimed_delta:g} (basic composition)"
+    verdict = f"{'✔' if ok else '✘'} {len(reports)} Gaussian parts, each witnessed: {found}"
+    if not ok:
+        verdict += "; failing part: " + next(r.verdict for r in reports if not r.ok)
+    return GaussianWitnessReport(
+        ok=ok,
+        claimed_epsilon=claimed_eps,
+        claimed_delta=claimed_delta,
+        claimed_rho=claimed_rho,
+        delta=delta,
+        observed_delta=_total([r.observed_delta for r in reports]),
+        rho=rho,
+        tv_distance=math.fsum(r.tv_distance for r in reports),
+        variance=math.nan,  # the derived statistic's error is not one Gaussian's: see each part
         expected_variance=math.nan,
         sensitivity=max(r.sensitivity for r in reports),
         granularity=min(r.granularity for r in reports),
