@@ -12,8 +12,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.progress import large_source, progress
 from dpwitness.common.validation import check_alpha
@@ -27,14 +25,12 @@ from dpwitness.privacy.budget import Accountant, Budget, Ledger, Spend, check_to
 from dpwitness.privacy.neighbours import ContributionBound, Neighbours, PrivateJoinBound, partition_threshold
 from dpwitness.query.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
 from dpwitness.query.queries import Aggregates, Key, Query, Schema, check_keys, parse_dtypes
-from dpwitness.query.resolve import PrivateJoin, Request, check_max_rows, check_rho_option, resolve
+from dpwitness.query.resolve import Request, check_max_rows, check_rho_option, resolve
 from dpwitness.session.composing import compose
+from dpwitness.session.joins import check_joined, joined, joined_all
 from dpwitness.session.plans import check_part_epsilons, gaussian_for, gaussian_selection, preview_of, selection_exposure
 from dpwitness.session.streams import query_streams, selection_key
 from dpwitness.session.target_errors import BudgetPlan, Target, plan_targets
-
-#: The seeded stream that keys a private join's truncation (spawn key word: "join").
-_JOIN_STREAM = 0x6A6F696E
 
 
 class Session:
@@ -170,8 +166,7 @@ class Session:
             self._accountant = Accountant(wanted.epsilon, delta=delta_budget, ledger=store, account=self.account)
         self._handle: Any = None
         self._schema: Schema | None = None
-        #: The private join this session's rows are (set on the view :meth:`_joined` returns).
-        self._join_bound: PrivateJoinBound | None = None
+        self._join_bound: PrivateJoinBound | None = None  # the private join these rows are (set by session.joins.joined)
         self.releases: list[Release] = []
 
     # --- budget ---------------------------------------------------------------------------
@@ -459,41 +454,15 @@ class Session:
         return self.ask(request)
 
     def ask(self, request: Request) -> Release:
-        """Resolve ``request`` (:meth:`resolve`) and release it (:meth:`run`, with its options); a
-        request with a ``join`` (:class:`~dpwitness.query.resolve.PrivateJoin`) runs over the joined rows."""
+        """Resolve ``request`` (:meth:`resolve`) and release it (:meth:`run`, with its options), over the rows of its ``join``."""
         query = self.resolve(request)
-        return self._joined(request.join).run(query, **request.run_options())
+        return joined(self, request.join).run(query, **request.run_options())
 
     def ask_all(self, requests: Sequence[Request]) -> list[Release]:
         """Resolve every one of ``requests`` and release them together (:meth:`run_all`: all checked
-        and the budget for all before any spend; those over the same rows in one engine pass).
-        Requests with a ``join`` must all share that one join."""
+        and the budget for all before any spend; those over the same rows in one engine pass; one shared ``join``)."""
         queries = [self.resolve(r) for r in requests]
-        joins = {id(r.join): r.join for r in requests}
-        if len(joins) > 1:
-            raise ParameterError("join", "one join shared by every request of ask_all (or none)", len(joins))
-        view = self._joined(requests[0].join) if requests else self
-        return view.run_all(queries, options=[r.run_options() for r in requests])
-
-    def _joined(self, join: PrivateJoin | None) -> Session:
-        """This session over its table privately joined with ``join.table`` (None: this session).
-
-        The truncation's selection key is fresh for each call (seeded: from the session's seed).
-        Opening the other table reads its metadata only; nothing is spent or read here."""
-        if join is None:
-            return self
-        from dpwitness.engines.joins import join_private
-
-        unit = self.privacy_unit
-        if unit is None:
-            raise ParameterError("privacy_unit", "the column that identifies a unit in both tables of a private join", None)
-        bound = join.bound(self.max_contributions)
-        right = self.engine.open(join.table, dtypes=join.dtypes)
-        stream = None if self.seed is None else np.random.SeedSequence(self.seed, spawn_key=(_JOIN_STREAM, len(self.history)))
-        key = selection_key(stream)
-        view = self.over(lambda engine, handle: join_private(engine, handle, right, bound, unit=unit, name=join.name, key=key))
-        view._join_bound = bound
-        return view
+        return joined_all(self, requests).run_all(queries, options=[r.run_options() for r in requests])
 
     def results(self) -> Any:
         """Every release of this session as one Polars frame (one row per key; see
@@ -701,18 +670,15 @@ class Session:
         max_rows_per_key: int | tuple[int, int] | None = None,
         max_rows_per_unit: int | tuple[int, int] | None = None,
     ) -> Any:
-        """Answer one SQL ``SELECT`` (see docs/sql.md): each aggregate is one :class:`Query` of this
-        session, ``epsilon`` the statement's total (split evenly over aggregates without their own
-        ``EPSILON(aggregate, ε)``). The table is named after the source (``adult.csv`` → ``adult``;
-        a frame: ``data``) unless ``name`` is given. ``public`` names the public (lookup) tables the
-        statement may JOIN (name → Polars DataFrame or CSV/Parquet path; their values are public).
-        ``private`` names other *private* tables (same privacy unit column) a JOIN may name, truncated
-        to ``max_rows_per_key`` (k or (k_left, k_right); required) and ``max_rows_per_unit`` (default
-        ``max_contributions``) rows before the join (:class:`dpwitness.query.resolve.PrivateJoin`).
-        Returns a :class:`dpwitness.sql.Answer`, or with ``explain`` (or ``EXPLAIN SELECT …``) a
-        :class:`dpwitness.sql.Explanation` and spends nothing; with target errors
-        (``WITHIN(aggregate, error[, min_rows])``) its ``plan`` is :meth:`plan`'s answer and ``epsilon``
-        is not used. Anything refused is refused before any spend (:class:`dpwitness.sql.SqlError`)."""
+        """Answer one SQL ``SELECT`` (see docs/sql.md): each aggregate is one :class:`Query` of this session, ``epsilon``
+        the statement's total (split evenly over aggregates without their own ``EPSILON(aggregate, ε)``). The table is
+        named after the source (``adult.csv`` → ``adult``; a frame: ``data``) unless ``name`` is given. ``public`` names
+        the public (lookup) tables the statement may JOIN (name → Polars DataFrame or CSV/Parquet path; their values are
+        public); ``private`` the other private tables, ``max_rows_per_key`` and ``max_rows_per_unit`` their truncation
+        (:class:`dpwitness.query.resolve.PrivateJoin`). Returns a :class:`dpwitness.sql.Answer`, or with ``explain`` (or
+        ``EXPLAIN SELECT …``) a :class:`dpwitness.sql.Explanation` and spends nothing; with target errors
+        (``WITHIN(aggregate, error[, min_rows])``) its ``plan`` is :meth:`plan`'s answer and ``epsilon`` is not used.
+        Anything refused is refused before any spend (:class:`dpwitness.sql.SqlError`)."""
         from dpwitness.session.sql import run
 
         joins = {"private": private, "max_rows_per_key": max_rows_per_key, "max_rows_per_unit": max_rows_per_unit}
@@ -734,10 +700,7 @@ class Session:
     def _plan(self, query: Query, mechanism: str | None = None, *, rho: float | None = None, max_rows: int | None = None) -> Plan:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.query.queries.Query", query)
-        if query.private_join != self._join_bound:  # a join's Δ holds only over its truncated, joined rows
-            raise ParameterError(
-                "join", "a private join's query runs through Session.ask(Request(..., join=…)) or Session.sql", query.label
-            )
+        check_joined(query, self._join_bound)
         wanted = self.mechanism if mechanism is None else check_mechanism(mechanism)
         rows = self.max_rows if max_rows is None else check_max_rows(max_rows)
         if rows is not None and max_rows is not None and not query.explicit_delta and not self._delta_given:
@@ -831,9 +794,7 @@ def _source_name(source: Any) -> str:
 
 
 def _account_for(source: Any) -> str:
-    if isinstance(source, str | os.PathLike):
-        return f"file:{Path(source).resolve()}"
-    return "dataframe"
+    return f"file:{Path(source).resolve()}" if isinstance(source, str | os.PathLike) else "dataframe"
 
 
 __all__ = ["Session"]

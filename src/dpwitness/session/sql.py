@@ -16,6 +16,7 @@ from dpwitness.engines.joins import join_public
 from dpwitness.mechanisms.release import Release
 from dpwitness.query.planning import Preview
 from dpwitness.query.queries import Key, Schema
+from dpwitness.session.joins import joined
 from dpwitness.sql.answer import Answer, Explanation, answer_of
 from dpwitness.sql.compile import compile_statement, table_name
 from dpwitness.sql.parse import SqlError
@@ -86,7 +87,7 @@ def target(session: Session, compiled: Statement) -> Session:
     :param compiled: the statement from :func:`compile_for`; its JOIN, if any, picks the table.
     """
     join, on, cases = compiled.join, compiled.join_on, compiled.cases
-    session = session._joined(compiled.private_join)  # two private tables joined (Request.join): the rows read
+    session = joined(session, compiled.private_join)  # two private tables joined (Request.join): the rows read
     if (join is None or on is None) and not cases:
         return session
 

@@ -635,16 +635,11 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation, TargetTransla
                 options["bounds"] = bounds
             if qs:
                 options["quantiles"] = qs if len(qs) > 1 else qs[0]
-<<<<<<< HEAD
             if distinct and self.private_join is not None:
                 self.refuse(node, self._text(node), "COUNT(DISTINCT …) is not supported over a private JOIN")
-            try:
-                query = self.resolve(Request(statistic, column, join=self.private_join, **options))
-=======
-            request = Request(statistic, column, **options)
+            request = Request(statistic, column, join=self.private_join, **options)
             try:
                 query = self.resolve(request)
->>>>>>> main
                 if distinct:
                     if self.by and query.max_groups is None:
                         self.refuse(
