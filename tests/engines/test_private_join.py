@@ -22,6 +22,7 @@ from dpwitness.privacy.neighbours import Neighbours, PrivateJoinBound
 from dpwitness.query.queries import Query
 from dpwitness.query.resolve import PrivateJoin, Request
 from dpwitness.session import Session
+from dpwitness.session.joins import joined
 
 ENGINE = engine_for("polars")
 KEYS = [(1, 2, 3, 4), (5, 6, 7, 8), (2**63 - 1, 0, 2**40, 17)]
@@ -208,7 +209,7 @@ def test_bad_input_is_refused_by_name_before_any_spend() -> None:
         session.run(session.resolve(Request("count", epsilon=1.0, join=ok)))
     assert error.value.parameter == "join" and session.spent.epsilon == 0
     with pytest.raises(ParameterError):
-        session._joined(ok).run(session.resolve(Request("count", epsilon=1.0)))
+        joined(session, ok).run(session.resolve(Request("count", epsilon=1.0)))
     assert session.spent.epsilon == 0
 
 
