@@ -254,7 +254,7 @@ def test_sql_compiles_to_the_python_request_and_reads_the_truncated_join() -> No
 @pytest.mark.parametrize(
     ("statement", "bounds", "reason"),
     [
-        ("SELECT COUNT(*) FROM data a JOIN visits b ON a.k = b.k", None, "private JOIN needs max rows per key"),
+        ("SELECT COUNT(*) FROM data a JOIN visits b ON a.k = b.k", None, "a private JOIN needs max_rows_per_key=…"),
         ("SELECT COUNT(*) FROM data a LEFT JOIN visits b ON a.k = b.k", 2, "inner JOIN"),
         ("SELECT COUNT(*) FROM data a JOIN visits b ON k = b.k", 2, "each qualified"),
         ("SELECT COUNT(*) FROM data a JOIN visits b ON a.k = b.nope", 2, "unknown column of 'visits'"),

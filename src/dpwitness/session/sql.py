@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_alpha
 from dpwitness.engines.derived import add_case
 from dpwitness.engines.joins import join_public
+from dpwitness.io.schema import load_schema, schema_beside
 from dpwitness.mechanisms.release import Release
 from dpwitness.query.planning import Preview
 from dpwitness.query.queries import Key, Schema
@@ -69,14 +71,22 @@ def compile_for(
 
 
 def _opened_private(session: Session, private: Mapping[str, Any] | None) -> dict[str, tuple[Any, Schema]]:
-    """Each other private table with its schema (metadata only: a CSV's header, a Parquet footer)."""
+    """Each other private table opened, with its schema (metadata only: a CSV's header, a Parquet
+    footer). A CSV's column types are declared as the session's own are: by the schema file beside
+    it (``visits.schema.toml`` beside ``visits.csv``), else its columns are text."""
     if private is not None and not isinstance(private, Mapping):
         raise ParameterError("private", "a mapping of table names to Polars frames or CSV/Parquet paths", type(private).__name__)
     opened = {}
+    engine = session.engine
     for table, source in (private or {}).items():
         if not (isinstance(table, str) and table):
             raise ParameterError("private", "table names (non-empty texts)", type(table).__name__)
-        opened[table] = (source, session.engine.schema(session.engine.open(source)))
+        handle = engine.open(source)
+        declared = load_schema(schema_beside(source))
+        if declared is not None:  # the header must hold every declared column; then the declared types apply
+            declared.check_header(engine.schema(handle).columns, source=Path(source).name)
+            handle = engine.open(handle, dtypes=declared.dtypes)
+        opened[table] = (handle, engine.schema(handle))
     return opened
 
 

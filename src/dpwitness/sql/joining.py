@@ -129,7 +129,11 @@ class JoinTranslation:
             self.refuse(join, head, f"the private table {name!r} needs the privacy unit column {self.privacy_unit!r}")
         per_key, per_unit = self.join_bounds
         if per_key is None:
-            self.refuse(join, head, "private JOIN needs max rows per key for each side: Session.sql(max_rows_per_key=…)")
+            self.refuse(
+                join,
+                head,
+                "a private JOIN needs max_rows_per_key=… (rows kept per key value on each side: k, or (k_left, k_right))",
+            )
         self.private_aliases = {name.lower(), *([target.alias.lower()] if target.alias else [])}
         if self.private_aliases & self.aliases:
             self.refuse(target, f"alias {target.alias}", "the other private table needs an alias of its own")
