@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -101,5 +102,8 @@ def test_the_documented_commands_work_from_examples_alone() -> None:
     for command in commands:
         args = shlex.split(command)
         args[1] = str(root / args[1])
+        args = [
+            re.sub(r"^(\w+=)(examples/)", lambda m: f"{m.group(1)}{root}/{m.group(2)}", a) for a in args
+        ]  # --private NAME=PATH
         result = runner.invoke(app, args)
         assert result.exit_code == 0, (command, result.output)

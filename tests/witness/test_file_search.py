@@ -14,6 +14,7 @@ moved a unit-bounded count by 501 records; an empty line replacing a line moved 
 
 from __future__ import annotations
 
+import csv
 import math
 import random
 import re
@@ -24,11 +25,16 @@ from typing import Any
 import polars as pl
 import pytest
 
+from dpwitness.engines import engine_for
+from dpwitness.engines.joins import join_private
+from dpwitness.privacy.neighbours import PrivateJoinBound
 from dpwitness.query.queries import Query, Statistic, derivation_cases
 from dpwitness.serve.config import parse_table
 from dpwitness.serve.tables import load_table
 from dpwitness.witness.file_search import (
     FRESH_UNIT,
+    SELECTION_KEY,
+    SINGLE_UNIT,
     FileChange,
     csv_changes,
     engine_face,
@@ -168,6 +174,82 @@ def test_parquet_rows_move_every_statistic_by_at_most_its_delta(tmp_path: Path) 
                 results = file_search(FACES[face], queries=queries, changes=changes, face=face, directory=tmp_path)
                 failures = [str(r) for r in results if r.violated]
                 assert not failures, "\n\n".join(failures)
+
+
+# --- private joins: one table's file changes, the other private table's file as written -------------
+
+#: The other private table, as people write it (Python's csv module): nulls in the join key ``g``, key
+#: "a" held by more units than k, a unit (7) with many rows of one key, keys on this side only ("d",
+#: "a, b" quoted), and rows of the changed line's unit (FRESH_UNIT) and of the base file's one-line
+#: unit (SINGLE_UNIT), so that a change moves a unit with rows on both sides.
+OTHER_ROWS: list[list[Any]] = [
+    [0, 2.5, "a", 1],
+    [1, "nan", "a", 0],
+    [2, 4.0, "a", ""],
+    [3, 9.0, "", 2],
+    [7, 3.0, "b", 1],
+    [7, 5.0, "b", 1],
+    [7, -1.0, "b", 2],
+    [7, 2.0, "b", 0],
+    [8, 1.0, "d", 1],
+    [9, 3.5, "a, b", 1],
+    [FRESH_UNIT, 4.5, "a", 1],
+    [FRESH_UNIT, 2.0, "b", 2],
+    [SINGLE_UNIT, 3.0, "a", 1],
+    ["", 4.0, "b", 1],
+]
+#: k_l = 2, k_r = 3, m_l = 1, m_r = 2: M = 1·3 + 2·2 = 7 joined rows each way.
+JOIN_BOUND = PrivateJoinBound(2, 3, 1, 2, on=("g", "g"))
+
+
+def _join_queries(relation: str) -> list[Query]:
+    def query(statistic: str, **options: Any) -> Query:
+        return Query(statistic=statistic, epsilon=1.0, neighbours=relation, private_join=JOIN_BOUND, **options)  # type: ignore[arg-type]
+
+    return [
+        query("count"),
+        query("sum", column="x", bounds=(2.0, 5.0)),
+        query("sum", column="r.x", bounds=(2.0, 5.0)),
+        query("count", by=("g",), keys=("a", "b")),
+    ]
+
+
+def _join_face(side: str, other: Path, dtypes: dict[str, str] | None) -> Any:
+    """The Polars engine's ``open`` of the changed file (the ``side`` table) and of the other one,
+    then :func:`join_private` and the engine's exact aggregates (fixed selection key)."""
+    engine = engine_for("polars")
+
+    def evaluate(jobs: Any) -> list[Any]:
+        found = []
+        for query, path in jobs:
+            changed, fixed = engine.open(str(path), dtypes=dtypes), engine.open(str(other), dtypes=dtypes)
+            left, right = (changed, fixed) if side == "left" else (fixed, changed)
+            joined = join_private(engine, left, right, JOIN_BOUND, unit="pid", name="r", key=SELECTION_KEY)
+            found.append(engine.aggregate(joined, query, selection_key=SELECTION_KEY))
+        return found
+
+    return evaluate
+
+
+@pytest.mark.parametrize("dtypes", [None, DECLARED], ids=["CSV as text", "declared types"])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_one_line_of_either_private_table_moves_a_join_by_at_most_its_delta(side: str, dtypes: Any, tmp_path: Path) -> None:
+    """A line added, removed or replaced (hostile lines included) in one private table's CSV, the
+    other's CSV as written: the unit's rows change on one side (a unit with rows on both sides
+    included), which moves ≤ M joined rows each way (PrivateJoinBound's proof, one side's term)."""
+    other = tmp_path / "other.csv"
+    with other.open("w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows([HEADER, *OTHER_ROWS])
+    face = _join_face(side, other, dtypes)
+    for number, relation in enumerate(("add-remove", "replace-one")):
+        queries = _join_queries(relation)
+        scale = 1 + number  # replace-one: 2M
+        assert [q.parts[0].sensitivity for q in queries] == [7.0 * scale, 35.0 * scale, 35.0 * scale, 14.0 * scale]
+        changes = _changes(relation, True, seed=7 + number + 2 * (side == "right"))
+        results = file_search(face, queries=queries, changes=changes, face=f"join ({side})", directory=tmp_path)
+        failures = [str(r) for r in results if r.violated]
+        assert not failures, "\n\n".join(failures)
+        assert max(r.shift for r in results) > 0  # the changes reach the joined rows
 
 
 # --- the search can fail: a reader that ends a record at a bare \r ---------------------------------

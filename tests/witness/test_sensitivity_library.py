@@ -40,6 +40,8 @@ import polars as pl
 import pytest
 
 from dpwitness.engines import engine_for
+from dpwitness.engines.joins import join_private
+from dpwitness.privacy.neighbours import PrivateJoinBound
 from dpwitness.query.queries import Query, Statistic, derivation_cases
 from dpwitness.witness.file_search import spark_batch
 from dpwitness.witness.sensitivity import SensitivityResult, search_claims
@@ -474,3 +476,71 @@ def test_for_one_key_an_inserted_unit_never_moves_the_others_picks() -> None:
     for frame in (d, inserted):
         kept = sum(total(frame, key) - (10.0 if frame is inserted else 0.0) for key in keys) / 10.0
         assert 70 <= kept <= 130  # Binomial(200, ½): 6 standard deviations
+
+
+# --- private joins: two private tables, a unit's rows in both ----------------------------------------
+
+#: One frame holds both tables (``side``): a neighbour adds, removes or replaces one unit's rows in
+#: *both*, the join's relation (PrivateJoinBound). ``g`` is the join key: null, and "c" drawn on one
+#: side only as often as not; each unit has up to 4 rows (more than m), keys repeat beyond k.
+JOIN_COLUMNS: dict[str, Any] = {"side": ["l", "r"], "x": COLUMNS["x"], "g": COLUMNS["g"]}
+JOIN_BOUNDS = {"k1m1": PrivateJoinBound(1, 1, 1, 1, on=("g", "g")), "k2-1m1-3": PrivateJoinBound(2, 1, 1, 3, on=("g", "g"))}
+
+
+def _join_queries(bound: PrivateJoinBound, relation: str) -> dict[str, Query]:
+    """Count and bounded sums (of each side's column) over the joined rows, and a count over declared keys."""
+
+    def query(statistic: str, **options: Any) -> Query:
+        return Query(statistic=statistic, epsilon=1.0, neighbours=relation, private_join=bound, **options)  # type: ignore[arg-type]
+
+    return {
+        "count": query("count"),
+        "sum_x": query("sum", column="x", bounds=(2.0, 5.0)),
+        "sum_right_x": query("sum", column="r.x", bounds=(-3.0, 5.0), where="x > 0"),
+        "count_by_g": query("count", by=("g",), keys=("a", "b")),
+    }
+
+
+def _join_outputs(queries: dict[str, Query]) -> Any:
+    engine = engine_for("polars")
+    bound = next(iter(queries.values())).private_join
+    assert bound is not None
+
+    def outputs(frame: pl.DataFrame) -> dict[str, Any]:
+        left, right = (engine.open(frame.filter(pl.col("side") == s).drop("side")) for s in ("l", "r"))
+        joined = join_private(engine, left, right, bound, unit=UNIT, name="r", key=KEY)
+        return {
+            name: engine.aggregate(joined, q, selection_key=KEY).get(q.parts[0].aggregate.value, 0.0)
+            for name, q in queries.items()
+        }
+
+    return outputs
+
+
+def _join_search(queries: dict[str, Query], claims: dict[str, float], seed: int, **options: Any) -> dict[str, SensitivityResult]:
+    relation = next(iter(queries.values())).neighbours.value
+    options = {"trials": TRIALS // 2, "seed": seed, **options}  # a join per table: half the trials keep it ≈ 2 s a case
+    outputs = _join_outputs(queries)
+    return search_claims(
+        outputs, columns=JOIN_COLUMNS, claims=claims, neighbours=relation, privacy_unit=UNIT, max_contributions=3, **options
+    )
+
+
+@pytest.mark.parametrize("relation", ["add-remove", "replace-one"])
+@pytest.mark.parametrize("bound", list(JOIN_BOUNDS), ids=list(JOIN_BOUNDS))
+def test_polars_private_joins_move_by_at_most_the_derived_delta(bound: str, relation: str) -> None:
+    queries = _join_queries(JOIN_BOUNDS[bound], relation)
+    claims = {name: q.parts[0].sensitivity for name, q in queries.items()}
+    for name, result in _join_search(queries, claims, seed=len(bound) + len(relation)).items():
+        assert not result.violated, f"{queries[name].label} under {relation}:\n{result}"
+
+
+def test_the_join_sweep_finds_delta_taken_from_one_side_only() -> None:
+    """The check can fail: the count held to m_l·k_r = 1 (forgetting the unit's right rows meeting k_l
+    left rows) is broken by a unit whose left row meets a right-only key and right row a left-only one."""
+    queries = _join_queries(JOIN_BOUNDS["k1m1"], "add-remove")
+    rows = {"side": ["r", "l"], "x": [1.0, 3.0], "g": ["a", "b"], UNIT: [0, 1]}
+    d = pl.DataFrame(rows)
+    d_prime = pl.concat([d, pl.DataFrame({"side": ["l", "r"], "x": [2.0, 2.0], "g": ["a", "b"], UNIT: [2, 2]})])
+    found = _join_search({"count": queries["count"]}, {"count": 1.0}, seed=2, pairs=[(d, d_prime)], trials=0)["count"]
+    assert found.violated and found.shift == 2 == queries["count"].parts[0].sensitivity

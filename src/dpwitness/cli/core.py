@@ -204,6 +204,8 @@ _PART_OF_A_STATISTIC = ("bounds", "column", "q")
 #: Python parameter names that may appear in a message, spelled --like-this on the command line.
 _PYTHON_NAMES = (
     "delta_budget",
+    "max_rows_per_key",
+    "max_rows_per_unit",
     "max_rows",
     "max_contributions",
     "max_groups",

@@ -35,6 +35,23 @@ def sql(
         list[str] | None,
         typer.Option(help="A public (lookup) table the statement may JOIN: NAME=PATH (CSV or Parquet; repeatable)."),
     ] = None,
+    private: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Another private table the statement may JOIN: NAME=PATH (CSV or Parquet holding the --privacy-unit "
+            "column; repeatable). Needs --max-rows-per-key (docs/sql.md, JOIN of two private tables)."
+        ),
+    ] = None,
+    max_rows_per_key: Annotated[
+        str | None,
+        typer.Option(help="A private JOIN's rows kept per key value on each side: K, or K_LEFT,K_RIGHT (required for one)."),
+    ] = None,
+    max_rows_per_unit: Annotated[
+        str | None,
+        typer.Option(
+            help="A private JOIN's rows kept per unit on each side: M, or M_LEFT,M_RIGHT (default --max-contributions)."
+        ),
+    ] = None,
     alpha: Annotated[float, typer.Option(help="Intervals hold with probability 1 − alpha.")] = 0.05,
     schema: Annotated[
         Path | None, typer.Option(help="The data owner's declared schema (TOML): types, bounds, categories, unit.")
@@ -89,13 +106,17 @@ def sql(
             schema=schema,
             mechanism=mechanism,
         )
-        tables: dict[str, str] = {}
-        for item in public or []:
-            table, _, path = item.partition("=")
-            if not table or not path:
-                raise ParameterError("public", "NAME=PATH (a public CSV or Parquet table)", item)
-            tables[table] = path
-        answer = session.sql(statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=tables)
+        answer = session.sql(
+            statement,
+            epsilon=epsilon,
+            alpha=alpha,
+            explain=explain,
+            name=name,
+            public=_named_paths("public", public),
+            private=_named_paths("private", private),
+            max_rows_per_key=_per_side("max_rows_per_key", max_rows_per_key),
+            max_rows_per_unit=_per_side("max_rows_per_unit", max_rows_per_unit),
+        )
     note = ledger_note(store)  # the same line as `query`'s: without --ledger the budget lasts for this call only
     if as_json:
         payload = {**answer.to_dict(), **({"budget_note": note} if note is not None else {})}
@@ -112,6 +133,32 @@ def sql(
     console.out(str(answer))
     if note is not None:
         console.out(note)
+
+
+def _named_paths(parameter: str, items: list[str] | None) -> dict[str, str]:
+    """``--public``/``--private`` NAME=PATH items as {name: path} (one-line error naming the flag)."""
+    from dpwitness.common.errors import ParameterError
+
+    tables: dict[str, str] = {}
+    for item in items or []:
+        table, _, path = item.partition("=")
+        if not table or not path:
+            raise ParameterError(parameter, f"NAME=PATH (a {parameter} CSV or Parquet table)", item)
+        tables[table] = path
+    return tables
+
+
+def _per_side(parameter: str, text: str | None) -> int | tuple[int, int] | None:
+    """A join bound flag's K or LEFT,RIGHT as the resolver takes it (``PrivateJoin`` checks its range)."""
+    from dpwitness.common.errors import ParameterError
+
+    if text is None:
+        return None
+    parts = text.split(",")
+    if len(parts) > 2 or not all(p.strip().isdigit() for p in parts):
+        raise ParameterError(parameter, "a whole number ≥ 1, or LEFT,RIGHT (two of them)", text)
+    numbers = [int(p) for p in parts]
+    return numbers[0] if len(numbers) == 1 else (numbers[0], numbers[1])
 
 
 def register(app: typer.Typer) -> None:

@@ -378,6 +378,13 @@ def _bound(frame: pl.LazyFrame, query: Query, unit: str, groups: list[str], key:
         per, limit = [unit, *groups], bound.max_rows_per_group
     else:
         per, limit = [unit], bound.max_rows
+    return keep_at_most(frame, per, limit, key)
+
+
+def keep_at_most(frame: pl.LazyFrame, per: list[str], limit: int, key: SelectionKey) -> pl.LazyFrame:
+    """``frame`` with ≤ ``limit`` rows per value of the ``per`` columns, picked by hashes keyed by
+    ``key`` of each row's content (and its occurrence among identical rows), never by file order: a row's rank depends only on its
+    own content and the rows identical to it (:func:`_bound`; the private join's truncation too)."""
     schema = frame.collect_schema()
     # A Categorical's physical codes depend on which strings the whole table held first: hash it as text.
     values = [pl.col(c).cast(pl.String) if schema[c] == pl.Categorical else pl.col(c) for c in schema.names()]

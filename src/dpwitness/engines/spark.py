@@ -375,6 +375,26 @@ def _table(handle: SparkTable | DataFrame) -> SparkTable:
     return handle if isinstance(handle, SparkTable) else SparkTable(handle)
 
 
+def keep_at_most(frame: DataFrame, per: list[str], limit: int, key: SelectionKey) -> DataFrame:
+    """``frame`` with ≤ ``limit`` rows per value of the ``per`` columns: those with the smallest hash
+    (keyed by ``key``) of their whole content and their occurrence among identical rows (so a row's rank never depends on a
+    different row, unlike :func:`_bound`'s positions; a private join truncates per key with it)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    content = [_col(c) for c in frame.columns]
+    occurrence = F.row_number().over(Window.partitionBy(*content).orderBy(F.lit(0)))  # identical rows are interchangeable
+    frame = frame.withColumn(_ROW, occurrence)
+    draw = _keyed([*content, F.col(_ROW)], key)
+    chosen = Window.partitionBy(*(_col(c) for c in per)).orderBy(draw, *content, F.col(_ROW))
+    return frame.withColumn(_SELECTED, F.row_number().over(chosen)).filter(F.col(_SELECTED) <= limit).drop(_SELECTED, _ROW)
+
+
+def column(name: str) -> Column:
+    """The column called exactly ``name`` (a dot or a space in a name is no path)."""
+    return _col(name)
+
+
 def _col(name: str) -> Column:
     """The column called exactly ``name`` (backticks quote it: a dot or space in a name is no path)."""
     from pyspark.sql import functions as F

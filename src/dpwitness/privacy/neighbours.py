@@ -263,3 +263,65 @@ def partition_threshold(*, scale: float, bound: ContributionBound, delta: float)
 def _log_sum_exp(values: list[float]) -> float:
     top = max(values)
     return top + math.log(math.fsum(math.exp(v - top) for v in values))
+
+
+@dataclass(frozen=True)
+class PrivateJoinBound:
+    """The contribution bounds of an inner equi-join of two private tables that share a privacy unit.
+
+    Both tables carry the unit's column; a neighbour adds or removes one unit's rows in *both*.
+    Before the join each side is truncated, in this order (``engines.joins.join_private``):
+
+    1. ≤ ``max_rows_left`` (m_l) rows per unit on the left, ≤ ``max_rows_right`` (m_r) on the
+       right: which rows a unit keeps depends only on that unit's rows (the per-unit bounding);
+    2. ≤ ``max_rows_per_key_left`` (k_l) rows per join-key value on the left, ≤
+       ``max_rows_per_key_right`` (k_r) on the right: the kept rows of a key are its k rows with the
+       smallest keyed hash of their content (the unit included), so every row's rank is fixed by
+       its own content, whatever other rows the table holds.
+
+    **Claim** (add/remove one unit u): at most M = m_l·k_r + m_r·k_l joined rows leave and at most
+    M joined rows enter.
+
+    *Proof.* Step 1 leaves every other unit's rows as they were, and gives u a_v rows of key v on
+    the left and b_v on the right, Σ a_v ≤ m_l, Σ b_v ≤ m_r. In step 2, for key v, the rows of
+    other units keep their hash ranks, so the kept left set L_v becomes L'_v = L_v − E + A with A
+    ⊆ u's a_v rows and E (evicted rows of other units) |E| ≤ |A| ≤ a_v; the same on the right with
+    F, B, |F| ≤ |B| ≤ b_v; |L_v|, |L'_v| ≤ k_l and |R_v|, |R'_v| ≤ k_r. The joined rows of key v
+    are L_v × R_v. Those that leave are in E × R_v ∪ L_v × F: ≤ a_v·k_r + k_l·b_v; those that
+    enter are in A × R'_v ∪ L'_v × B: ≤ a_v·k_r + k_l·b_v. Summed over v: ≤ m_l·k_r + m_r·k_l
+    each way. Keys are disjoint, so nothing else moves. ∎
+
+    So the joined rows move as a unit of M rows under replace-one (rows leave *and* enter; a
+    count moves by ≤ M, a sum over [L, U] ∪ {0} by ≤ M·(max(U, 0) − min(L, 0))), and a
+    replace-one neighbour (u's rows replaced) is two such moves: 2M. The model is Tumult
+    Analytics' ``join_private`` with ``TruncationStrategy.DropExcess(k)`` on each side; the bound
+    is derived here, not taken from its documentation.
+    """
+
+    max_rows_per_key_left: int
+    max_rows_per_key_right: int
+    max_rows_left: int
+    max_rows_right: int
+    #: the join's key columns (left, right), for the release's statement
+    on: tuple[str, str] = ("", "")
+
+    def __post_init__(self) -> None:
+        check_count("max_rows_per_key", self.max_rows_per_key_left)
+        check_count("max_rows_per_key", self.max_rows_per_key_right)
+        check_count("max_rows_per_unit", self.max_rows_left)
+        check_count("max_rows_per_unit", self.max_rows_right)
+
+    def changed_rows(self, neighbours: Neighbours) -> int:
+        """M = m_l·k_r + m_r·k_l joined rows leave and M enter when ``neighbours`` is add/remove; twice
+        that for replace-one."""
+        moved = self.max_rows_left * self.max_rows_per_key_right + self.max_rows_right * self.max_rows_per_key_left
+        return moved if neighbours is Neighbours.ADD_REMOVE else 2 * moved
+
+    @property
+    def text(self) -> str:
+        """The statement a release carries, e.g. ``private join on k = k, ≤ 2/1 row(s) per key …``."""
+        m_l, m_r, k_l, k_r = self.max_rows_left, self.max_rows_right, self.max_rows_per_key_left, self.max_rows_per_key_right
+        return (
+            f"private join on {self.on[0]} = {self.on[1]}, ≤ {k_l}/{k_r} row(s) per key and ≤ {m_l}/{m_r} per unit "
+            f"(left/right): one unit moves ≤ {m_l}·{k_r} + {m_r}·{k_l} = {m_l * k_r + m_r * k_l} joined rows each way"
+        )

@@ -35,6 +35,7 @@ from dpwitness.mechanisms.quantiles import DEFAULT_BINS, MAX_CELLS, check_bins, 
 from dpwitness.privacy.neighbours import (
     ContributionBound,
     Neighbours,
+    PrivateJoinBound,
     check_bounds,
     counted_range,
     effective_relation,
@@ -131,6 +132,10 @@ class Query:
     #: True for a LEFT JOIN: every private row is kept (an unmatched one once, with null public
     #: columns), so one record is between 1 and M rows, never 0.
     join_keeps_rows: bool = False
+    #: The rows read are two private tables joined on a key after truncation
+    #: (:class:`~dpwitness.privacy.neighbours.PrivateJoinBound`); None: no private join. The units
+    #: were bounded per side before the join, so ``privacy_unit`` is None here.
+    private_join: PrivateJoinBound | None = None
     _predicate: Predicate | None = field(init=False, repr=False, compare=False)
     _parts: tuple[Part, ...] = field(init=False, repr=False, compare=False)
 
@@ -192,6 +197,8 @@ class Query:
         if not isinstance(self.join_keeps_rows, bool) or (self.join_keeps_rows and self.join_multiplicity is None):
             expected = "True only with join_multiplicity (a LEFT JOIN), else False"
             raise ParameterError("join_keeps_rows", expected, self.join_keeps_rows)
+        if self.private_join is not None:
+            self._check_private_join(statistic, by)
         if self.privacy_unit is None and self.max_contributions != 1:
             raise ParameterError(
                 "max_contributions", "1 unless privacy_unit names the column that identifies a person", self.max_contributions
@@ -214,6 +221,20 @@ class Query:
                 )
         object.__setattr__(self, "_predicate", predicate)
         object.__setattr__(self, "_parts", self._derive_parts())
+
+    def _check_private_join(self, statistic: Statistic, by: tuple[str, ...]) -> None:
+        """A private join releases a count or a bounded sum, over declared keys when grouped, with a
+        record-wise filter; its units were bounded per side before the join."""
+        if not isinstance(self.private_join, PrivateJoinBound):
+            raise ParameterError("join", "a dpwitness.privacy.neighbours.PrivateJoinBound or None", self.private_join)
+        if statistic not in (Statistic.COUNT, Statistic.SUM):
+            raise ParameterError("statistic", "count or sum over a private join", statistic.value)
+        if by and self.keys is None:
+            raise ParameterError("keys", "declared keys for a grouped query over a private join", None)
+        if self.privacy_unit is not None or self.join_multiplicity is not None:
+            raise ParameterError("join", "one join: the units are bounded per side before a private join", self.privacy_unit)
+        if self.where is not None and not parse(self.where).record_wise:
+            raise ParameterError("where", "no row_number over a private join (its rows have no declared order)", self.where)
 
     # --- what the query needs -------------------------------------------------------------
     @property
@@ -289,11 +310,14 @@ class Query:
             and self._predicate is None
             and not self.grouped
             and (self.join_multiplicity is None or (self.join_keeps_rows and self.join_multiplicity == 1))
+            and self.private_join is None
         )
 
     @property
     def relation(self) -> Neighbours:
         """The relation the kept rows move under (:func:`dpwitness.privacy.neighbours.effective_relation`)."""
+        if self.private_join is not None:  # joined rows leave *and* enter (PrivateJoinBound)
+            return Neighbours.REPLACE_ONE
         return effective_relation(self.neighbours, positional=self.filtered == "position")
 
     @property
@@ -305,6 +329,10 @@ class Query:
         M = 1 for unique keys leaves Δ unchanged). With a privacy unit, bounding acts on the
         joined rows, so a unit still keeps at most ``max_contributions`` rows: Δ is unchanged.
         """
+        if self.private_join is not None:
+            # ≤ M joined rows leave and ≤ M enter (2M each for a replace-one neighbour): derived and
+            # proved in PrivateJoinBound; with relation = replace-one, Δ = M × a row's replace-one move.
+            return ContributionBound.of(self.private_join.changed_rows(self.neighbours))
         if self.join_multiplicity is not None and self.privacy_unit is None:
             return ContributionBound.of(self.join_multiplicity)
         return ContributionBound.of(
@@ -347,6 +375,8 @@ class Query:
         if self.join_multiplicity is not None:
             how = "left-joined" if self.join_keeps_rows else "joined"
             text += f", {how} with a public table (≤ {self.join_multiplicity} row(s) per key)"
+        if self.private_join is not None:
+            text += f", {self.private_join.text}"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -366,6 +396,7 @@ class Query:
             "bins": self.bins,
             "join_multiplicity": self.join_multiplicity,
             "join_keeps_rows": self.join_keeps_rows,
+            "private_join": None if self.private_join is None else self.private_join.text,
             "epsilon": self.epsilon,
             "parts": [
                 {

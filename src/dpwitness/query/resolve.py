@@ -21,12 +21,64 @@ from dpwitness.common.validation import check_count, check_positive_finite
 from dpwitness.io.schema import Schema
 from dpwitness.mechanisms.quantiles import check_quantiles
 from dpwitness.privacy.budget import Budget
-from dpwitness.privacy.neighbours import Neighbours
+from dpwitness.privacy.neighbours import Neighbours, PrivateJoinBound
 from dpwitness.query.planning import DEFAULT_DELTA
 from dpwitness.query.queries import Key, Query, check_keys
 
 #: The statistics that clamp to bounds (a declared schema's bounds are their default).
 BOUNDED_STATISTICS = frozenset({"sum", "mean", "variance", "quantile"})
+
+
+@dataclass(frozen=True)
+class PrivateJoin:
+    """A join of the session's private table (left) with another private ``table`` (right) that
+    holds the same privacy-unit column: an inner equi-join ``left.on[0] = right.on[1]``.
+
+    Before the join each side keeps ≤ ``max_rows_per_unit`` = (m_l, m_r) rows per unit (None: the
+    session's ``max_contributions`` for both), then ≤ ``max_rows_per_key`` = (k_l, k_r) rows per
+    key value, rows picked by a keyed hash of their content (the per-unit bounding's choice): one
+    unit then moves ≤ m_l·k_r + m_r·k_l joined rows each way
+    (:class:`~dpwitness.privacy.neighbours.PrivateJoinBound`, where it is proved). The joined
+    rows hold the left's columns and the right's, a right column whose name the left has as
+    ``"<name>.<column>"``; the right's key and unit columns are dropped (equal to the left's key;
+    the unit is bounded already). ``table``: a Polars frame or a CSV/Parquet path, opened by the
+    session's engine; ``dtypes`` its declared column types (as ``Session(dtypes=…)``).
+    """
+
+    table: Any
+    on: str | tuple[str, str]
+    max_rows_per_key: int | tuple[int, int] | None = None
+    max_rows_per_unit: int | tuple[int, int] | None = None
+    name: str = "right"
+    dtypes: Any = None
+
+    def bound(self, max_contributions: int) -> PrivateJoinBound:
+        """The contribution bounds, checked (one-line errors naming ``on``, ``max_rows_per_key``…);
+        ``max_contributions`` (the session's) is m on each side when ``max_rows_per_unit`` is None."""
+        left, right = self.columns
+        if self.max_rows_per_key is None:
+            raise ParameterError("max_rows_per_key", "max rows per key for each side of a private join (k or (k_l, k_r))", None)
+        k_l, k_r = _pair("max_rows_per_key", self.max_rows_per_key)
+        m_l, m_r = _pair("max_rows_per_unit", max_contributions if self.max_rows_per_unit is None else self.max_rows_per_unit)
+        return PrivateJoinBound(k_l, k_r, m_l, m_r, on=(left, right))
+
+    @property
+    def columns(self) -> tuple[str, str]:
+        """(left key, right key): ``on`` as given, one name for both or a pair."""
+        on = (self.on, self.on) if isinstance(self.on, str) else self.on
+        if not (isinstance(on, tuple) and len(on) == 2 and all(isinstance(c, str) and c for c in on)):
+            raise ParameterError("on", "a key column's name, or (left column, right column)", type(self.on).__name__)
+        if not (isinstance(self.name, str) and self.name):
+            raise ParameterError("name", "the joined table's name (a non-empty text)", type(self.name).__name__)
+        return on[0], on[1]
+
+
+def _pair(parameter: str, value: Any) -> tuple[int, int]:
+    """A bound for each side: k for both, or (left, right); whole numbers ≥ 1."""
+    pair = (value, value) if not isinstance(value, tuple | list) else tuple(value)
+    if len(pair) != 2:
+        raise ParameterError(parameter, "a whole number ≥ 1 or (left, right)", type(value).__name__)
+    return check_count(parameter, pair[0]), check_count(parameter, pair[1])
 
 
 @dataclass(frozen=True)
@@ -37,7 +89,8 @@ class Request:
     ``bounds`` None and ``by`` (or a histogram's column) without ``keys`` take the declared
     schema's bounds and categories; ``delta`` None takes the context's default. ``mechanism``,
     ``max_rows`` and ``alpha`` say how the resolved query is released (:meth:`run_options`).
-    ``joint`` (a quantile only) releases every level in one JointExp draw.
+    ``joint`` (a quantile only) releases every level in one JointExp draw. ``join`` (a
+    :class:`PrivateJoin`): the statistic is over the session's table joined with another private one.
     Nothing is validated here: :func:`resolve` checks every field, naming it.
     """
 
@@ -57,6 +110,7 @@ class Request:
     mechanism: str | None = None
     max_rows: int | None = None
     alpha: float = 0.05
+    join: PrivateJoin | None = None
 
     def run_options(self) -> dict[str, Any]:
         """Keyword arguments for ``Session.run``/``Session.preview``: how the statistic is released."""
@@ -91,6 +145,15 @@ def resolve(
     statistic, column, bounds = request.statistic, request.column, request.bounds
     grouping = (request.by,) if isinstance(request.by, str) else tuple(request.by or ())  # a by string is one column
     keys = None if request.keys is None else check_keys(request.keys)  # a keys string is refused, never split
+    join = None
+    if request.join is not None:
+        if not isinstance(request.join, PrivateJoin):
+            raise ParameterError("join", "a dpwitness.query.resolve.PrivateJoin or None", type(request.join).__name__)
+        if privacy_unit is None:
+            raise ParameterError("privacy_unit", "the column that identifies a unit in both tables of a private join", None)
+        join = request.join.bound(max_contributions)
+        # the units are bounded per side before the join; the left's declared schema does not describe the joined rows
+        privacy_unit, max_contributions, max_groups, schema = None, 1, None, None
     if schema is not None:
         if bounds is None and isinstance(statistic, str) and statistic in BOUNDED_STATISTICS:
             bounds = schema.bounds_for(column)
@@ -117,7 +180,8 @@ def resolve(
         bins=request.bins,
         joint=request.joint,
         where=request.where,
-        order_by=tuple(order_by),
+        order_by=() if join is not None else tuple(order_by),
+        private_join=join,
     )
 
 
@@ -156,4 +220,4 @@ def check_rho_option(rho: Any, total: Budget | None) -> float:
     return value
 
 
-__all__ = ["BOUNDED_STATISTICS", "Request", "check_max_rows", "check_rho_option", "resolve", "statistic_epsilon"]
+__all__ = ["BOUNDED_STATISTICS", "PrivateJoin", "Request", "check_max_rows", "check_rho_option", "resolve", "statistic_epsilon"]

@@ -2,7 +2,9 @@
 
 The statement is compiled by :mod:`dpwitness.sql` against the named table's *declared* metadata
 (its config's bounds and categories; the analyst's session carries the relation and privacy unit;
-tables with ``public = true`` are the lookup tables a statement may JOIN),
+tables with ``public = true`` are the lookup tables a statement may JOIN; a JOIN of two private
+tables is refused, 422, before any spend: it would spend from both tables' budgets, which the
+service does not do yet),
 so every refusal is data-independent and costs nothing. Undeclared group keys are refused here
 (the service declares no ``max_rows``): ``GROUP BY`` takes keys from the config's categories or
 from ``WHERE col IN (…)``. The answer has one row per group and each aggregate's interval; the
@@ -21,7 +23,7 @@ from dpwitness.common.errors import BudgetExceeded, MissingPart, ParameterError
 from dpwitness.serve.client import MAX_SQL
 from dpwitness.serve.requests import QueryError
 from dpwitness.session.sql import execute, explain_statement, refuse_targets, target
-from dpwitness.sql import Answer, SqlError, compile_statement, table_of
+from dpwitness.sql import Answer, SqlError, compile_statement, joined_tables, table_of
 
 if TYPE_CHECKING:
     from dpwitness.serve.config import AnalystConfig, Limits
@@ -72,6 +74,11 @@ def answer_sql(
     table = tables.get(name or "")
     if name is None or table is None or not analyst.may_read(name):
         raise QueryError(404, f"no table named {name!r} is available to you (see GET /v1/tables)")
+    private = {n.lower(): n for n, t in tables.items() if not t.config.lookup and n != table.name and analyst.may_read(n)}
+    others = [private[n.lower()] for n in joined_tables(body.sql) if n.lower() in private]
+    if others:  # its ε would be spent from both tables' budgets: not derived for the service yet
+        served = "use Session.sql(private=…) or dpwitness sql --private"
+        raise QueryError(422, f"a JOIN of two private tables ({name} and {others[0]}) is not served yet: {served}")
     session = session_for(table)
     lookups = {n: t.frame for n, t in tables.items() if t.config.lookup and n != table.name and analyst.may_read(n)}
     chosen = body.alpha if body.alpha is not None else alpha

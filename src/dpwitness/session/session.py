@@ -22,11 +22,12 @@ from dpwitness.mechanisms.additive import Laplace
 from dpwitness.mechanisms.release import FOUND_BESIDE, Release
 from dpwitness.noise import bit_source
 from dpwitness.privacy.budget import Accountant, Budget, Ledger, Spend, check_total
-from dpwitness.privacy.neighbours import ContributionBound, Neighbours, partition_threshold
+from dpwitness.privacy.neighbours import ContributionBound, Neighbours, PrivateJoinBound, partition_threshold
 from dpwitness.query.planning import DEFAULT_DELTA, PARTITION_DELTA_MARGIN, Plan, Preview, check_mechanism, max_delta
 from dpwitness.query.queries import Aggregates, Key, Query, Schema, check_keys, parse_dtypes
 from dpwitness.query.resolve import Request, check_max_rows, check_rho_option, resolve
 from dpwitness.session.composing import compose
+from dpwitness.session.joins import check_joined, joined, joined_all
 from dpwitness.session.plans import check_part_epsilons, gaussian_for, gaussian_selection, preview_of, selection_exposure
 from dpwitness.session.streams import query_streams, selection_key
 from dpwitness.session.target_errors import BudgetPlan, Target, plan_targets
@@ -165,6 +166,7 @@ class Session:
             self._accountant = Accountant(wanted.epsilon, delta=delta_budget, ledger=store, account=self.account)
         self._handle: Any = None
         self._schema: Schema | None = None
+        self._join_bound: PrivateJoinBound | None = None  # the private join these rows are (set by session.joins.joined)
         self.releases: list[Release] = []
 
     # --- budget ---------------------------------------------------------------------------
@@ -452,14 +454,15 @@ class Session:
         return self.ask(request)
 
     def ask(self, request: Request) -> Release:
-        """Resolve ``request`` (:meth:`resolve`) and release it (:meth:`run`, with its options)."""
-        return self.run(self.resolve(request), **request.run_options())
+        """Resolve ``request`` (:meth:`resolve`) and release it (:meth:`run`, with its options), over the rows of its ``join``."""
+        query = self.resolve(request)
+        return joined(self, request.join).run(query, **request.run_options())
 
     def ask_all(self, requests: Sequence[Request]) -> list[Release]:
         """Resolve every one of ``requests`` and release them together (:meth:`run_all`: all checked
-        and the budget for all before any spend; those over the same rows in one engine pass)."""
+        and the budget for all before any spend; those over the same rows in one engine pass; one shared ``join``)."""
         queries = [self.resolve(r) for r in requests]
-        return self.run_all(queries, options=[r.run_options() for r in requests])
+        return joined_all(self, requests).run_all(queries, options=[r.run_options() for r in requests])
 
     def results(self) -> Any:
         """Every release of this session as one Polars frame (one row per key; see
@@ -663,19 +666,23 @@ class Session:
         explain: bool = False,
         name: str | None = None,
         public: Mapping[str, Any] | None = None,
+        private: Mapping[str, Any] | None = None,
+        max_rows_per_key: int | tuple[int, int] | None = None,
+        max_rows_per_unit: int | tuple[int, int] | None = None,
     ) -> Any:
-        """Answer one SQL ``SELECT`` (see docs/sql.md): each aggregate is one :class:`Query` of this
-        session, ``epsilon`` the statement's total (split evenly over aggregates without their own
-        ``EPSILON(aggregate, ε)``). The table is named after the source (``adult.csv`` → ``adult``;
-        a frame: ``data``) unless ``name`` is given. ``public`` names the public (lookup) tables the
-        statement may JOIN (name → Polars DataFrame or CSV/Parquet path; their values are public).
-        Returns a :class:`dpwitness.sql.Answer`, or with ``explain`` (or ``EXPLAIN SELECT …``) a
-        :class:`dpwitness.sql.Explanation` and spends nothing; with target errors
-        (``WITHIN(aggregate, error[, min_rows])``) its ``plan`` is :meth:`plan`'s answer and ``epsilon``
-        is not used. Anything refused is refused before any spend (:class:`dpwitness.sql.SqlError`)."""
+        """Answer one SQL ``SELECT`` (see docs/sql.md): each aggregate is one :class:`Query` of this session, ``epsilon``
+        the statement's total (split evenly over aggregates without their own ``EPSILON(aggregate, ε)``). The table is
+        named after the source (``adult.csv`` → ``adult``; a frame: ``data``) unless ``name`` is given. ``public`` names
+        the public (lookup) tables the statement may JOIN (name → Polars DataFrame or CSV/Parquet path; their values are
+        public); ``private`` the other private tables, ``max_rows_per_key`` and ``max_rows_per_unit`` their truncation
+        (:class:`dpwitness.query.resolve.PrivateJoin`). Returns a :class:`dpwitness.sql.Answer`, or with ``explain`` (or
+        ``EXPLAIN SELECT …``) a :class:`dpwitness.sql.Explanation` and spends nothing; with target errors
+        (``WITHIN(aggregate, error[, min_rows])``) its ``plan`` is :meth:`plan`'s answer and ``epsilon`` is not used.
+        Anything refused is refused before any spend (:class:`dpwitness.sql.SqlError`)."""
         from dpwitness.session.sql import run
 
-        return run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=public)
+        joins = {"private": private, "max_rows_per_key": max_rows_per_key, "max_rows_per_unit": max_rows_per_unit}
+        return run(self, statement, epsilon=epsilon, alpha=alpha, explain=explain, name=name, public=public, **joins)
 
     def over(self, derive: Callable[[Engine, Any], Any]) -> Session:
         """This session over ``derive(engine, table)``, a table derived from this one's opened table
@@ -693,6 +700,7 @@ class Session:
     def _plan(self, query: Query, mechanism: str | None = None, *, rho: float | None = None, max_rows: int | None = None) -> Plan:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.query.queries.Query", query)
+        check_joined(query, self._join_bound)
         wanted = self.mechanism if mechanism is None else check_mechanism(mechanism)
         rows = self.max_rows if max_rows is None else check_max_rows(max_rows)
         if rows is not None and max_rows is not None and not query.explicit_delta and not self._delta_given:
@@ -786,9 +794,7 @@ def _source_name(source: Any) -> str:
 
 
 def _account_for(source: Any) -> str:
-    if isinstance(source, str | os.PathLike):
-        return f"file:{Path(source).resolve()}"
-    return "dataframe"
+    return f"file:{Path(source).resolve()}" if isinstance(source, str | os.PathLike) else "dataframe"
 
 
 __all__ = ["Session"]

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpwitness.common.errors import ParameterError
 from dpwitness.common.validation import check_alpha
 from dpwitness.engines.derived import add_case
 from dpwitness.engines.joins import join_public
+from dpwitness.io.schema import load_schema, schema_beside
 from dpwitness.mechanisms.release import Release
 from dpwitness.query.planning import Preview
-from dpwitness.query.queries import Key
+from dpwitness.query.queries import Key, Schema
+from dpwitness.session.joins import joined
 from dpwitness.sql.answer import Answer, Explanation, answer_of
 from dpwitness.sql.compile import compile_statement, table_name
 from dpwitness.sql.parse import SqlError
@@ -32,6 +35,9 @@ def compile_for(
     epsilon: float | None,
     name: str | None = None,
     public: Mapping[str, Any] | None = None,
+    private: Mapping[str, Any] | None = None,
+    max_rows_per_key: Any = None,
+    max_rows_per_unit: Any = None,
 ) -> Statement:
     """Compile ``statement`` against ``session``'s table (reads its schema only; spends nothing).
 
@@ -41,6 +47,11 @@ def compile_for(
         :func:`table_name` of the session's source.
     :param public: the public tables a JOIN may name (name → Polars DataFrame or CSV/Parquet
         path); None (default) allows no JOIN.
+    :param private: the other private tables a JOIN may name (name → Polars frame or CSV/Parquet
+        path; the same privacy unit column), opened by the session's engine for their schema only.
+    :param max_rows_per_key: a private JOIN's truncation, k or (k_left, k_right) rows per key value
+        (required for one); ``max_rows_per_unit`` m or (m_left, m_right) (default: the session's
+        ``max_contributions``). See :class:`dpwitness.query.resolve.PrivateJoin`.
     """
     if name is not None and not (isinstance(name, str) and name):
         raise ParameterError("name", "the table's name in SQL (a non-empty text)", name)
@@ -53,7 +64,30 @@ def compile_for(
         privacy_unit=session.privacy_unit,
         declared=session.declared_schema,
         public=public,
+        private=_opened_private(session, private),
+        max_rows_per_key=max_rows_per_key,
+        max_rows_per_unit=max_rows_per_unit,
     )
+
+
+def _opened_private(session: Session, private: Mapping[str, Any] | None) -> dict[str, tuple[Any, Schema]]:
+    """Each other private table opened, with its schema (metadata only: a CSV's header, a Parquet
+    footer). A CSV's column types are declared as the session's own are: by the schema file beside
+    it (``visits.schema.toml`` beside ``visits.csv``), else its columns are text."""
+    if private is not None and not isinstance(private, Mapping):
+        raise ParameterError("private", "a mapping of table names to Polars frames or CSV/Parquet paths", type(private).__name__)
+    opened = {}
+    engine = session.engine
+    for table, source in (private or {}).items():
+        if not (isinstance(table, str) and table):
+            raise ParameterError("private", "table names (non-empty texts)", type(table).__name__)
+        handle = engine.open(source)
+        declared = load_schema(schema_beside(source))
+        if declared is not None:  # the header must hold every declared column; then the declared types apply
+            declared.check_header(engine.schema(handle).columns, source=Path(source).name)
+            handle = engine.open(handle, dtypes=declared.dtypes)
+        opened[table] = (handle, engine.schema(handle))
+    return opened
 
 
 def target(session: Session, compiled: Statement) -> Session:
@@ -63,6 +97,7 @@ def target(session: Session, compiled: Statement) -> Session:
     :param compiled: the statement from :func:`compile_for`; its JOIN, if any, picks the table.
     """
     join, on, cases = compiled.join, compiled.join_on, compiled.cases
+    session = joined(session, compiled.private_join)  # two private tables joined (Request.join): the rows read
     if (join is None or on is None) and not cases:
         return session
 
@@ -85,6 +120,7 @@ def run(
     explain: bool = False,
     name: str | None = None,
     public: Mapping[str, Any] | None = None,
+    **joins: Any,
 ) -> Answer | Explanation:
     """Answer ``statement`` on ``session`` (``Session.sql``): compile, check every query and the
     budget for all of them together, then spend and release each aggregate once.
@@ -96,9 +132,10 @@ def run(
         spends nothing; default False.
     :param name: the table's name in SQL (default: :func:`table_name` of the source).
     :param public: the public tables a JOIN may name (name → Polars DataFrame or CSV/Parquet path).
+    :param joins: ``private``, ``max_rows_per_key``, ``max_rows_per_unit`` (see :func:`compile_for`).
     """
     alpha = check_alpha(alpha)
-    compiled = compile_for(session, statement, epsilon=epsilon, name=name, public=public)
+    compiled = compile_for(session, statement, epsilon=epsilon, name=name, public=public, **joins)
     over = target(session, compiled)
     if explain or compiled.explain:
         return explain_statement(over, compiled, alpha=alpha)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dpwitness.sql.answer import Answer, Cell, Explanation
 from dpwitness.sql.compile import compile_statement, table_name
-from dpwitness.sql.parse import MAX_STATEMENT, SqlError, table_of
+from dpwitness.sql.parse import MAX_STATEMENT, SqlError, joined_tables, table_of
 from dpwitness.sql.statement import Aggregate, Statement
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "SqlError",
     "Statement",
     "compile_statement",
+    "joined_tables",
     "table_name",
     "table_of",
 ]

@@ -17,7 +17,7 @@ from dpwitness.engines.derived import CaseColumn
 from dpwitness.engines.joins import PublicTable, read_public
 from dpwitness.query.predicates import And, Compare, In, Literal, Node, to_text
 from dpwitness.query.queries import ColumnKind, Key, Query, Schema
-from dpwitness.query.resolve import Request
+from dpwitness.query.resolve import PrivateJoin, Request
 from dpwitness.sql.case import CaseTranslation
 from dpwitness.sql.functions import FUNCTIONS
 from dpwitness.sql.joining import JoinTranslation
@@ -43,6 +43,9 @@ def compile_statement(
     declared: Schema | None = None,
     privacy_unit: str | None = None,
     public: Mapping[str, Any] | None = None,
+    private: Mapping[str, tuple[Any, Schema]] | None = None,
+    max_rows_per_key: Any = None,
+    max_rows_per_unit: Any = None,
 ) -> Statement:
     """Compile ``statement`` against ``table`` (its public ``schema``) to a :class:`Statement`.
 
@@ -53,7 +56,10 @@ def compile_statement(
     ``epsilon`` is the statement's total ε, split evenly over the aggregates without an
     ``EPSILON(aggregate, ε)`` of their own; None only when every aggregate has one.
     ``privacy_unit`` is the caller's privacy-unit column (None: none; only then is
-    ``COUNT(DISTINCT unit)`` refused). Raises :class:`SqlError` (or ``ParameterError``)
+    ``COUNT(DISTINCT unit)`` refused). ``private`` names the other private tables a JOIN may name
+    (name → (table, its schema)), with the truncation bounds ``max_rows_per_key`` (required for a
+    private JOIN) and ``max_rows_per_unit`` (:class:`~dpwitness.query.resolve.PrivateJoin`).
+    Raises :class:`SqlError` (or ``ParameterError``)
     before anything is spent.
     """
     if not isinstance(statement, str) or not statement.strip():
@@ -65,6 +71,8 @@ def compile_statement(
     tables = {str(k): read_public(v, str(k)) for k, v in (public or {}).items()}
     compiler = Compiler(text, tree, table, schema, epsilon, resolve, privacy_unit, declared, explain)
     compiler.public_tables = tables
+    compiler.private_tables = dict(private or {})
+    compiler.join_bounds = (max_rows_per_key, max_rows_per_unit)
     return compiler.compile()
 
 
@@ -115,6 +123,12 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation, TargetTransla
         self.join: PublicTable | None = None
         self.join_on: str | None = None
         self.public_name = ""
+        self.private_tables: dict[str, tuple[Any, Schema]] = {}
+        self.private_aliases: set[str] = set()
+        self.private_columns: dict[str, str] = {}  # the other private table's column → its name in the joined rows
+        self.left_columns: Mapping[str, ColumnKind] = schema.columns
+        self.private_join: PrivateJoin | None = None
+        self.join_bounds: tuple[Any, Any] = (None, None)
         self.calls: list[tuple[str, Any]] = []  # (normalised SQL, node) of each distinct aggregate call
         self.by: tuple[str, ...] = ()
         self.cases: dict[str, CaseColumn] = {}  # derived columns of GROUP BY CASE …, by name
@@ -203,6 +217,7 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation, TargetTransla
             notes=self._notes(outputs),
             join=self.join,
             join_on=self.join_on,
+            private_join=self.private_join,
             calls=self._call_kinds(),
             cases=tuple(self.cases.values()),
         )
@@ -251,10 +266,12 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation, TargetTransla
         """The column a Column node names in the rows read (qualified by a table or its alias, or bare):
         the private table's, or a joined public table's (renamed when its name is taken)."""
         qualifier = node.table
-        known = self.aliases | self.public_aliases
+        known = self.aliases | self.public_aliases | self.private_aliases
         if qualifier and qualifier.lower() not in known:
             self.refuse(node, f"{qualifier}.{node.name}", f"unknown table {qualifier!r} (this session's table is {self.table!r})")
         name = node.name
+        if self.private_join is not None:
+            return self._private_column(node)
         if self.join is not None and self._side(node) == "public":
             columns: Any = self.public_columns
             where = self.public_name
@@ -618,7 +635,9 @@ class Compiler(WhereTranslation, CaseTranslation, JoinTranslation, TargetTransla
                 options["bounds"] = bounds
             if qs:
                 options["quantiles"] = qs if len(qs) > 1 else qs[0]
-            request = Request(statistic, column, **options)
+            if distinct and self.private_join is not None:
+                self.refuse(node, self._text(node), "COUNT(DISTINCT …) is not supported over a private JOIN")
+            request = Request(statistic, column, join=self.private_join, **options)
             try:
                 query = self.resolve(request)
                 if distinct:

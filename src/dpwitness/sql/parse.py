@@ -93,4 +93,15 @@ def table_of(statement: str) -> str | None:
     return str(source.this.name) if source is not None and isinstance(source.this, exp.Table) else None
 
 
-__all__ = ["MAX_STATEMENT", "SqlError", "table_of"]
+def joined_tables(statement: str) -> tuple[str, ...]:
+    """The tables a statement JOINs (beside its FROM), for a service that serves only some joins;
+    () when it parses to none. Refuses what does not parse, like :func:`table_of`."""
+    if not isinstance(statement, str) or not statement.strip() or len(statement) > MAX_STATEMENT:
+        return ()
+    tree = _parse(_strip_explain(statement)[0])
+    from sqlglot import exp
+
+    return tuple(str(j.this.name) for j in tree.args.get("joins") or () if isinstance(j.this, exp.Table))
+
+
+__all__ = ["MAX_STATEMENT", "SqlError", "joined_tables", "table_of"]

@@ -9,7 +9,7 @@ from typing import Any
 from dpwitness.engines.derived import CaseColumn
 from dpwitness.engines.joins import PublicTable
 from dpwitness.query.queries import Key, Query
-from dpwitness.query.resolve import Request
+from dpwitness.query.resolve import PrivateJoin, Request
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ class Statement:
     #: The public table the private rows are joined with (None: no JOIN) and the private key column.
     join: PublicTable | None = None
     join_on: str | None = None
+    #: The other private table joined with the session's (None: none), as each request carries it.
+    private_join: PrivateJoin | None = None
     #: (kind, q) of each aggregate call, indexed as the compiled expressions' ("agg", index).
     calls: tuple[tuple[str, float | None], ...] = ()
     #: The columns GROUP BY CASE … derives from each row (added after the JOIN, if any).
