@@ -175,6 +175,9 @@ def test_delta_and_the_release_state_the_join() -> None:
     release = session.ask(Request("sum", "r.x", epsilon=1.0, bounds=(0.0, 10.0), join=join))
     assert release.sensitivity == 40.0  # M = 1·2 + 1·2 = 4 joined rows, each ≤ 10
     assert "private join on k = key" in str(release)
+    assert release.neighbours == "add/remove one unit's rows in both joined tables (n is private)"
+    alone = session.ask(Request("sum", "x", epsilon=1.0, bounds=(0.0, 10.0)))
+    assert alone.neighbours == "add/remove all rows of one pid (n is private)"
 
 
 def _refused(session: Session, request: Request, parameter: str) -> None:

@@ -214,12 +214,17 @@ def test_string_outputs_are_discrete_outcomes() -> None:
 
 @pytest.mark.slow
 def test_a_slow_mechanism_is_inconclusive_not_ok() -> None:
+    """1 ms of CPU a run (a busy loop on the process's CPU clock, not a sleep): the CPU budget, not the
+    wall-clock cap, stops it at any load (a sleeping mechanism is the wall cap's case, in test_audit_parallel)."""
+
     def slow(x: float, rng: np.random.Generator) -> float:
-        time.sleep(0.002)
+        end = time.process_time() + 0.001
+        while time.process_time() < end:
+            pass
         return x + rng.laplace(0.0, 1.0)
 
     result = audit(slow, 0.0, 1.0, epsilon=1.0, max_seconds=0.5, seed=1)
-    assert result.verdict == "inconclusive"
+    assert result.verdict == "inconclusive" and not result.wall_clock_stopped
     assert "too slow" in result.reason
 
 

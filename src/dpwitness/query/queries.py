@@ -321,6 +321,17 @@ class Query:
         return effective_relation(self.neighbours, positional=self.filtered == "position")
 
     @property
+    def relation_text(self) -> str:
+        """The neighbour relation a release states: the session's, over a unit's rows when they are
+        bounded per unit (``privacy_unit``) or joined with another private table."""
+        if self.private_join is None and self.privacy_unit is None:
+            return self.neighbours.description
+        rows = f"all rows of one {self.privacy_unit}" if self.private_join is None else "one unit's rows in both joined tables"
+        if self.neighbours is Neighbours.ADD_REMOVE:
+            return f"add/remove {rows} (n is private)"
+        return f"replace {rows} (n is fixed and public)"
+
+    @property
     def contribution(self) -> ContributionBound:
         """What one unit (one record without a privacy unit) contributes to the rows read.
 

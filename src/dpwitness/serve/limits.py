@@ -62,31 +62,44 @@ class BodySizeLimit:
                 if declared > self.max_bytes:
                     await _refuse(send, 413, f"the request body is larger than {self.max_bytes} bytes")
                     return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await _refuse(send, 413, f"the request body is larger than {self.max_bytes} bytes")
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        replayed = False
+        read = await read_body(receive, self.max_bytes)
+        if read is None:
+            await _refuse(send, 413, f"the request body is larger than {self.max_bytes} bytes")
+            return
+        await self.app(scope, read[1], send)
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
 
-        await self.app(scope, replay, send)
+async def read_body(receive: Receive, max_bytes: float = float("inf")) -> tuple[bytes, Receive] | None:
+    """The whole request body and a ``receive`` that replays it to the application; None as soon as
+    the body passes ``max_bytes`` (the rest is not read).
+
+    :param receive: the ASGI receive callable of the request.
+    :param max_bytes: the largest body accepted.
+    """
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > max_bytes:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return body, replay
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from starlette.responses import Response
 
 from dpwitness.serve.config import AnalystConfig
-from dpwitness.serve.limits import ASGIApp, Message, Receive, Scope, Send
+from dpwitness.serve.limits import ASGIApp, Receive, Scope, Send, read_body
 from dpwitness.serve.requests import QueryError, QueryRequest
 
 PATH = "/v1/query"
@@ -68,7 +68,9 @@ class QueryRoute:
                 authorization = value.decode("latin-1")
             elif name == b"content-type" and content_type is None:
                 content_type = value
-        body, replay = await _read_body(receive)
+        read = await read_body(receive)  # no cap here: the size limit sits outside this route
+        assert read is not None
+        body, replay = read
         json_body = content_type is not None and content_type.split(b";", 1)[0].strip().lower() == b"application/json"
         document = _json_object(body) if json_body else None
         if document is None:  # the framework answers (and refuses) everything unusual, as before
@@ -89,29 +91,6 @@ class QueryRoute:
             return self.refused(error)
         except Exception as error:  # the service's 500, which says nothing about the data
             return self.unexpected(error)
-
-
-async def _read_body(receive: Receive) -> tuple[bytes, Receive]:
-    """The whole request body, and a ``receive`` that replays it to the application."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    body = b"".join(chunks)
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return body, replay
 
 
 def _json_object(body: bytes) -> dict[str, Any] | None:

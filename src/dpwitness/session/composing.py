@@ -60,7 +60,7 @@ def compose(
         released = [replace(r, value={k: _at(r.value, k) for k in keys}) for r in released]
     common: dict[str, Any] = {
         "query": query.label,
-        "neighbours": query.neighbours.description,
+        "neighbours": query.relation_text,
         "epsilon": plan.cost,
         "delta": plan.delta,
         "notes": release_notes(query, plan),
@@ -115,7 +115,7 @@ def _joint(query: Query, plan: Plan, exact: Aggregates, stream: np.random.SeedSe
     return replace(
         release,
         value=value,
-        neighbours=query.neighbours.description,
+        neighbours=query.relation_text,
         notes=(*release_notes(query, plan), *release.notes),
         seed=seed,
         key_columns=_key_columns(query),
