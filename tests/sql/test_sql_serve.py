@@ -47,7 +47,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPro
                     "town": {"categories": ["Ashby", "Brill", "Crane"]},
                 },
             },
-            "visits": {  # another private table: a JOIN with it is refused (not served yet)
+            "visits": {  # another private table: no privacy unit is declared, so a JOIN with it is refused
                 "path": str(folder / "visits.csv"),
                 "columns": {"town": {"categories": ["Ashby", "Brill", "Crane"]}, "amount": {"bounds": [0, 10]}},
             },
@@ -113,8 +113,8 @@ def test_grouped_by_declared_categories_with_bounds_from_the_config(served: tupl
         ("SELECT COUNT(*) FROM others", 404, "no table named 'others'"),
         ("SELECT hours_per_week, COUNT(*) FROM people GROUP BY hours_per_week", 422, "declared keys"),
         ("SELECT COUNT(*) FROM people a JOIN people b ON a.age = b.age", 422, "a self-join"),
-        ("SELECT COUNT(*) FROM people JOIN visits v ON people.town = v.town", 422, "a JOIN of two private tables"),
-        ("EXPLAIN SELECT SUM(CLAMP(v.amount, 0, 9)) FROM people p JOIN Visits v ON p.town = v.town", 422, "not served yet"),
+        ("SELECT COUNT(*) FROM people JOIN visits v ON people.town = v.town", 422, "a JOIN of two private tables needs"),
+        ("EXPLAIN SELECT SUM(CLAMP(v.amount, 0, 9)) FROM people p JOIN Visits v ON p.town = v.town", 422, "same privacy_unit"),
         ("SELECT COUNT(*) FROM people WHERE salary > 3", 422, "unknown column"),
     ],
 )

@@ -58,8 +58,9 @@ class PrivateJoin:
         left, right = self.columns
         if self.max_rows_per_key is None:
             raise ParameterError("max_rows_per_key", "max rows per key for each side of a private join (k or (k_l, k_r))", None)
-        k_l, k_r = _pair("max_rows_per_key", self.max_rows_per_key)
-        m_l, m_r = _pair("max_rows_per_unit", max_contributions if self.max_rows_per_unit is None else self.max_rows_per_unit)
+        k_l, k_r = check_per_side("max_rows_per_key", self.max_rows_per_key)
+        per_unit = max_contributions if self.max_rows_per_unit is None else self.max_rows_per_unit
+        m_l, m_r = check_per_side("max_rows_per_unit", per_unit)
         return PrivateJoinBound(k_l, k_r, m_l, m_r, on=(left, right))
 
     @property
@@ -73,8 +74,13 @@ class PrivateJoin:
         return on[0], on[1]
 
 
-def _pair(parameter: str, value: Any) -> tuple[int, int]:
-    """A bound for each side: k for both, or (left, right); whole numbers ≥ 1."""
+def check_per_side(parameter: str, value: Any) -> tuple[int, int]:
+    """A private join's bound for each side: k for both, or (left, right) (a tuple or list);
+    whole numbers ≥ 1, else ``ParameterError(parameter, …)``.
+
+    :param parameter: the name the error gives (``max_rows_per_key`` or ``max_rows_per_unit``).
+    :param value: the bound as given.
+    """
     pair = (value, value) if not isinstance(value, tuple | list) else tuple(value)
     if len(pair) != 2:
         raise ParameterError(parameter, "a whole number ≥ 1 or (left, right)", type(value).__name__)

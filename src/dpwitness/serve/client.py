@@ -28,6 +28,7 @@ from dpwitness.mechanisms.quantiles import check_quantiles
 from dpwitness.mechanisms.release import Release
 from dpwitness.privacy.neighbours import check_bounds
 from dpwitness.query.queries import check_pair
+from dpwitness.query.resolve import check_per_side
 from dpwitness.sql.answer import Cell
 
 #: The longest statement ``POST /v1/sql`` takes (characters); the service's request model uses it too.
@@ -198,7 +199,14 @@ class Client:
         return self.query(table, "histogram", epsilon=epsilon, column=column, **options)
 
     def sql(
-        self, statement: str, *, epsilon: float | None = None, alpha: float | None = None, explain: bool = False
+        self,
+        statement: str,
+        *,
+        epsilon: float | None = None,
+        alpha: float | None = None,
+        explain: bool = False,
+        max_rows_per_key: int | tuple[int, int] | None = None,
+        max_rows_per_unit: int | tuple[int, int] | None = None,
     ) -> SqlAnswer | dict[str, Any]:
         """Answer one SQL ``SELECT`` (its table named in its FROM; see docs/sql.md) through ``POST /v1/sql``.
 
@@ -208,6 +216,10 @@ class Client:
             ``EXPLAIN`` with target errors (``WITHIN(aggregate, error)``: the plan solves ε).
         :param alpha: each interval misses with probability ``alpha`` (in (0, 1)); None: the service's.
         :param explain: True returns the plan (each query, Δ, ε, expected error) and spends nothing.
+        :param max_rows_per_key: a JOIN of two private tables: rows kept per join-key value, k or
+            (k_left, k_right), whole numbers ≥ 1 (required for one; see docs/sql.md).
+        :param max_rows_per_unit: a JOIN of two private tables: rows kept per privacy unit, m or
+            (m_left, m_right); None: each table's ``max_contributions``.
         :returns: a :class:`SqlAnswer`; with ``explain`` (or ``EXPLAIN SELECT …``) the plan as a dict.
 
         A bad parameter raises :class:`~dpwitness.common.errors.ParameterError` before anything is
@@ -226,6 +238,9 @@ class Client:
             body["epsilon"] = check_positive_finite("epsilon", epsilon)
         if alpha is not None:
             body["alpha"] = check_alpha(alpha)
+        for parameter, bound in (("max_rows_per_key", max_rows_per_key), ("max_rows_per_unit", max_rows_per_unit)):
+            if bound is not None:
+                body[parameter] = list(check_per_side(parameter, bound))
         self.last = self._call("POST", "/v1/sql", json=body)
         if "plan" in self.last:
             plan: dict[str, Any] = self.last["plan"]

@@ -2,9 +2,11 @@
 
 The statement is compiled by :mod:`dpwitness.sql` against the named table's *declared* metadata
 (its config's bounds and categories; the analyst's session carries the relation and privacy unit;
-tables with ``public = true`` are the lookup tables a statement may JOIN; a JOIN of two private
-tables is refused, 422, before any spend: it would spend from both tables' budgets, which the
-service does not do yet),
+tables with ``public = true`` are the lookup tables a statement may JOIN; another private table
+of the config may be JOINed when both declare the same privacy unit and relation, with the
+request's ``max_rows_per_key`` (and ``max_rows_per_unit``, default each table's
+``max_contributions``) as the truncation of :class:`~dpwitness.query.resolve.PrivateJoin`; its ε
+is spent once from the analyst's one account, as every release is),
 so every refusal is data-independent and costs nothing. Undeclared group keys are refused here
 (the service declares no ``max_rows``): ``GROUP BY`` takes keys from the config's categories or
 from ``WHERE col IN (…)``. The answer has one row per group and each aggregate's interval; the
@@ -22,8 +24,8 @@ from dpwitness.common.encoding import json_value
 from dpwitness.common.errors import BudgetExceeded, MissingPart, ParameterError
 from dpwitness.serve.client import MAX_SQL
 from dpwitness.serve.requests import QueryError
-from dpwitness.session.sql import execute, explain_statement, refuse_targets, target
-from dpwitness.sql import Answer, SqlError, compile_statement, joined_tables, table_of
+from dpwitness.session.sql import compile_for, execute, explain_statement, refuse_targets, target
+from dpwitness.sql import Answer, SqlError, joined_tables, table_of
 
 if TYPE_CHECKING:
     from dpwitness.serve.config import AnalystConfig, Limits
@@ -49,10 +51,22 @@ class SqlRequest(BaseModel):
     )
     alpha: float | None = Field(default=None, gt=0, lt=1, description="intervals hold with probability 1 − alpha")
     explain: bool = Field(default=False, description="the plan only (queries, Δ, ε, expected error); spends nothing")
+    max_rows_per_key: int | list[int] | None = Field(
+        default=None,
+        description="a JOIN of two private tables: rows kept per join-key value, k or [k_left, k_right] (required for one)",
+    )
+    max_rows_per_unit: int | list[int] | None = Field(
+        default=None,
+        description="a JOIN of two private tables: rows kept per privacy unit, m or [m_left, m_right] "
+        "(default: each table's max_contributions)",
+    )
 
 
 #: Parameters whose messages quote only what the analyst sent.
-_SHOWN = {"statement", "epsilon", "alpha", "bounds", "keys", "where", "delta_budget", "max_rows"}
+_SHOWN = {
+    *("statement", "epsilon", "alpha", "bounds", "keys", "where", "delta_budget", "max_rows"),
+    *("max_rows_per_key", "max_rows_per_unit"),
+}
 
 
 def answer_sql(
@@ -75,24 +89,13 @@ def answer_sql(
     if name is None or table is None or not analyst.may_read(name):
         raise QueryError(404, f"no table named {name!r} is available to you (see GET /v1/tables)")
     private = {n.lower(): n for n, t in tables.items() if not t.config.lookup and n != table.name and analyst.may_read(n)}
-    others = [private[n.lower()] for n in joined_tables(body.sql) if n.lower() in private]
-    if others:  # its ε would be spent from both tables' budgets: not derived for the service yet
-        served = "use Session.sql(private=…) or dpwitness sql --private"
-        raise QueryError(422, f"a JOIN of two private tables ({name} and {others[0]}) is not served yet: {served}")
+    others = [tables[private[n.lower()]] for n in joined_tables(body.sql) if n.lower() in private]
+    joins = _private_joins(table, others, body)
     session = session_for(table)
     lookups = {n: t.frame for n, t in tables.items() if t.config.lookup and n != table.name and analyst.may_read(n)}
     chosen = body.alpha if body.alpha is not None else alpha
     try:
-        compiled = compile_statement(
-            body.sql,
-            table=table.name,
-            schema=session.schema(),
-            epsilon=body.epsilon,
-            resolve=session.resolve,
-            declared=session.declared_schema,
-            privacy_unit=session.privacy_unit,
-            public=lookups,
-        )
+        compiled = compile_for(session, body.sql, epsilon=body.epsilon, name=table.name, public=lookups, **joins)
         if len(compiled.by) > limits.max_by_columns:
             raise QueryError(422, f"GROUP BY takes at most {limits.max_by_columns} columns")
         if compiled.by and compiled.keys is None:
@@ -102,9 +105,10 @@ def answer_sql(
         if compiled.keys is not None and len(compiled.keys) > limits.max_groups:
             raise QueryError(422, f"this statement has {len(compiled.keys)} groups; the limit is {limits.max_groups}")
         over = target(session, compiled)
-        if compiled.join is not None or compiled.cases:
-            # the cache keys a shape by the query, not by the table it is joined with or the CASE that
-            # computes a key column (two CASEs can share an alias): read the derived table afresh
+        if compiled.join is not None or compiled.cases or compiled.private_join is not None:
+            # the cache keys a shape by the query, not by the table it is joined with, the CASE that
+            # computes a key column (two CASEs can share an alias) or a private join's truncation
+            # (a fresh key per statement): read the derived table afresh
             over.engine = getattr(over.engine, "engine", over.engine)
         if body.explain or compiled.explain:
             return {"table": table.name, "plan": json_value(explain_statement(over, compiled, alpha=chosen).to_dict())}
@@ -122,6 +126,26 @@ def answer_sql(
     data = answer.to_dict()
     data["rows"] = [[_key(cell) for cell in row] for row in data["rows"]]
     return {"table": table.name, "answer": json_value(data)}
+
+
+def _private_joins(table: LoadedTable, others: list[LoadedTable], body: SqlRequest) -> dict[str, Any]:
+    """The private-join arguments of :func:`~dpwitness.session.sql.compile_for` for a statement
+    over ``table`` that names ``others`` (other private tables the analyst may read): refused, 422
+    before any spend, unless both declare one privacy unit and one relation (a neighbour then adds
+    or removes one unit's rows in both)."""
+    if not others:
+        return {}
+    other = others[0]
+    unit, relation = table.config.privacy_unit, table.config.neighbours
+    if unit is None or other.config.privacy_unit != unit:
+        units = f"{table.name}: {unit or 'none'}, {other.name}: {other.config.privacy_unit or 'none'}"
+        raise QueryError(422, f"a JOIN of two private tables needs both to declare the same privacy_unit ({units})")
+    if other.config.neighbours is not relation:
+        raise QueryError(422, f"a JOIN of two private tables needs both to declare the same neighbours ({relation.value})")
+    per_unit = body.max_rows_per_unit
+    if per_unit is None:
+        per_unit = [table.config.max_contributions, other.config.max_contributions]
+    return {"private": {other.name: other.frame}, "max_rows_per_key": body.max_rows_per_key, "max_rows_per_unit": per_unit}
 
 
 def _key(cell: Any) -> Any:
