@@ -2,6 +2,7 @@
 
     python bench/bench_joint_quantiles.py               # 100 seeded runs per cell
     python bench/bench_joint_quantiles.py --runs 50 --json bench/results/joint_quantiles.json
+    python bench/bench_joint_quantiles.py --no-anchors  # without the anchors venv's OpenDP, diffprivlib, python-dp
 
 Data (bounds [0, 100]): Adult's ``age`` when ../shared/data/adult.csv is found (``--data adult``,
 the default), else, or with ``--data lognormal``, as many draws of a skewed continuous law
@@ -17,6 +18,13 @@ Methods, each given the whole ε of the cell:
 - shared histogram: one Laplace histogram of 64 bins at ε, every level post-processed from it
   (what ``Session.quantile(q=[…])`` releases today).
 
+With the anchors venv (``bash bench/anchors/setup.sh``; ``--no-anchors`` skips them), the same
+cells for OpenDP 0.16's ``make_private_quantile`` (exponential mechanism per level at ε/m, over
+the 257 edges of JointExp's 256 bins), diffprivlib 0.6.6's ``tools.quantile`` (ε split over the
+levels inside the call) and python-dp 1.1.5's ``QuantileTree`` (every level from one tree),
+through ``bench/anchors/quantile_anchors.py``, scored by the same rank error. Their CPU time
+includes their pass over the column (they take the data, not bin counts).
+
 Rank error of an estimate o for level q: the distance from q·n to [#{x < o}, #{x ≤ o}] (0 when
 o is a true q-quantile), averaged over the levels of a release; the table gives its mean and
 its 5th–95th percentiles over the seeded runs. CPU time: the median process time of one release
@@ -31,6 +39,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,7 +57,8 @@ from dpwitness.mechanisms.quantiles import DEFAULT_BINS, GUARD_ALPHA, estimate, 
 from dpwitness.privacy.neighbours import Neighbours, histogram_sensitivity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import cpu_model  # bench/ is not a package
+from bench_quantiles import measure_anchors  # bench/ is not a package
+from machine import cpu_model
 
 BOUNDS = (0.0, 100.0)
 EPSILONS = (0.1, 1.0)
@@ -93,12 +103,43 @@ def methods(data: npt.NDArray[np.float64]) -> dict[str, Method]:
     }
 
 
-def run(data: npt.NDArray[np.float64], runs: int) -> list[dict[str, Any]]:
-    """One row per (ε, m, method): rank errors over ``runs`` seeded releases, median CPU time."""
+def anchor_rows(
+    data: npt.NDArray[np.float64], csv_path: Path, epsilon: float, count: int, levels: tuple[float, ...], runs: int
+) -> list[dict[str, Any]]:
+    """The anchors' rows of one cell (quantile_anchors.py in the anchors venv), or one row saying why not."""
+    anchors, skipped = measure_anchors(csv_path, epsilon, levels, runs, candidates=JOINT_BINS + 1)
+    if skipped is not None:
+        return [{"epsilon": epsilon, "levels": count, "method": "anchors", "skipped": skipped.splitlines()[0].removeprefix("anchors skipped: ")}]
+    ordered, rows = np.sort(data), []
+    for row in anchors:
+        if "skipped" in row:
+            rows.append({"epsilon": epsilon, "levels": count, "method": row["name"], "skipped": row["skipped"]})
+            continue
+        errors = [mean_rank_error(ordered, values, levels) for values in row["values"]]
+        rows.append(
+            {
+                "epsilon": epsilon,
+                "levels": count,
+                "method": f"{row['name']} {row.get('version', '')} (data pass included)".replace("  ", " "),
+                "mean": float(np.mean(errors)),
+                "p5": float(np.quantile(errors, 0.05)),
+                "p95": float(np.quantile(errors, 0.95)),
+                "cpu_ms": 1e3 * statistics.median(row["cpu_times"]),
+                "runs": len(errors),
+            }
+        )
+    return rows
+
+
+def run(data: npt.NDArray[np.float64], runs: int, csv_path: Path | None = None) -> list[dict[str, Any]]:
+    """One row per (ε, m, method): rank errors over ``runs`` seeded releases, median CPU time; with
+    ``csv_path`` (the data as a CSV with an ``age`` column) the anchors' rows too."""
     ordered = np.sort(data)
     rows = []
     for epsilon in EPSILONS:
         for count, levels in LEVELS.items():
+            if csv_path is not None:
+                rows += anchor_rows(data, csv_path, epsilon, count, levels, runs)
             for name, method in methods(data).items():
                 method(epsilon, levels, 10**6)  # warm-up (tables, caches)
                 errors, cpu = [], []
@@ -135,13 +176,16 @@ def machine() -> dict[str, Any]:
 
 def markdown(rows: list[dict[str, Any]], source: str, rows_in_data: int, info: dict[str, Any]) -> str:
     lines = [
-        f"Rank error (rows) of one release, mean over levels; {rows[0]['runs']} seeded runs per cell; "
+        f"Rank error (rows) of one release, mean over levels; {max(r.get('runs', 0) for r in rows)} runs per cell; "
         f"{source}, n = {rows_in_data:,}, bounds {BOUNDS}, add/remove.",
         "",
         "| ε | levels | method | mean rank error | 5th–95th pct | CPU ms / release |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
+        if "skipped" in r:
+            lines.append(f"| {r['epsilon']:g} | {r['levels']} | {r['method']} | skipped: {r['skipped']} | | |")
+            continue
         spread = f"{r['p5']:.1f}–{r['p95']:.1f}"
         lines.append(f"| {r['epsilon']:g} | {r['levels']} | {r['method']} | {r['mean']:.1f} | {spread} | {r['cpu_ms']:.2f} |")
     lines += [
@@ -157,6 +201,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100, help="seeded releases per cell (default 100)")
     parser.add_argument("--data", choices=("adult", "lognormal"), default="adult", help="adult (default) or lognormal")
     parser.add_argument("--json", type=Path, help="also write the rows and the machine facts here")
+    parser.add_argument("--no-anchors", action="store_true", help="skip OpenDP, diffprivlib and python-dp")
     args = parser.parse_args()
     ages = adult_column("age") if args.data == "adult" else None
     source = "Adult age"
@@ -164,7 +209,12 @@ def main() -> None:
         ages = np.random.default_rng(2021).lognormal(mean=3.5, sigma=0.5, size=ADULT_ROWS)
         source = "lognormal(3.5, 0.5) sample" + (" (Adult not found)" if args.data == "adult" else "")
     info = machine()
-    rows = run(ages, args.runs)
+    with tempfile.TemporaryDirectory() as folder:
+        csv_path = None
+        if not args.no_anchors:  # the anchors read the same values from a CSV (one column, full precision)
+            csv_path = Path(folder) / "age.csv"
+            csv_path.write_text("age\n" + "\n".join(repr(float(v)) for v in ages) + "\n")
+        rows = run(ages, args.runs, csv_path)
     print(markdown(rows, source, ages.size, info))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

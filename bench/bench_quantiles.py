@@ -81,14 +81,17 @@ def measure_dpwitness(source: Any, epsilon: float, quantiles: tuple[float, ...],
 
 
 def measure_anchors(
-    data: Path, epsilon: float, quantiles: tuple[float, ...], repeats: int
+    data: Path, epsilon: float, quantiles: tuple[float, ...], repeats: int, *, candidates: int | None = None
 ) -> tuple[list[dict[str, Any]], str | None]:
-    """Rows from quantile_anchors.py in the anchors venv, or ([], why they were skipped)."""
+    """Rows from quantile_anchors.py in the anchors venv, or ([], why they were skipped);
+    ``candidates``: OpenDP's grid size (None: the script's default, 65)."""
     python = Path(os.environ.get("DPW_ANCHORS_VENV", DEFAULT_ANCHORS_VENV)) / "bin" / "python"
     if not python.exists():
         return [], f"anchors skipped: {python} not found; run `bash bench/anchors/setup.sh` to build the venv"
     command = [str(python), str(ANCHORS_SCRIPT), str(data), "--column", "age", "--bounds", *map(str, BOUNDS)]
     command += ["--epsilon", str(epsilon), "--repeats", str(repeats), "--quantiles", *map(str, quantiles)]
+    if candidates is not None:
+        command += ["--candidates", str(candidates)]
     env = dict(os.environ, OMP_NUM_THREADS="1", POLARS_MAX_THREADS="1", RAYON_NUM_THREADS="1")
     try:
         out = subprocess.run(command, capture_output=True, text=True, check=True, env=env, timeout=3600)
