@@ -109,7 +109,8 @@ def anchor_rows(
     """The anchors' rows of one cell (quantile_anchors.py in the anchors venv), or one row saying why not."""
     anchors, skipped = measure_anchors(csv_path, epsilon, levels, runs, candidates=JOINT_BINS + 1)
     if skipped is not None:
-        return [{"epsilon": epsilon, "levels": count, "method": "anchors", "skipped": skipped.splitlines()[0].removeprefix("anchors skipped: ")}]
+        why = skipped.splitlines()[0].removeprefix("anchors skipped: ")
+        return [{"epsilon": epsilon, "levels": count, "method": "anchors", "skipped": why}]
     ordered, rows = np.sort(data), []
     for row in anchors:
         if "skipped" in row:
