@@ -501,8 +501,8 @@ def _join_queries(bound: PrivateJoinBound, relation: str) -> dict[str, Query]:
     }
 
 
-def _join_outputs(queries: dict[str, Query]) -> Any:
-    engine = engine_for("polars")
+def _join_outputs(queries: dict[str, Query], engine_name: str = "polars") -> Any:
+    engine = engine_for(engine_name)
     bound = next(iter(queries.values())).private_join
     assert bound is not None
 
@@ -517,30 +517,60 @@ def _join_outputs(queries: dict[str, Query]) -> Any:
     return outputs
 
 
-def _join_search(queries: dict[str, Query], claims: dict[str, float], seed: int, **options: Any) -> dict[str, SensitivityResult]:
+def _join_search(
+    queries: dict[str, Query], claims: dict[str, float], seed: int, engine: str = "polars", **options: Any
+) -> dict[str, SensitivityResult]:
     relation = next(iter(queries.values())).neighbours.value
     options = {"trials": TRIALS // 2, "seed": seed, **options}  # a join per table: half the trials keep it ≈ 2 s a case
-    outputs = _join_outputs(queries)
+    outputs = _join_outputs(queries, engine)
     return search_claims(
         outputs, columns=JOIN_COLUMNS, claims=claims, neighbours=relation, privacy_unit=UNIT, max_contributions=3, **options
     )
 
 
-@pytest.mark.parametrize("relation", ["add-remove", "replace-one"])
+JOIN_RELATIONS = ("add-remove", "replace-one")
+
+
+def _polars_join_search(bound: str, relation: str) -> Searches:
+    """The Polars sweep of one join case, once per run (shared with the Spark replay, as the cases' are)."""
+    queries = _join_queries(JOIN_BOUNDS[bound], relation)
+    claims = {name: q.parts[0].sensitivity for name, q in queries.items()}
+    index = list(JOIN_BOUNDS).index(bound) * len(JOIN_RELATIONS) + JOIN_RELATIONS.index(relation)
+    return _searched("join", index, lambda: _join_search(queries, claims, seed=len(bound) + len(relation)))
+
+
+@pytest.mark.parametrize("relation", JOIN_RELATIONS)
 @pytest.mark.parametrize("bound", list(JOIN_BOUNDS), ids=list(JOIN_BOUNDS))
 def test_polars_private_joins_move_by_at_most_the_derived_delta(bound: str, relation: str) -> None:
     queries = _join_queries(JOIN_BOUNDS[bound], relation)
-    claims = {name: q.parts[0].sensitivity for name, q in queries.items()}
-    for name, result in _join_search(queries, claims, seed=len(bound) + len(relation)).items():
+    for name, result in _polars_join_search(bound, relation).items():
         assert not result.violated, f"{queries[name].label} under {relation}:\n{result}"
 
 
-def test_the_join_sweep_finds_delta_taken_from_one_side_only() -> None:
-    """The check can fail: the count held to m_l·k_r = 1 (forgetting the unit's right rows meeting k_l
-    left rows) is broken by a unit whose left row meets a right-only key and right row a left-only one."""
+@pytest.mark.spark
+@pytest.mark.parametrize("relation", JOIN_RELATIONS)
+@pytest.mark.parametrize("bound", list(JOIN_BOUNDS), ids=list(JOIN_BOUNDS))
+def test_spark_private_joins_move_by_at_most_the_derived_delta(spark_tuned: Any, bound: str, relation: str) -> None:
+    """The Polars join sweep's worst pair, joined and aggregated by Spark (its own truncation hash),
+    held to the same Δ."""
+    queries = _join_queries(JOIN_BOUNDS[bound], relation)
+    claims = {name: q.parts[0].sensitivity for name, q in queries.items()}
+    pair = _worst_pair(_polars_join_search(bound, relation))
+    for name, result in _join_search(queries, claims, seed=0, engine="spark", pairs=[pair], trials=0).items():
+        assert not result.violated, f"Spark: {queries[name].label} under {relation}:\n{result}"
+
+
+@pytest.mark.parametrize("engine", ["polars", pytest.param("spark", marks=pytest.mark.spark)])
+def test_the_join_sweep_finds_delta_taken_from_one_side_only(engine: str, request: pytest.FixtureRequest) -> None:
+    """The check can fail, on either engine: the count held to m_l·k_r = 1 (forgetting the unit's right
+    rows meeting k_l left rows) is broken by a unit whose left row meets a right-only key and right row
+    a left-only one."""
+    if engine == "spark":
+        request.getfixturevalue("spark_tuned")
     queries = _join_queries(JOIN_BOUNDS["k1m1"], "add-remove")
     rows = {"side": ["r", "l"], "x": [1.0, 3.0], "g": ["a", "b"], UNIT: [0, 1]}
     d = pl.DataFrame(rows)
     d_prime = pl.concat([d, pl.DataFrame({"side": ["l", "r"], "x": [2.0, 2.0], "g": ["a", "b"], UNIT: [2, 2]})])
-    found = _join_search({"count": queries["count"]}, {"count": 1.0}, seed=2, pairs=[(d, d_prime)], trials=0)["count"]
+    one_sided = {"count": 1.0}
+    found = _join_search({"count": queries["count"]}, one_sided, seed=2, engine=engine, pairs=[(d, d_prime)], trials=0)["count"]
     assert found.violated and found.shift == 2 == queries["count"].parts[0].sensitivity
