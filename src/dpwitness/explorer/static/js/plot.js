@@ -136,25 +136,33 @@ function frame(svg, spec, xr, yr) {
 // Reading a text's size makes the browser lay the page out first if anything changed since the last
 // layout. Read label by label while a plot was being built (append, measure, append, measure…), the
 // live panel forced about 60 layouts per animation frame while ε was dragged (issue 29's regression).
-// So the width of a text is measured once per svg and class, all the missing ones together (one
-// layout), and kept: the fitting is arithmetic on those widths. Digits count as "0" (plots set
+// So the width of a text is measured once per page language and class, all the missing ones
+// together (one layout), and kept for every plot: a class sets the same font in every plot svg
+// (explorer.css), and getComputedTextLength is in the svg's own units, whatever its scale. The
+// fitting is arithmetic on those widths. Digits count as "0" (plots set
 // figures tabular, every digit one width), so a label whose number changes on every frame of a drag
 // ("release at 42.13") is measured once, not once per frame.
 const ESTIMATE = (text) => [...plain(text)].reduce((s, ch) => s + (ch.charCodeAt(0) > 0x2e80 ? 12 : 6.5), 0);
 //: Plots are set in the system's fonts (no web font to arrive later), so a width once measured holds.
-const measuredTexts = new WeakMap(); // svg → Map(class + shape of the text → { width, font })
-const SIZES_KEPT = 256;
+const measuredTexts = new Map(); // language + class + shape of the text → { width, font }
+const SIZES_KEPT = 1024;
 
-// The width and font size (px) of texts ([text, class] pairs) as this svg draws them; width null
+// The width and font size (px) of texts ([text, class] pairs) as plots draw them, measured in `svg`; width null
 // while the svg is not laid out (detached) and for no text.
 function textSizes(svg, texts) {
-  let known = measuredTexts.get(svg);
-  if (!known) measuredTexts.set(svg, (known = new Map()));
+  const known = measuredTexts;
+  const lang = document.documentElement.lang;
   const shape = (text) => String(text).replace(/[0-9]/g, "0");
-  const key = ([text, cls]) => `${cls}\n${shape(text)}`;
+  const key = ([text, cls]) => `${lang}\n${cls}\n${shape(text)}`;
   const missing = new Map();
   for (const item of texts) if (item[0] !== "" && !known.has(key(item))) missing.set(key(item), item);
   if (missing.size) {
+    // The layout is paid for now: measure the shapes a moving number takes next as well (one digit
+    // more or fewer, the sign), so that a drag that crosses 9.99 → 10.0 does not pay again.
+    for (const [text, cls] of [...missing.values()]) {
+      for (const near of nearShapes(shape(text))) if (!known.has(key([near, cls]))) missing.set(key([near, cls]), [near, cls]);
+    }
+    performance.mark("dpw-measure", { detail: [...missing.keys()] }); // bench/bench_explorer_frames.py counts these
     const probes = [...missing.values()].map(([text, cls]) => el("text", { x: 0, y: -100, class: cls }, svg, shape(text)));
     const sizes = probes.map((probe) => { // all reads after all writes: one layout
       try { return { width: probe.getComputedTextLength(), font: parseFloat(getComputedStyle(probe).fontSize) || 12 }; } catch { return null; }
@@ -164,6 +172,19 @@ function textSizes(svg, texts) {
     [...missing.keys()].forEach((k, i) => { if (sizes[i] && sizes[i].width > 0) known.set(k, sizes[i]); });
   }
   return texts.map((item) => known.get(key(item)) || { width: null, font: 12 });
+}
+
+// The shapes next to a text's (digits as "0"): its first run of digits one longer and, when longer
+// than one, one shorter; without its leading minus, or with one when it starts with a digit.
+function nearShapes(text) {
+  const run = /0+/.exec(text);
+  if (!run) return [];
+  const at = run.index;
+  const shapes = [text.slice(0, at) + "0" + text.slice(at)];
+  if (run[0].length > 1) shapes.push(text.slice(0, at) + text.slice(at + 1));
+  if (/^[-−]/.test(text)) shapes.push(text.slice(1)); // tick labels write "-", fmt() writes "−"
+  else if (at === 0) shapes.push("-" + text, "−" + text);
+  return shapes;
 }
 
 // A text of the plot being built that must fit, once the plot is built (settle): `room` px along its
