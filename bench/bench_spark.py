@@ -2,8 +2,11 @@
 
     python3 bench/bench_spark.py [--rows 10000000] [--repeats 5] [--json out.json]
 
-Four queries on the benchmark's Parquet table (``bench/gen_parquet.py``): count, sum and mean
-of ``age`` over [0, 100], and the grouped count of ``category`` with its 20 declared keys.
+Five queries on the benchmark's Parquet table (``bench/gen_parquet.py``): count, sum and mean
+of ``age`` over [0, 100], the grouped count of ``category`` with its 20 declared keys, and the
+count of a JOIN of two private tables on the privacy unit ``user_id`` (the table with a second
+one of half its rows over the same users, 2 rows each on average; each side kept to ≤ 5 rows per
+user and per key, ``PrivateJoin``; plain Spark: the inner join's ``count()``).
 dpwitness runs the whole release (``Session(engine="spark")``: plan, aggregate, noise); plain
 Spark runs the aggregate a user would write without privacy (``count()``, ``sum``, ``mean``,
 ``groupBy().count()``). Both sides share one local Spark session (``local[2]``, bound to
@@ -33,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_parquet import CATEGORIES, generate
 
 BOUNDS = (0, 100)
-QUERIES = ("count", "sum", "mean", "grouped count")
+QUERIES = ("count", "sum", "mean", "grouped count", "private join")
+JOIN_BOUND = 5  # rows per user and per key on each side of the private join
 TARGET = 1.5  # grouped count with declared keys: within 1.5× plain Spark
 
 
@@ -62,10 +66,11 @@ def measure(run: Callable[[], Any], repeats: int) -> dict[str, Any]:
     return {"best_s": min(walls), "median_s": statistics.median(walls), "cpu_s": cpu, "walls_s": walls}
 
 
-def runs(spark: Any, path: str) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
-    """Per query: (plain Spark, dpwitness release), each reading ``path`` afresh."""
+def runs(spark: Any, path: str, right: str) -> dict[str, tuple[Callable[[], Any], Callable[[], Any]]]:
+    """Per query: (plain Spark, dpwitness release), each reading ``path`` (and the join's ``right``) afresh."""
     from pyspark.sql import functions as F
 
+    from dpwitness.query.resolve import PrivateJoin, Request
     from dpwitness.session import Session
 
     def session() -> Session:
@@ -87,6 +92,22 @@ def runs(spark: Any, path: str) -> dict[str, tuple[Callable[[], Any], Callable[[
         "grouped count": (
             lambda: frame().groupBy("category").count().collect(),
             lambda: session().histogram("category", CATEGORIES, epsilon=1.0).value,
+        ),
+        "private join": (
+            lambda: frame().join(spark.read.parquet(right), "user_id").count(),
+            lambda: (
+                Session(spark.read.parquet(path), epsilon=1e6, engine="spark", privacy_unit="user_id")
+                .ask(
+                    Request(
+                        "count",
+                        epsilon=1.0,
+                        join=PrivateJoin(
+                            right, on="user_id", max_rows_per_key=JOIN_BOUND, max_rows_per_unit=JOIN_BOUND, name="r"
+                        ),
+                    )
+                )
+                .value
+            ),
         ),
     }
 
@@ -124,11 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     from dpwitness.engines.spark import local_session
 
     path = str(generate(args.rows))
+    right = str(generate(args.rows // 2, rows_per_user=2, seed=7))  # the same users (rows // 4), 2 rows each
     spark = local_session(driver_memory="4g", shuffle_partitions=16)
     results: dict[str, Any] = {"rows": args.rows, "repeats": args.repeats, "load_before": uptime(), "queries": {}}
     try:
         for name in [q.strip() for q in args.queries.split(",") if q.strip()]:
-            plain, dp = runs(spark, path)[name]
+            plain, dp = runs(spark, path, right)[name]
             results["queries"][name] = {"plain": measure(plain, args.repeats), "dpwitness": measure(dp, args.repeats)}
             print(name, json.dumps(results["queries"][name]), flush=True)
     finally:
