@@ -190,6 +190,7 @@ class Service:
             neighbours=spec.neighbours.value,
             privacy_unit=spec.privacy_unit,
             max_contributions=spec.max_contributions,
+            max_rows=spec.max_rows,
             ledger=self.ledger,
             account=analyst.name,
         )

@@ -44,11 +44,20 @@ class TableConfig:
     lookup: bool = False
     #: Column → the owner's description of it (shown in the public schema).
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    #: A public bound on the table's rows (units with a privacy unit; at least its real number,
+    #: checked when the table is loaded): needed to group by keys taken from the data, whose δ
+    #: is at most 1/(10·max_rows) (docs/statistics.md).
+    max_rows: int | None = None
+    #: Columns whose keys come from the data (``keys_from_data = ["col", …]``; needs ``max_rows``):
+    #: grouped by, a key is released only when its noisy count passes the threshold.
+    keys_from_data: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """The columns analysts may name: those with declared bounds or categories."""
-        return tuple(c for c in self.schema.columns if c in self.schema.bounds or c in self.schema.categories)
+        """The columns analysts may name: those with declared bounds or categories, and those whose
+        keys come from the data."""
+        schema = self.schema
+        return tuple(c for c in schema.columns if c in schema.bounds or c in schema.categories or c in self.keys_from_data)
 
     @property
     def privacy_unit(self) -> str | None:
@@ -62,6 +71,7 @@ class TableConfig:
             "neighbours": self.neighbours.value,
             "privacy_unit": self.privacy_unit,
             "max_contributions": self.max_contributions,
+            **({} if self.max_rows is None else {"max_rows": self.max_rows}),  # a declared bound, never the count
             "public": self.lookup,
             "columns": [self._public_column(c) for c in self.columns],
         }
@@ -69,6 +79,8 @@ class TableConfig:
     def _public_column(self, name: str) -> dict[str, Any]:
         bounds, categories = self.schema.bounds.get(name), self.schema.categories.get(name)
         kinds = [k for k, given in (("numeric", bounds), ("categorical", categories)) if given is not None]
+        if name in self.keys_from_data:
+            kinds.append("keys from the data")
         return {
             "name": name,
             "kinds": kinds,
@@ -185,13 +197,17 @@ def parse_table(name: str, body: Mapping[str, Any], *, base: Path) -> TableConfi
     if declared is not None:  # the columns a schema exposes: those with declared bounds or categories
         for column in (c for c in declared.columns if c in declared.bounds or c in declared.categories):
             entries[column] = _entry(declared, column)
+    max_rows, from_data = _keys_from_data(name, body)
+    for column in from_data:  # grouped by with keys from the data: a column of its own, typed as declared
+        entries.setdefault(column, _entry(declared, column))
     for column, spec in _table(body.get("columns"), f"{where}.columns").items():  # a table's own keys win
         if declared is not None and column not in declared.columns:
             listed = ", ".join(declared.columns)
             raise ParameterError(f"{where}.columns.{column}", f"a column declared in {where}.schema ({listed})", column)
         entry = {**entries.get(column, _entry(declared, column)), **_table(spec, f"{where}.columns.{column}")}
-        if "bounds" not in entry and "categories" not in entry:
-            raise ParameterError(f"{where}.columns.{column}", "bounds = [L, U] and/or categories = [...]", spec)
+        if "bounds" not in entry and "categories" not in entry and column not in from_data:
+            expected = f"bounds = [L, U] and/or categories = [...] (or the column in {where}.keys_from_data)"
+            raise ParameterError(f"{where}.columns.{column}", expected, spec)
         entries[column] = entry
     if not entries:
         expected = "at least one declared column (or a schema with bounds or categories)"
@@ -216,7 +232,23 @@ def parse_table(name: str, body: Mapping[str, Any], *, base: Path) -> TableConfi
         description=str(body.get("description", "")),
         lookup=_flag(name, body.get("public", False)),
         descriptions={c: str(entry.get("description", "")) for c, entry in entries.items()},
+        max_rows=max_rows,
+        keys_from_data=from_data,
     )
+
+
+def _keys_from_data(table: str, body: Mapping[str, Any]) -> tuple[int | None, tuple[str, ...]]:
+    """A table's ``max_rows`` (a whole number ≥ 1, or absent) and ``keys_from_data`` (column names;
+    only with ``max_rows``, which sizes their selection's δ)."""
+    where = f"tables.{table}"
+    max_rows = None if body.get("max_rows") is None else check_count(f"{where}.max_rows", body["max_rows"])
+    columns = body.get("keys_from_data", [])
+    if not (isinstance(columns, list) and all(isinstance(c, str) and c for c in columns)):
+        raise ParameterError(f"{where}.keys_from_data", "a list of column names", columns)
+    if columns and max_rows is None:
+        expected = f"a {where}.max_rows (a public bound on the table's rows) beside it"
+        raise ParameterError(f"{where}.keys_from_data", expected, columns)
+    return max_rows, tuple(dict.fromkeys(columns))
 
 
 #: The file suffixes read as Parquet (the others as CSV).

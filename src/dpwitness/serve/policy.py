@@ -5,7 +5,9 @@ The service is a face like the others: a request is resolved through the analyst
 :class:`~dpwitness.query.queries.Query`, and then :meth:`Policy.check` applies the owner's
 limits to *that* query, before any spend: only the columns the config declares public, a
 bounded statistic only on a column with declared bounds, groups only over declared
-categories (the service declares no ``max_rows``), at most ``max_groups`` keys and
+categories or over a column whose keys the table takes from the data (``keys_from_data``,
+with its ``max_rows``; a key is then released only above the threshold), at most
+``max_groups`` declared keys and
 ``max_by_columns`` grouping columns, and only noisy releases (a query whose every part has
 Δ = 0 is refused). Every check reads the query and the declared schema only, so a refusal is
 data-independent, costs nothing, and names only what the analyst sent or the owner declared.
@@ -36,11 +38,14 @@ class Policy:
     schema: Schema
     max_groups: int
     max_by_columns: int
+    #: columns grouped by with keys from the data (the table declares ``max_rows``)
+    keys_from_data: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, table: LoadedTable, limits: Limits) -> Policy:
         """The policy of ``table`` (its exposed columns and declared schema) under ``limits``."""
-        return cls(tuple(table.config.columns), table.schema, limits.max_groups, limits.max_by_columns)
+        config = table.config
+        return cls(tuple(config.columns), table.schema, limits.max_groups, limits.max_by_columns, config.keys_from_data)
 
     def check(self, query: Query) -> None:
         """Refuse ``query`` (a one-line :class:`QueryError`, 422) unless this service may release it."""
@@ -51,20 +56,20 @@ class Policy:
         if statistic in BOUNDED_STATISTICS and query.column not in self.schema.bounds:
             numeric = ", ".join(c for c in self.columns if c in self.schema.bounds) or "none"
             raise QueryError(422, f"{statistic} needs a numeric column with declared bounds (numeric columns: {numeric})")
-        categorical = ", ".join(c for c in self.columns if c in self.schema.categories) or "none"
+        categorical = ", ".join(c for c in self.columns if c in self.schema.categories or c in self.keys_from_data) or "none"
         if query.statistic is Statistic.HISTOGRAM:
-            if query.keys is None:
+            if query.keys is None and query.column not in self.keys_from_data:
                 raise QueryError(
                     422, f"histogram needs a categorical column with declared categories (categorical columns: {categorical})"
                 )
-            if len(query.keys) > self.max_groups:
+            if query.keys is not None and len(query.keys) > self.max_groups:
                 raise QueryError(422, f"this histogram has {len(query.keys)} categories; the limit is {self.max_groups}")
         if query.by:
             if len(query.by) > self.max_by_columns:
                 raise QueryError(422, f"by must list at most {self.max_by_columns} distinct columns")
             for name in query.by:
-                if name not in self.columns or name not in self.schema.categories:
-                    expected = f"categorical columns with declared categories ({categorical})"
+                if name not in self.columns or (name not in self.schema.categories and name not in self.keys_from_data):
+                    expected = f"categorical columns with declared categories or keys from the data ({categorical})"
                     raise QueryError(422, f"by must name {expected}; got {name!r}")
                 if name == query.column:
                     raise QueryError(422, "by must not repeat the queried column")

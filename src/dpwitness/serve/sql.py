@@ -7,9 +7,10 @@ of the config may be JOINed when both declare the same privacy unit and relation
 request's ``max_rows_per_key`` (and ``max_rows_per_unit``, default each table's
 ``max_contributions``) as the truncation of :class:`~dpwitness.query.resolve.PrivateJoin`; its ε
 is spent once from the analyst's one account, as every release is),
-so every refusal is data-independent and costs nothing. Undeclared group keys are refused here
-(the service declares no ``max_rows``): ``GROUP BY`` takes keys from the config's categories or
-from ``WHERE col IN (…)``. The answer has one row per group and each aggregate's interval; the
+so every refusal is data-independent and costs nothing. ``GROUP BY`` takes keys from the
+config's categories, from ``WHERE col IN (…)``, or, on a column the table lists in
+``keys_from_data`` (with its ``max_rows``), from the data above a threshold; other undeclared
+group keys are refused here. The answer has one row per group and each aggregate's interval; the
 release set states ε, δ, Δ and the relation per aggregate.
 """
 
@@ -98,9 +99,11 @@ def answer_sql(
         compiled = compile_for(session, body.sql, epsilon=body.epsilon, name=table.name, public=lookups, **joins)
         if len(compiled.by) > limits.max_by_columns:
             raise QueryError(422, f"GROUP BY takes at most {limits.max_by_columns} columns")
-        if compiled.by and compiled.keys is None:
+        if compiled.by and compiled.keys is None and not set(compiled.by) <= set(table.config.keys_from_data):
             raise QueryError(
-                422, "GROUP BY needs declared keys here: group by columns with declared categories or use WHERE col IN (…)"
+                422,
+                "GROUP BY needs declared keys here: group by columns with declared categories or keys from the data "
+                "(the table's keys_from_data), or use WHERE col IN (…)",
             )
         if compiled.keys is not None and len(compiled.keys) > limits.max_groups:
             raise QueryError(422, f"this statement has {len(compiled.keys)} groups; the limit is {limits.max_groups}")

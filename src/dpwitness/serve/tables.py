@@ -60,6 +60,9 @@ def load_table(config: TableConfig) -> LoadedTable:
     if missing:
         raise ParameterError(f"{where}.columns", f"columns of {path.name}", missing)
     frame = engine.open(opened, dtypes=schema.dtypes).frame.select(list(schema.columns)).collect()
+    rows = frame.height if schema.privacy_unit is None else frame[schema.privacy_unit].n_unique()
+    if config.max_rows is not None and rows > config.max_rows:  # the owner's bound, checked before any analyst asks
+        raise ParameterError(f"{where}.max_rows", "a public bound at least the table's number of rows (units)", config.max_rows)
     # Values outside a text column's declared categories become null (never released as keys).
     enums = [
         pl.col(name).cast(pl.Enum(list(values)), strict=False)
