@@ -115,9 +115,12 @@ def test_explorer_frames_benchmark_summarises_per_width() -> None:
     """bench/bench_explorer_frames.py's report: nearest-rank p50 and p95 per width, the 8 ms target, the machine."""
     module = _explorer_frames()
     assert module.percentile([4.0, 1.0, 3.0, 2.0], 0.95) == 4.0 and module.percentile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.0
-    row = module.summarise(375, [{"frames": 2, "durations_ms": [1.0, 2.0]}, {"frames": 1, "durations_ms": [9.0]}])
-    assert (row["frames"], row["p50_ms"], row["p95_ms"], row["max_ms"], row["met"]) == (3, 2.0, 9.0, 9.0, False)
-    assert module.table([row]).splitlines()[-1].startswith("| 375 px | 2 | 3 | 2.00 ms | 9.00 ms |")
+    drags = [{"frames": 2, "durations_ms": [1.0, 2.0], "measuring": 1}, {"frames": 1, "durations_ms": [9.0], "measuring": 0}]
+    row = module.summarise(375, drags)
+    assert (row["frames"], row["measuring_frames"], row["p50_ms"], row["p95_ms"], row["max_ms"], row["met"]) == (
+        3, 1, 2.0, 9.0, 9.0, False,
+    )  # fmt: skip
+    assert module.table([row]).splitlines()[-1].startswith("| 375 px | 2 | 3 | 1 | 2.00 ms | 9.00 ms |")
     assert module.cpu_model()
 
 
