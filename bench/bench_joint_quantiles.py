@@ -20,7 +20,7 @@ Methods, each given the whole ε of the cell:
 
 With the anchors venv (``bash bench/anchors/setup.sh``; ``--no-anchors`` skips them), the same
 cells for OpenDP 0.16's ``make_private_quantile`` (exponential mechanism per level at ε/m, over
-the 257 edges of JointExp's 256 bins), diffprivlib 0.6.6's ``tools.quantile`` (ε split over the
+the 4,097 edges of JointExp's 4,096 bins), diffprivlib 0.6.6's ``tools.quantile`` (ε split over the
 levels inside the call) and python-dp 1.1.5's ``QuantileTree`` (every level from one tree),
 through ``bench/anchors/quantile_anchors.py``, scored by the same rank error. Their CPU time
 includes their pass over the column (they take the data, not bin counts).
