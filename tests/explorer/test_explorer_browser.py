@@ -488,6 +488,69 @@ def test_d_follows_delta_so_the_tampered_log_ratio_leaves_the_band(browser: Any,
     page.context.close()
 
 
+_REDRAWN_AS_FRESH = """async () => {
+  const plot = await import("/static/js/plot.js");
+  const svgOf = (id) => {
+    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+    svg.id = id;
+    svg.style.width = "600px"; svg.style.height = "260px";
+    document.body.append(svg);
+    return svg;
+  };
+  const x = Array.from({ length: 50 }, (_, i) => i / 5);
+  const wide = {
+    title: "two curves", xLabel: "z", yLabel: "density", xMin: 0, xMax: 10, yMin: 0, yMax: 1, clip: true,
+    series: [
+      { x, y: x.map((v) => Math.exp(-v)), cls: "s0", label: "p(z | D)" },
+      { x, y: x.map((v) => 0.5 * Math.exp(-v / 2)), cls: "s1", label: "p(z | D′)" },
+    ],
+    bins: { edges: [0, 2, 4, 6], counts: [0.5, 0.2, 0.1], label: "2000 releases" },
+    vlines: [{ x: 3, cls: "marker release", id: "release", label: "release at 3.000" }],
+    hlines: [{ y: 0.8, label: "+ε", id: "eps" }],
+  };
+  const narrow = {
+    title: "one curve", xLabel: "ε", xMin: -1, xMax: 1000, yMin: -5, yMax: 5,
+    series: [{ x, y: x.map((v) => v - 5), cls: "s4", label: "ratio at most e^ε" }], points: [{ x: 2, y: 1 }],
+  };
+  const kept = svgOf("kept"), fresh = svgOf("fresh");
+  // what a node is: its tag, its attributes in any order, its children (a plot's own id aside)
+  const attributes = (node, id) => [...node.attributes]
+    .filter((a) => node.localName !== "svg" || a.name !== "style")
+    .map((a) => `${a.name}=${JSON.stringify(a.value.replaceAll(id, "ID"))}`)
+    .sort().join(" ");
+  const canon = (node, id) => node.nodeType === Node.TEXT_NODE
+    ? JSON.stringify(node.data)
+    : `<${node.localName} ${attributes(node, id)}>${[...node.childNodes].map((child) => canon(child, id)).join("")}</>`;
+  const steps = [];
+  plot.linePlot(kept, wide);
+  const curve = kept.querySelector("path.s0");
+  for (const [name, spec] of [["narrow", narrow], ["empty", null], ["wide", wide], ["wide again", wide], ["narrow", narrow]]) {
+    if (spec) plot.linePlot(kept, spec); else plot.emptyPlot(kept, "nothing to draw");
+    fresh.replaceChildren();
+    if (spec) plot.linePlot(fresh, spec); else plot.emptyPlot(fresh, "nothing to draw");
+    const count = (svg) => svg.querySelectorAll("*").length;
+    steps.push([name, canon(kept, "kept") === canon(fresh, "fresh"), count(kept), count(fresh)]);
+  }
+  const before = kept.querySelector("path.s4");
+  plot.linePlot(kept, { ...narrow, series: [{ ...narrow.series[0], y: x.map((v) => 5 - v) }] });
+  return { steps, keptNode: before === kept.querySelector("path.s4"), curveGone: !curve.isConnected };
+}"""
+
+
+def test_a_plot_drawn_again_into_its_own_nodes_is_the_plot_drawn_afresh(browser: Any, server: dict[str, Any]) -> None:
+    """A drag redraws plots into the nodes they drew last time (plot.js el): after any sequence of
+    plots (more series, fewer, an empty plot, a superscript label) the svg is exactly the one a
+    fresh draw of the last plot makes, nothing left over and nothing missing; a curve that moves
+    keeps its node."""
+    page, problems = _open(browser, server["url"], 1280)
+    result = page.evaluate(_REDRAWN_AS_FRESH)
+    assert all(step[1] for step in result["steps"]), result["steps"]
+    assert [step[2] for step in result["steps"]] == [step[3] for step in result["steps"]]
+    assert result["keptNode"] and result["curveGone"]
+    assert problems == []
+    page.context.close()
+
+
 def test_zero_sensitivity_keeps_every_panel_working(browser: Any, server: dict[str, Any]) -> None:
     page, problems = _open(browser, server["url"], 1366)
     _set_number(page, "#sensitivity-n", "0")

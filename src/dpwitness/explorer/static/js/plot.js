@@ -5,12 +5,57 @@ import { plain, t } from "./i18n.js";
 const NS = "http://www.w3.org/2000/svg";
 const drawers = new WeakMap();
 
-function el(name, attrs = {}, parent = null, text = null) {
+// A new node, appended to `parent`.
+function fresh(name, attrs = {}, parent = null, text = null) {
   const node = document.createElementNS(NS, name);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (text !== null) svgText(node, plain(String(text)));
+  if (text !== null) svgText(node, (node.dpwText = plain(String(text))));
   if (parent) parent.appendChild(node);
   return node;
+}
+
+// While a plot is drawn again (render), its nodes are kept: the n-th node drawn under a parent is
+// the one drawn there last time when it has the same tag, with only what changed written (a drag
+// redraws three plots per frame: building them anew was most of a frame's script time and made the
+// browser style every node again). `drawing` maps each parent to the node the next one drawn under
+// it may reuse; what is left from there on is removed when the plot is done (finishDrawing).
+let drawing = null;
+
+function el(name, attrs = {}, parent = null, text = null) {
+  if (!drawing || !parent) return fresh(name, attrs, parent, text);
+  const next = drawing.has(parent) ? drawing.get(parent) : parent.firstElementChild;
+  let node = next;
+  if (node && node.localName === name) drawing.set(parent, node.nextElementSibling);
+  else {
+    node = document.createElementNS(NS, name);
+    parent.insertBefore(node, next);
+    drawing.set(parent, next);
+  }
+  let count = 0;
+  for (const k in attrs) {
+    const value = String(attrs[k]);
+    if (node.getAttribute(k) !== value) node.setAttribute(k, value);
+    count += 1;
+  }
+  if (node.attributes.length > count) for (const old of [...node.attributes]) if (!(old.name in attrs)) node.removeAttribute(old.name);
+  const written = text === null ? null : plain(String(text));
+  if ((node.dpwText ?? null) !== written) {
+    node.textContent = "";
+    if (written !== null) svgText(node, written);
+    node.dpwText = written;
+  }
+  if (written === null) drawing.set(node, node.firstElementChild); // its own children are drawn by el too
+  return node;
+}
+
+function finishDrawing() {
+  for (const [parent, next] of drawing) {
+    for (let node = next; node; ) {
+      const after = node.nextElementSibling;
+      if (node.parentNode === parent) node.remove();
+      node = after;
+    }
+  }
 }
 
 // Text in a plot: "e^ε" and "e^−ε" set with a real superscript (a tspan), never a caret.
@@ -87,7 +132,8 @@ const labelOf = (spec) => plain([spec.title, spec.alt].filter(Boolean).join(". "
 
 // Empty the plot, size its viewBox to the element and label it; returns the size.
 function blank(svg, label) {
-  svg.replaceChildren();
+  if (drawing) drawing.set(svg, svg.firstElementChild); // drawn again into its own nodes (el)
+  else svg.replaceChildren();
   const { width, height } = size(svg);
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("aria-label", label);
@@ -163,7 +209,7 @@ function textSizes(svg, texts) {
       for (const near of nearShapes(shape(text))) if (!known.has(key([near, cls]))) missing.set(key([near, cls]), [near, cls]);
     }
     performance.mark("dpw-measure", { detail: [...missing.keys()] }); // bench/bench_explorer_frames.py counts these
-    const probes = [...missing.values()].map(([text, cls]) => el("text", { x: 0, y: -100, class: cls }, svg, shape(text)));
+    const probes = [...missing.values()].map(([text, cls]) => fresh("text", { x: 0, y: -100, class: cls }, svg, shape(text)));
     const sizes = probes.map((probe) => { // all reads after all writes: one layout
       try { return { width: probe.getComputedTextLength(), font: parseFloat(getComputedStyle(probe).fontSize) || 12 }; } catch { return null; }
     });
@@ -246,7 +292,15 @@ function legend(svg, f) {
 
 function render(svg, draw) {
   const drawAndFit = () => {
-    try { draw(); } finally { settle(svg); }
+    const outer = drawing;
+    drawing = new Map();
+    try {
+      draw();
+      finishDrawing();
+    } finally {
+      drawing = outer;
+      settle(svg);
+    }
   };
   drawers.set(svg, drawAndFit);
   delete svg.dataset.empty;
