@@ -10,8 +10,12 @@ and ``collect()``. The context is built once, outside the timing (its time is re
 ``setup_s``), like dpwitness' ``Session``. Peak RSS is this process's ``ru_maxrss``.
 
 Queries, ε = 1 each, add/remove one row (OpenDP's ``contributions=1``) or, with
-``--max-contributions k``, one ``user_id`` contributing up to k rows (``identifier`` plus
-``truncate_per_group(k)``, OpenDP's random row selection):
+``--max-contributions k``, one person with one ``user_id`` contributing up to k rows
+(``unit_of(contributions=1, identifier="user_id")`` plus ``truncate_per_group(k)``, OpenDP's
+random row selection: with an identifier, ``contributions`` counts the identifiers a person may
+hold, so ``contributions=k`` as well would make OpenDP's noise k times what the bound needs).
+The JSON gives the noise scale OpenDP derived for each released column (``scales``, from the
+query's ``summarize()``), so the unit can be checked: k·100/ε for the bounded sum.
 
 * count      ``dp.len()``
 * sum        ``pl.col("age").fill_null(0).dp.sum((0, 100))``
@@ -56,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.stat == "histogram":
         # OpenDP wants a plain string key; the Parquet column is dictionary-encoded (Categorical).
         data = data.with_columns(pl.col("category").cast(pl.String))
-    unit = dp.unit_of(contributions=args.max_contributions, identifier="user_id") if bounded else dp.unit_of(contributions=1)
+    unit = dp.unit_of(contributions=1, identifier="user_id") if bounded else dp.unit_of(contributions=1)
     context = dp.Context.compositor(
         data=data,
         privacy_unit=unit,
@@ -66,23 +70,28 @@ def main(argv: list[str] | None = None) -> None:
     )
     setup = time.perf_counter() - started
 
-    def run() -> Any:
+    def planned() -> Any:
         query = context.query()
         if bounded:
             query = query.truncate_per_group(args.max_contributions)
         if args.stat == "count":
-            return query.select(dp.len()).release().collect().item()
+            return query.select(dp.len())
         if args.stat == "sum":
-            return query.select(pl.col("age").fill_null(0).dp.sum((0, 100))).release().collect().item()
+            return query.select(pl.col("age").fill_null(0).dp.sum((0, 100)))
         if args.stat == "mean":
-            return query.select(pl.col("age").fill_null(0).dp.mean((0, 100))).release().collect().item()
-        keys = pl.LazyFrame({"category": CATEGORIES})
-        return query.group_by("category").agg(dp.len()).with_keys(keys).release().collect().height
+            return query.select(pl.col("age").fill_null(0).dp.mean((0, 100)))
+        return query.group_by("category").agg(dp.len()).with_keys(pl.LazyFrame({"category": CATEGORIES}))
+
+    def run() -> Any:
+        released = planned().release().collect()
+        return released.height if args.stat == "histogram" else released.item()
 
     times = []
     value: Any = None
     error = None
+    scales: list[float] = []
     try:
+        scales = [float(scale) for scale in planned().summarize()["scale"].to_list()]  # spends nothing
         for _ in range(args.repeats + 1):  # the first run warms caches and is not counted
             t0 = time.perf_counter()
             value = run()
@@ -101,6 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         "times_s": times[1:],
         "median_s": statistics.median(times[1:]) if len(times) > 1 else None,
         "value": value,
+        "scales": scales,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "error": error,
     }
