@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.stat == "histogram":
         # OpenDP wants a plain string key; the Parquet column is dictionary-encoded (Categorical).
         data = data.with_columns(pl.col("category").cast(pl.String))
-    unit = dp.unit_of(contributions=1, identifier="user_id") if bounded else dp.unit_of(contributions=1)
+    unit = dp.unit_of(contributions=1, identifier="user_id" if bounded else None)
     context = dp.Context.compositor(
         data=data,
         privacy_unit=unit,

@@ -16,7 +16,7 @@ function fresh(name, attrs = {}, parent = null, text = null) {
 
 // While a plot is drawn again (render), its nodes are kept: the n-th node drawn under a parent is
 // the one drawn there last time when it has the same tag, with only what changed written (a drag
-// redraws three plots per frame: building them anew was most of a frame's script time and made the
+// redraws the live panel's four plots per frame: building them anew was most of a frame's script time and made the
 // browser style every node again). `drawing` maps each parent to the node the next one drawn under
 // it may reuse; what is left from there on is removed when the plot is done (finishDrawing).
 let drawing = null;
