@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE))
 from dpwitness.engines.polars import ENGINE  # noqa: E402
 from dpwitness.query.queries import Query  # noqa: E402
 from gen_parquet import CATEGORIES, generate  # noqa: E402  (bench/ is not a package)
-from machine import cpu_model  # noqa: E402
+from machine import cpu_model, spread, timed  # noqa: E402
 
 STATS = ("sum", "mean", "histogram")
 BOUNDS = (0.0, 100.0)
@@ -106,24 +106,6 @@ def opendp_runner(path: Path, k: int, rows: int, runs: int) -> Callable[[str], o
     return run
 
 
-def _timed(run: Callable[[], object]) -> tuple[float, float]:
-    c, w = time.process_time(), time.perf_counter()
-    run()
-    return time.process_time() - c, time.perf_counter() - w
-
-
-def _summary(samples: list[tuple[float, float]]) -> dict[str, float]:
-    cpu, wall = [s[0] for s in samples], [s[1] for s in samples]
-    return {
-        "cpu_s": statistics.median(cpu),
-        "cpu_min_s": min(cpu),
-        "cpu_max_s": max(cpu),
-        "wall_s": statistics.median(wall),
-        "wall_min_s": min(wall),
-        "wall_max_s": max(wall),
-    }
-
-
 def measure(path: Path, k: int, repeats: int, stats: tuple[str, ...] = STATS, *, opendp: bool = False) -> list[dict[str, Any]]:
     """Median (and spread) of ``repeats`` interleaved runs per statistic and side, after one warm-up each."""
     handle = ENGINE.open(path)
@@ -143,7 +125,7 @@ def measure(path: Path, k: int, repeats: int, stats: tuple[str, ...] = STATS, *,
     for stat in stats:
         row: dict[str, Any] = {"stat": stat}
         for side in sides:
-            summary = _summary(samples[(stat, side)])
+            summary = spread(samples[(stat, side)])
             row.update({f"{side}_{name}": value for name, value in summary.items()})
         row["ratio_cpu"] = row["dpwitness_cpu_s"] / row["polars_first_k_cpu_s"]
         row["ratio_wall"] = row["dpwitness_wall_s"] / row["polars_first_k_wall_s"]
@@ -163,7 +145,7 @@ def _interleaved(
     for repeat in range(repeats + 1):
         for case in cases:
             for side, run in sides.items():
-                timing = _timed(lambda run=run, case=case: run(case))  # type: ignore[misc]
+                timing = timed(lambda run=run, case=case: run(case))  # type: ignore[misc]
                 if repeat:
                     samples[(case, side)].append(timing)
     return samples
@@ -183,7 +165,7 @@ def scaling(sizes: list[int], k: int, repeats: int, directory: Path | None = Non
     for n in sizes:
         row: dict[str, Any] = {"rows": n}
         for side in sides:
-            summary = _summary(samples[(n, side)])
+            summary = spread(samples[(n, side)])
             row.update({f"{side}_{name}": value for name, value in summary.items()})
             base = statistics.median(s[0] for s in samples[(sizes[0], side)])
             row[f"{side}_cpu_per_row_vs_smallest"] = (summary["cpu_s"] / n) / (base / sizes[0])

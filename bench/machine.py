@@ -4,6 +4,9 @@ put this folder on sys.path and import it by name)."""
 from __future__ import annotations
 
 import platform
+import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -16,3 +19,23 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def timed(run: Callable[[], object]) -> tuple[float, float]:
+    """(CPU seconds of this process, every thread; wall seconds) of one ``run()``."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    run()
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
+def spread(samples: list[tuple[float, float]]) -> dict[str, float]:
+    """The median and the min–max of :func:`timed` samples, CPU and wall."""
+    cpu, wall = [s[0] for s in samples], [s[1] for s in samples]
+    return {
+        "cpu_s": statistics.median(cpu),
+        "cpu_min_s": min(cpu),
+        "cpu_max_s": max(cpu),
+        "wall_s": statistics.median(wall),
+        "wall_min_s": min(wall),
+        "wall_max_s": max(wall),
+    }
