@@ -594,7 +594,8 @@ def test_smaller_problems(browser: Any, server: dict[str, Any]) -> None:
     top = float(page.get_attribute("#plot-density", "data-plot-top") or 0)
     assert page.evaluate("document.querySelector('#plot-density text.label-release').getBBox().y") + 12 <= top + 1
     # the likelihood ratio is on a log axis: e^ε and e^−ε are far apart, not flattened at the bottom
-    assert page.get_attribute("#plot-lr", "data-ylog") == "true"
+    # (drawn when the server's answer arrives, which "ready" does not wait for: later on a busy machine)
+    page.wait_for_selector("#plot-lr[data-ylog=true] line[data-h=cap]", state="attached")
     cap = page.evaluate("document.querySelector('#plot-lr line[data-h=cap]').getAttribute('y1')")
     one = page.evaluate("document.querySelector('#plot-lr line[data-h=one]').getAttribute('y1')")
     height = page.evaluate("document.getElementById('plot-lr').getBoundingClientRect().height")
