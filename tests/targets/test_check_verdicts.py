@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import targets_toyfaults as faults
+import targets_toylib as toylib
 import targets_toyuser as user
 
 from dpwitness.common.errors import ExitCode, ParameterError
@@ -120,9 +121,9 @@ def test_an_exception_pinning_a_librarys_randomness_is_an_adapter_error(own_regi
     assert "test_check_verdicts.py:" in note, note
 
 
-def test_a_library_imported_inside_the_function_is_hooked(
-    own_registry: list[Adapter], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def lazylib(own_registry: list[Adapter], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library ``lazylib`` (not imported yet) and its adapter, registered beside toylib's."""
     (tmp_path / "lazylib.py").write_text(
         "import numpy as np\n\n\n"
         "def noisy_count(n, epsilon):\n    return n + np.random.default_rng().laplace(0.0, 1.0 / epsilon)\n"
@@ -155,6 +156,8 @@ def test_a_library_imported_inside_the_function_is_hooked(
 
     own_registry.append(LazyAdapter())
 
+
+def test_a_library_imported_inside_the_function_is_hooked(lazylib: None) -> None:
     def count(table: object) -> float:
         import lazylib
 
@@ -162,6 +165,19 @@ def test_a_library_imported_inside_the_function_is_hooked(
 
     report = check(count, columns={"x": pl.Float64}, **QUICK)  # type: ignore[arg-type]
     assert [c.library for c in report.calls] == ["lazylib"] and report.verdict == "inconclusive", report.notes
+
+
+def test_a_library_imported_inside_the_function_is_hooked_beside_one_already_hooked(lazylib: None) -> None:
+    """The first run already finds a noise call (toylib's): the library it imported is hooked all the same."""
+
+    def count_and_sum(table: pl.DataFrame) -> tuple[float, float]:
+        import lazylib
+
+        noisy_sum = toylib.LaplaceNoise(1.0, 1.0).randomise(float(table["x"].fill_nan(0.0).fill_null(0.0).clip(0, 1).sum()))
+        return noisy_sum, lazylib.noisy_count(table.height, 1.0)  # type: ignore[attr-defined]
+
+    report = check(count_and_sum, columns={"x": pl.Float64}, **QUICK)  # type: ignore[arg-type]
+    assert sorted(c.library for c in report.calls) == ["lazylib", "toylib"], report.notes
 
 
 def _cli(function: str, *flags: str) -> subprocess.CompletedProcess[str]:

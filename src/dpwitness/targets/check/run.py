@@ -127,7 +127,7 @@ def _check(
 ) -> CheckReport:
     notes: list[str] = []
     probe, calls, outcomes = find_probe(runner, columns)
-    if probe is None and runner.discover():  # the function imported a covered library as it ran
+    if runner.discover():  # the function imported a covered library as it ran: probe again with its adapter
         probe, calls, outcomes = find_probe(runner, columns)
     template = probe_row(columns)
     cap = min([LADDER_ROWS, *(a.max_rows for a in runner.adapters if a.max_rows)])
