@@ -62,6 +62,28 @@ def test_draws_inside_a_covered_library_or_outside_a_check_are_left_alone() -> N
     assert np.random.laplace(0.0, 1.0, size=3).shape == (3,)  # outside a check: numpy as it is
 
 
+def test_draws_made_while_a_module_is_imported_are_not_noise_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SciPy samples its distributions' docstring examples when it is imported, and a library
+    imported inside the function (diffprivlib imports SciPy) is imported during the check's first
+    call: those draws are not noise on the data (they made every diffprivlib case inconclusive)."""
+    (tmp_path / "draws_at_import.py").write_text(
+        "import numpy as np\nEXAMPLE = np.random.default_rng().normal(0.0, 1.0, size=4)\nLEGACY = np.random.laplace(0.0, 1.0)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "draws_at_import", raising=False)
+
+    def release(table: pl.DataFrame) -> float:
+        import draws_at_import  # noqa: F401 (first imported here, inside the check)
+
+        return user.numpy_sum(table)
+
+    with hooks.recording("unnoised", (ADAPTER,), epsilon=1.0) as recorder:
+        assert release(pl.DataFrame(TABLE)) == 2.5
+    assert [c.mechanism for c in recorder.calls] == ["numpy.random.laplace (scale 1)"]
+    assert "targets_toynumpy.py:" in recorder.calls[0].site
+
+
 @pytest.mark.slow
 def test_an_unclipped_sum_noised_with_numpy_directly_is_found(tmp_path: Path) -> None:
     report = check(user.numpy_sum, columns={"x": pl.Float64}, epsilon=1.0, max_seconds=20)

@@ -21,7 +21,9 @@ unit of noise) and audits the release on it, black-box. What the hook cannot see
 constructed directly (``Generator(PCG64())``) or fetched before the check began, functions
 imported by name before it (``from numpy.random import laplace``), other distributions (uniform
 draws, ``integers``, exponential pairs), and draws made inside a covered library's frames (its
-noise is its own adapter's, its other randomness its contract's).
+noise is its own adapter's, its other randomness its contract's). Draws made while a module is
+being imported are not noise on the data and are left alone: SciPy, which diffprivlib imports,
+samples its distributions' docstring examples at import, inside the function's first call.
 """
 
 from __future__ import annotations
@@ -134,7 +136,8 @@ class NumpyRandomAdapter(Adapter):
 
 def _draw_sites() -> tuple[str, str, bool]:
     """(the line that drew: the first frame outside dpwitness; the next line in another file: its
-    caller; whether a covered library's frame is on the stack, which leaves the draw to its adapter)."""
+    caller; whether the draw is left alone: a covered library's frame is on the stack, which leaves
+    the draw to its adapter, or an import is running, whose draws are not noise on the data)."""
     others = (adapter for adapter in registered() if adapter.name != NumpyRandomAdapter.name)
     roots = tuple(root for adapter in others for root in adapter.package_roots if root)
     frame = sys._getframe(1)
@@ -143,7 +146,7 @@ def _draw_sites() -> tuple[str, str, bool]:
     covered = False
     while frame is not None:
         filename = frame.f_code.co_filename
-        if any(filename.startswith(root) for root in roots):
+        if filename.startswith("<frozen importlib") or any(filename.startswith(root) for root in roots):
             covered = True
             break
         if not filename.startswith(_PACKAGE):

@@ -10,15 +10,17 @@ below every float's resolution here). Declared Δ: ``Count`` l0·l∞; ``Bounded
 l0·l∞·max(|lower|, |upper|) (add-remove; under replace-one upper − lower when it is larger);
 other algorithms declare no Δ the hook can read (their noise calls are audited, not searched).
 
-Contract: input: any float (the library clamps to its bounds and skips NaN itself); no size
-limit; randomness: only the noise (inside C++), so the unnoised function is deterministic.
+Contract: input: any float (the library clamps to its bounds and skips NaN itself); an ``"int"``
+algorithm takes 32-bit integers (its C++ type: the bindings refuse others with a TypeError, which is
+the library's refusal, not the adapter's); no size limit; randomness: only the noise (inside C++),
+so the unnoised function is deterministic.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dpwitness.targets.hooks import Adapter, active, noise_call, register
+from dpwitness.targets.hooks import Adapter, Unsupported, active, noise_call, register
 
 #: ε of the shadow algorithm that computes the value before noise.
 SHADOW_EPSILON = 1e200
@@ -29,7 +31,8 @@ class PythonDPAdapter(Adapter):
     module = "pydp"
     distribution = "python-dp"
     contract = (
-        "input: any float (python-dp clamps to the declared bounds and skips NaN itself); no size limit; "
+        "input: any float (python-dp clamps to the declared bounds and skips NaN itself), 32-bit integers for an "
+        "'int' algorithm; no size limit; "
         "randomness: only the noise, added in C++ (the value before noise is the same C++ algorithm at ε = 1e200)"
     )
 
@@ -73,7 +76,10 @@ class PythonDPAdapter(Adapter):
             delta_, bounds = declared(algo)
             inner = type(getattr(algo, private)).__name__
             data = list(algo._dpw_entries) if entries is None else entries
-            value = shadow(algo).result(data)
+            try:
+                value = shadow(algo).result(data)
+            except TypeError as error:  # the C++ type refuses an entry (the bindings' message quotes them all)
+                raise Unsupported(f"python-dp's {inner} refuses entries outside its C++ type") from error
             return noise_call(
                 adapter,
                 mechanism=f"{type(algo).__name__} (C++ {inner})",
