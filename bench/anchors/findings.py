@@ -125,6 +125,11 @@ def measure(report: dict[str, Any]) -> tuple[str, str]:
     audit = report.get("audit")
     calls = report.get("calls") or []
     site = str(calls[0].get("site") or "") if calls else ""
+    if audit and audit.get("replayed") and audit["verdict"] == "violated":  # the noise calls', not the release's
+        return site, (
+            f"ε {report.get('epsilon', 0):.3g}; the noise calls' outputs (replayed) ε_lb {audit['epsilon_lower_bound']:.3g} "
+            f"on a {audit.get('family', '')} event: evidence about the release, not a finding"
+        )
     if audit:
         return site, f"ε {report.get('epsilon', 0):.3g}, audit ε_lb {audit['epsilon_lower_bound']:.3g} ({audit['verdict']})"
     return site, str(report.get("error") or "-")[:120]
@@ -141,8 +146,11 @@ def _cell(text: str) -> str:
 
 
 def _short_site(site: str) -> str:
+    """A library line without its site-packages prefix; a line of this repository relative to it."""
     marker = "site-packages/"
-    return site.split(marker, 1)[1] if marker in site else site
+    if marker in site:
+        return site.split(marker, 1)[1]
+    return site.removeprefix(str(REPO) + "/")
 
 
 def render(results: dict[str, dict[str, Any]], meta: dict[str, Any], status: dict[str, Any]) -> str:
@@ -168,17 +176,19 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any], status: dic
         "",
         "- **Commands** (after `bash bench/anchors/versions_setup.sh`; the results are kept between runs, each check ran once):",
         *[
-            f"  - `{run['command']}`: {run['date']}, 1-minute load {run['load_before']:.2f} before, {run['load_after']:.2f} after"
+            f"  - `{run['command']}`: ended {run['date']}, 1-minute load {run['load_before']:.2f} before, "
+            f"{run['load_after']:.2f} after"
             for run in meta["runs"]
         ],
         f"- **Machine:** {meta['cpu']}, {meta['cores']} cores, shared with other work; Python {meta['python']}; dpwitness's "
         f"source (`src/`) at commit `{meta['commit']}`",
         f"- **CPU time:** {total_cpu:.0f} s for {len(rows)} checks (user + system of the checks' processes; "
-        f"{total_wall / 60:.0f} min of wall time)",
+        f"{total_wall / 60:.0f} min of wall time)" + "".join(f"; {note}" for note in meta.get("notes", [])),
         "",
     ]
     lines += _releases_section(status)
     lines += _published_section(rows)
+    lines += [TOOL_FAULTS, ""]
     lines += [
         "## The table",
         "",
@@ -224,6 +234,29 @@ def _published_section(rows: list[dict[str, Any]]) -> list[str]:
     by_entry: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_entry.setdefault(row["entry"], []).append(row)
+    bugs = [e for e in CATALOGUE if e.kind != "control" and e.name in by_entry]
+    everywhere = [
+        e.name
+        for e in bugs
+        if all(r["verdict"] == "violated" for r in by_entry[e.name] if e.buggy is None or r["version"] in e.buggy)
+    ]
+    in_fixed = [
+        f"`{e.name}` {r['version']}"
+        for e in bugs
+        for r in by_entry[e.name]
+        if e.fixed is not None and r["version"] in e.fixed and r["verdict"] == "violated"
+    ]
+    lines += [
+        f"**{len(everywhere)} of {len(bugs)} bug entries found in every release built that has the bug** "
+        f"({len([e for e in bugs if e.kind == 'published'])} of them for published bugs, the others unpublished or new); "
+        + (
+            f"missed somewhere: {', '.join(f'`{e.name}`' for e in bugs if e.name not in everywhere)}; "
+            if len(everywhere) < len(bugs)
+            else ""
+        )
+        + (f"**found in a fixed release: {', '.join(in_fixed)}**." if in_fixed else "none found in a release that fixed it."),
+        "",
+    ]
     for entry in CATALOGUE:
         found = by_entry.get(entry.name)
         if not found or entry.kind == "control":
@@ -237,16 +270,19 @@ def _published_section(rows: list[dict[str, Any]]) -> list[str]:
         text = f"- **{entry.library} `{entry.name}`**, {entry.kind}{ref}: {entry.what}. "
         text += f"Found in {len(hit)} of {len(buggy)} releases that have it" + (f" ({', '.join(hit)})" if hit else "")
         text += f"; **not found** in {', '.join(missed)}" if missed else ""
+        text += f" ({entry.miss})" if missed and entry.miss else ""
         if entry.fixed is not None:
             text += f". Fixed releases ({entry.fixed}): " + (
                 f"**found in {', '.join(alarms)}** (a false alarm or an incomplete fix)"
                 if alarms
                 else f"not found in any ({', '.join(fixed) or 'none built'})"
             )
-        else:
+        elif entry.control:
             control = by_entry.get(entry.control, [])
             verdicts = ", ".join(f"{r['version']} {r['verdict']}" for r in control)
             text += f". No release fixed it; its control `{entry.control}`: {verdicts or 'not run'}"
+        else:
+            text += ". No release fixed it; no control in the catalogue"
         lines.append(text + ".")
     controls = [r for r in rows if r["entry"] in BY_NAME and BY_NAME[r["entry"]].kind == "control"]
     alarms = [f"{r['library']} {r['version']} `{r['entry']}`" for r in controls if r["verdict"] == "violated"]
@@ -272,22 +308,53 @@ def _catalogue_section() -> list[str]:
     return [*lines, ""]
 
 
+TOOL_FAULTS = """## Tool faults met while building the table
+
+Two faults of dpwitness itself showed up on the older releases; neither is a library's bug, and the table
+above was measured with both worked around as described.
+
+- **NumPy 1.** dpwitness declares `numpy>=1.26`, but its audit calls `numpy.bitwise_count`
+  (`witness/events/model.py`, `lowest_bit`), which NumPy has from 2.0. In the first venvs of diffprivlib
+  0.6.0–0.6.5 (NumPy 1.26 with scikit-learn 1.3.2) every check that reached the audit stopped with "internal
+  error (AttributeError)". Those releases now run with the lock's NumPy 2.4.6 and scikit-learn 1.6.1
+  (`versions_setup.sh`, whose smoke test asks for NumPy 2).
+- **A library imported inside the function, unseen.** dpwitness installs the adapters of the libraries
+  imported when the check starts, and looks for libraries the function imported on its first run only when
+  that run found no noise call (`targets/check/run.py`: `if probe is None and runner.discover()`). With
+  diffprivlib 0.6.0 and scikit-learn 1.6.1, the function's first run imports `scipy.stats`, whose import
+  draws from a NumPy `Generator` (`scipy/stats/_new_distributions.py:120` and `:272`); the generic
+  `numpy.random` adapter records those draws as noise calls, so diffprivlib's adapter was never installed:
+  `diffprivlib_histogram_weights` came out inconclusive (audit ε_lb 0, only the two scipy draws recorded)
+  instead of violated. The catalogue now imports each library at the top of its module (as the libraries'
+  docs do), so its adapter is installed from the start; a user whose function imports diffprivlib inside
+  it would still meet this.
+
+One limit of the reproduction scripts shows in the table too: the audit scripts of `opendp_rr_bitvec_last_option`
+(a bytes release) state no standalone event, so they print the first outputs on each table and exit 0 with "not
+reproduced here", though those outputs show the bug (checked on 0.14.2: the last bit, 0x80, is clear on the
+three outputs it prints for D and set on the three for D′). The other scripts checked by hand exit 1 with BUG when moved to
+another folder: diffprivlib 0.6.0's `diffprivlib_laplace` audit script, 0.6.3's `diffprivlib_histogram_weights`
+audit script, 0.6.5's `diffprivlib_linear_regression_unclipped` script and python-dp 1.1.4's `pydp_bounded_sum`
+script.
+"""
+
+
 WRITE_UP = """## New: diffprivlib `LinearRegression(fit_intercept=False)` never clips to its bounds
 
 *Written as a report to diffprivlib's maintainers.*
 
 **Summary.** With `fit_intercept=False`, `diffprivlib.models.LinearRegression.fit` never clips `X` to
-`bounds_X` nor `y` to `bounds_y`, yet noises the objective's coefficients with sensitivities computed from
-those bounds. One record outside the bounds moves the coefficient of the y² term (and of the x·y and x² terms)
-by as much as it likes, so the fitted model is not ε-differentially private. The bounds are documented as "Bounds
-of the data"; the class's own `fit_intercept=True` path clips to them, so a user has every reason to read them as
-enforced.
+`bounds_X` nor `y` to `bounds_y`, yet noises the coefficients of its objective with sensitivities computed from
+those bounds. One record outside the bounds moves the y², x·y and x² coefficients as far as it likes, and with
+them the fitted `coef_` (through x·y and x²) and the noisy coefficients the model keeps in `_obj_coefs` (all
+three): the model is not ε-differentially private. The bounds are documented as "Bounds of the data", and the
+same class clips to them when `fit_intercept=True`, so a user has every reason to read them as enforced. We
+found no report of it in the tracker (#104 and #105 are about other parts of the same file).
 
 **Versions.** Every release from 0.3.0 to 0.6.6 (the latest on PyPI), and the default branch as mirrored here
-(commit 5d9c9d8, "Updating version to 0.6.6"): the clipping sits inside `if fit_intercept:` in
-`_preprocess_data` in each of them (read in the tagged sources; 0.6.6: `diffprivlib/models/linear_regression.py`,
-lines 83–88). The table above checks 0.6.0 to 0.6.6 (`diffprivlib_linear_regression_unclipped`); 0.5.x do not
-install on Python 3.11 (see the releases).
+(commit 5d9c9d8, "Updating version to 0.6.6"): in each, the clipping sits inside `if fit_intercept:` in
+`_preprocess_data` (read in the tagged sources; 0.6.6: `diffprivlib/models/linear_regression.py`, lines
+83–88). The table above checks every release that installs here (`diffprivlib_linear_regression_unclipped`).
 
 **Where.** In 0.6.6, `_preprocess_data` (line 69):
 
@@ -304,15 +371,23 @@ install on Python 3.11 (see the releases).
 ```
 
 then `_construct_regression_obj` computes `(y ** 2).sum(axis=0)`, `X.T @ y` and `X.T @ X` from the unclipped
-data, and noises `(y ** 2).sum()` with `LaplaceFolded(sensitivity=max(|lower_y|, |upper_y|) ** 2)`.
+data and noises them with `LaplaceFolded`/`Laplace` of sensitivity `max(|lower_y|, |upper_y|) ** 2`, the
+corners' range of x·y, and (#105) `lower_x ** 2`.
 
-**Reproduction.** `bounds_X = bounds_y = (−100, 100)`, so that #105 (the X² term's sensitivity read from the
-lower bound only) plays no part. `dpwitness check` finds a pair of tables one record apart whose y² sum differs
-by far more than the declared 10⁴; its reproduction script (in the table's row, needing diffprivlib, numpy and
-polars only) removes the noise, fits both tables and prints BUG. By hand: fit `LinearRegression(bounds_X=(-100,
-100), bounds_y=(-100, 100), fit_intercept=False, epsilon=1.0)` on `X = [[1.0]], y = [1e6]` and on `X = [[1.0]],
-y = [100.0]`: the y² coefficient before noise is 10¹² against 10⁴, with Laplace noise of scale 10⁴·(1 + 1 + 1)/ε
-on each side, so the two fits' objectives are told apart with certainty.
+**Reproduction.** The catalogue's `diffprivlib_linear_regression_unclipped` uses `bounds_X = bounds_y =
+(−100, 100)`, so that #105 (the x² sensitivity read from the lower bound only, right when the bounds are
+symmetric) plays no part. The check finds it on every release in about 5 s of CPU: to a table of one record
+(x = 0, y = 0) it adds a record with y = 1.8·10³⁰⁸ (the largest double), and the y² sum before noise goes from 0
+to ∞ against the declared Δ = 10⁴ (`LaplaceFolded` at `linear_regression.py:129` in 0.6.6, `:122` in 0.6.0–0.6.5).
+Its reproduction script (diffprivlib, numpy and polars only: it removes the noise, fits both tables and prints
+BUG) is in the table's rows. By hand: fit
+`LinearRegression(bounds_X=(-100, 100), bounds_y=(-100, 100), fit_intercept=False, epsilon=1.0)` on
+`X = [[1.0]], y = [1e6]` and on `X = [[1.0]], y = [100.0]`. Before noise, x·y is 10⁶ against 100 where the
+declared sensitivity is 2·10⁴ (Laplace noise of scale 6·10⁴ at ε/3), and y² is 10¹² against 10⁴ where it is
+10⁴. The sign of `coef_` tells the two apart: the x² coefficient is folded to be positive, so `coef_` is
+negative only when the noise on x·y outweighs it, which on the first table needs noise beyond 10⁶
+(probability ½·e^(−10⁶/6·10⁴) ≈ 3·10⁻⁸) and on the second happens about half the time (1,000 fits each with
+0.6.6: no negative `coef_` on the first, smallest 3.4; 502 negative on the second).
 
 **Suggested fix.** Check and clip before the branch, as the intercept branch does:
 
@@ -325,9 +400,9 @@ on each side, so the two fits' objectives are told apart with certainty.
         ...
 ```
 
-(and #105's one-character fix, PR #110, for the X² term). A regression test: with `fit_intercept=False`, the
-noiseless coefficients (`_obj_coefs`, or `epsilon=float("inf")`) of a fit on a record beyond the bounds equal those
-of the same record clipped.
+(with #105's one-character fix, PR #110, for the x² term). A regression test: with `fit_intercept=False`, the
+coefficients before noise (`_construct_regression_obj`'s inputs) of a fit on a record beyond the bounds equal
+those of the same record clipped.
 """
 
 
@@ -355,6 +430,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--entries", nargs="*", default=[], help="catalogue entries")
     parser.add_argument("--again", action="store_true", help="rerun checks already in the results")
     parser.add_argument("--render", action="store_true", help="no checks: rewrite the page from the saved results")
+    parser.add_argument("--note", action="append", default=[], help="a sentence for the page's CPU line (kept)")
     args = parser.parse_args(argv)
     status_file = VERSIONS / "status.json"
     if not status_file.exists():
@@ -391,6 +467,9 @@ def main(argv: list[str]) -> int:
             RESULTS.write_text(json.dumps({"results": results, "meta": saved["meta"]}, indent=1))
     if not saved["meta"]:
         saved["meta"] = machine_meta([])
+    if args.note:
+        saved["meta"]["notes"] = [*saved["meta"].get("notes", []), *args.note]
+        RESULTS.write_text(json.dumps({"results": results, "meta": saved["meta"]}, indent=1))
     # only the rows of releases still built and entries still in the catalogue
     current = {key(entry, version) for entry, version, _ in plan(status)}
     PAGE.write_text(render({k: v for k, v in results.items() if k in current}, saved["meta"], status), encoding="utf-8")

@@ -16,9 +16,11 @@
 # its folder here is a symlink to that venv (the venv holds other libraries too; the check installs
 # the adapters of the libraries the function imports only).
 #
-# diffprivlib's older releases need an older scikit-learn: each diffprivlib 0.6 venv tries the lock's
-# numpy with scikit-learn 1.8 (wheel, then sdist of diffprivlib), then numpy 1.26 with scikit-learn 1.3,
-# then 1.1, and keeps the first stack on which a LinearRegression fit runs.
+# diffprivlib's older releases need an older scikit-learn (0.6.0-0.6.5 call BaseEstimator._validate_data,
+# gone from scikit-learn 1.7), and dpwitness needs NumPy 2 (its audit calls numpy.bitwise_count, NumPy
+# >= 2.0, though pyproject.toml allows 1.26): each diffprivlib 0.6 venv tries the lock's NumPy with
+# scikit-learn 1.6.1, then 1.8, then 1.6.1 with diffprivlib's sdist, and keeps the first stack on which a
+# LinearRegression fit runs.
 #
 # Idempotent (a venv whose smoke test passes is left alone); one release failing never stops the run.
 # Every release's outcome is in <repo>/.venv-versions/status.json:
@@ -46,8 +48,8 @@ for dist in hypothesis typer rich; do
 done
 
 # Smoke tests (a statement run in the venv): the release imports, its version is the one asked for,
-# and the calls the catalogue makes work.
-smoke_diffprivlib='import sys, diffprivlib, dpwitness.targets.check, polars; from diffprivlib.models import LinearRegression; assert diffprivlib.__version__ == sys.argv[1], diffprivlib.__version__; LinearRegression(bounds_X=(0, 1), bounds_y=(0, 1), epsilon=1.0).fit([[0.5], [0.2]], [0.1, 0.3])'
+# the calls the catalogue makes work, and (diffprivlib, whose older stacks could bring NumPy 1) NumPy is 2.
+smoke_diffprivlib='import sys, numpy, diffprivlib, dpwitness.targets.check, polars; from diffprivlib.models import LinearRegression; assert diffprivlib.__version__ == sys.argv[1], diffprivlib.__version__; assert hasattr(numpy, "bitwise_count"), "dpwitness needs NumPy 2: numpy " + numpy.__version__; LinearRegression(bounds_X=(0, 1), bounds_y=(0, 1), epsilon=1.0).fit([[0.5], [0.2]], [0.1, 0.3])'
 smoke_opendp='import sys, opendp.prelude as dp, dpwitness.targets.check, polars; assert dp.__version__ == sys.argv[1], dp.__version__'
 smoke_pydp='import sys, pydp, dpwitness.targets.check, polars; from pydp.algorithms.laplacian import BoundedSum; assert pydp.__version__ == sys.argv[1], pydp.__version__'
 smoke_pipelinedp='import sys, importlib.metadata as md, pipeline_dp, dpwitness.targets.check, polars; assert md.version("pipeline-dp") == sys.argv[1]'
@@ -128,8 +130,8 @@ reuse() {
     return 0
 }
 
+sk16="scikit-learn==1.6.1"
 sk18="scikit-learn==1.8.*"
-old13="numpy==1.26.4 scipy==1.11.4 scikit-learn==1.3.2 pandas==2.1.4"
 old11="numpy==1.26.4 scipy==1.11.4 scikit-learn==1.1.3 pandas==2.1.4"
 # diffprivlib 0.5.x (sdist only) imports sklearn's _logistic_loss_and_grad, gone from scikit-learn 1.1, and
 # 1.1.3 is the oldest scikit-learn with a wheel for Python 3.11: only that stack is tried (it fails, and
@@ -139,8 +141,8 @@ for version in 0.5.0 0.5.1 0.5.2; do
 done
 for version in 0.6.0 0.6.1 0.6.2 0.6.3 0.6.4 0.6.5 0.6.6; do
     reuse diffprivlib "$version" "$smoke_diffprivlib" "$main_repo/.venv-anchors" &&
-        build diffprivlib "$version" "$smoke_diffprivlib" "lock|diffprivlib==$version $sk18" \
-            "lock+src|diffprivlib==$version $sk18" "free+src|diffprivlib==$version $old13" "free+src|diffprivlib==$version $old11"
+        build diffprivlib "$version" "$smoke_diffprivlib" "lock|diffprivlib==$version $sk16" \
+            "lock|diffprivlib==$version $sk18" "lock+src|diffprivlib==$version $sk16"
 done
 for version in 0.12.1 0.13.0 0.14.2 0.15.1 0.16.0; do
     reuse opendp "$version" "$smoke_opendp" "$main_repo/.venv-anchors" &&
