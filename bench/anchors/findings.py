@@ -270,7 +270,7 @@ def _published_section(rows: list[dict[str, Any]]) -> list[str]:
         text = f"- **{entry.library} `{entry.name}`**, {entry.kind}{ref}: {entry.what}. "
         text += f"Found in {len(hit)} of {len(buggy)} releases that have it" + (f" ({', '.join(hit)})" if hit else "")
         text += f"; **not found** in {', '.join(missed)}" if missed else ""
-        text += f" ({entry.miss})" if missed and entry.miss else ""
+        text += f" ({entry.miss.rstrip('.')})" if missed and entry.miss else ""
         if entry.fixed is not None:
             text += f". Fixed releases ({entry.fixed}): " + (
                 f"**found in {', '.join(alarms)}** (a false alarm or an incomplete fix)"
