@@ -174,7 +174,8 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any], status: dic
         "time, with a budget of CPU seconds per check. Known bugs are marked with their public reference; the controls",
         "are correct usages of the same calls, where no finding is expected.",
         "",
-        "- **Commands** (after `bash bench/anchors/versions_setup.sh`; the results are kept between runs, each check ran once):",
+        "- **Commands** (after `bash bench/anchors/versions_setup.sh`; the results are kept between runs, and a row shows",
+        "  its check's latest run):",
         *[
             f"  - `{run['command']}`: ended {run['date']}, 1-minute load {run['load_before']:.2f} before, "
             f"{run['load_after']:.2f} after"
@@ -311,7 +312,7 @@ def _catalogue_section() -> list[str]:
 TOOL_FAULTS = """## Tool faults met while building the table
 
 Two faults of dpwitness itself showed up on the older releases; neither is a library's bug, and the table
-above was measured with both worked around as described.
+above was measured with both worked around or fixed as described.
 
 - **NumPy 1.** dpwitness declares `numpy>=1.26`, but its audit calls `numpy.bitwise_count`
   (`witness/events/model.py`, `lowest_bit`), which NumPy has from 2.0. In the first venvs of diffprivlib
@@ -325,9 +326,12 @@ above was measured with both worked around as described.
   draws from a NumPy `Generator` (`scipy/stats/_new_distributions.py:120` and `:272`); the generic
   `numpy.random` adapter records those draws as noise calls, so diffprivlib's adapter was never installed:
   `diffprivlib_histogram_weights` came out inconclusive (audit ε_lb 0, only the two scipy draws recorded)
-  instead of violated. The catalogue now imports each library at the top of its module (as the libraries'
-  docs do), so its adapter is installed from the start; a user whose function imports diffprivlib inside
-  it would still meet this.
+  instead of violated. The catalogue imports each library at the top of its module (as the libraries' docs
+  do), so its adapter is installed from the start. dpwitness's commit 624ddfc ("draws made while a module is
+  imported are not noise calls", made on main while this table was being built, and cherry-picked onto the
+  branch that built it) fixes the cause: with it, a function that imports diffprivlib inside it
+  (`check_cases.py:diffprivlib_sum` on 0.6.0) gets diffprivlib's adapter. Every row of the table ran with
+  that commit's source (the checks run before it were run again).
 
 One limit of the reproduction scripts shows in the table too: the audit scripts of `opendp_rr_bitvec_last_option`
 (a bytes release) state no standalone event, so they print the first outputs on each table and exit 0 with "not

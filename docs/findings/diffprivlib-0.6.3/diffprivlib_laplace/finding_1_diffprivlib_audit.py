@@ -1,5 +1,5 @@
-"""Reproduces a dpwitness audit finding: ε_lb = 3.678 > ε = 1
-at 95% confidence (certified on the audit's event bits(X) ∈ {[+2^-1, lsb 2^-53], [+2^-2, lsb 2^-53], [−2^-1, lsb 2^-52], [−2^-2, lsb 2^-52], [+2^-3, lsb 2^-53], [−2^1, lsb 2^-51], … (27 values)}).
+"""Reproduces a dpwitness audit finding: ε_lb = 4.374 > ε = 1
+at 95% confidence (certified on the audit's event bits(X) ∈ {[+2^-1, lsb 2^-53], [+2^-2, lsb 2^-53], [−2^-1, lsb 2^-52], [−2^-2, lsb 2^-52], [+2^-3, lsb 2^-53], [−2^-3, lsb 2^-52], … (18 values)}).
 
 Samples the function on D and D' with the library alone (and polars, numpy), counts the runs in
 EVENT on each and compares the ratio of the rates with e^ε: exit status 1 when the bug shows.
@@ -94,10 +94,10 @@ D_PRIME = [((1.0,), 2)]
 EPSILON = 1.0
 DELTA = 0.0
 
-EVENT = ('below', 0, 1.1206771648760345)
-FAVOURS = 'D'  # the table on which EVENT is likelier
+EVENT = ('above', 0, 2.105387533743423)
+FAVOURS = "D'"  # the table on which EVENT is likelier
 SAMPLES = 2000  # runs per table: enough to see EVENT on the other table
-# when chosen: 575 runs of 1000 in EVENT on D, 185 on D'
+# when chosen: 138 runs of 1000 in EVENT on D, 462 on D'
 
 
 def hits(runs):

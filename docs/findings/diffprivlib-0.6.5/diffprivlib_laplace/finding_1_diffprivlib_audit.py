@@ -1,5 +1,5 @@
-"""Reproduces a dpwitness audit finding: ε_lb = 5.15 > ε = 1
-at 95% confidence (certified on the audit's event bits(X) ∈ {[+2^-1, lsb 2^-53], [+2^-2, lsb 2^-53], [−2^-1, lsb 2^-52], [−2^-2, lsb 2^-52], [+2^-3, lsb 2^-53], [−2^-3, lsb 2^-52], … (16 values)}).
+"""Reproduces a dpwitness audit finding: ε_lb = 3.951 > ε = 1
+at 95% confidence (certified on the audit's event bits(X) ∈ {[+2^-1, lsb 2^-53], [+2^-2, lsb 2^-53], [−2^-1, lsb 2^-52], [+2^-3, lsb 2^-53], [−2^-2, lsb 2^-52], [−2^1, lsb 2^-51], … (18 values)}).
 
 Samples the function on D and D' with the library alone (and polars, numpy), counts the runs in
 EVENT on each and compares the ratio of the rates with e^ε: exit status 1 when the bug shows.
@@ -94,10 +94,10 @@ D_PRIME = [((1.0,), 2)]
 EPSILON = 1.0
 DELTA = 0.0
 
-EVENT = ('above', 0, 2.681221843842391)
+EVENT = ('above', 0, 3.369375741946086)
 FAVOURS = "D'"  # the table on which EVENT is likelier
 SAMPLES = 2000  # runs per table: enough to see EVENT on the other table
-# when chosen: 92 runs of 1000 in EVENT on D, 268 on D'
+# when chosen: 48 runs of 1000 in EVENT on D, 152 on D'
 
 
 def hits(runs):
