@@ -3,6 +3,7 @@
 #
 #   bash bench/anchors/versions_setup.sh                       # every release below
 #   DPW_VERSIONS_ONLY="opendp-0.14.2 diffprivlib-0.6.6" bash bench/anchors/versions_setup.sh
+#   DPW_VENVS_FROM=/path/to/main/checkout bash …   # in a git worktree: reuse the main checkout's .venv-anchors etc.
 #
 # Each venv is <repo>/.venv-versions/<lib>-<version> (gitignored: .venv*/), holding the library at
 # that release and dpwitness itself (editable, with its audit extra and polars at the lock's pins,
