@@ -1,0 +1,120 @@
+"""Reproduces a dpwitness finding: diffprivlib 0.6.5, LaplaceFolded at diffprivlib/models/linear_regression.py:140.
+
+The value this noise call receives moves by more than the Δ = 0.0 it declares.
+Needs only the library (and polars, numpy). Exit status 1 when the bug shows."""
+import math
+import sys
+
+import numpy as np
+import polars as pl
+
+import sys
+from diffprivlib.mechanisms.base import DPMachine
+
+CALLS = []
+
+
+def _unnoised(cls):
+    def randomise(mech, value=None, *args, **kwargs):
+        frame = sys._getframe(1)
+        site = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        CALLS.append((site, type(mech).__name__, getattr(mech, "sensitivity", None), value))
+        return value
+    return randomise
+
+
+_stack = [DPMachine]
+while _stack:
+    _cls = _stack.pop()
+    _stack.extend(_cls.__subclasses__())
+    if "randomise" in vars(_cls):
+        _cls.randomise = _unnoised(_cls)
+
+import importlib
+import os
+import types
+
+# the checked module, as it was checked (used when it is not importable here)
+_SOURCE = '"""The public cases of ``dpwitness check`` (issue 18): plain functions calling each library as its users do.\n\nEach takes a Polars table and returns the library\'s release; nothing else. Run one with\n``.venv-anchors/bin/dpwitness check bench/anchors/check_cases.py:NAME --columns … --epsilon 1``\n(the command line and the expected verdicts: :data:`CASES`; the timing: bench_check.py).\n"""\n\nfrom __future__ import annotations\n\nfrom typing import Any\n\nimport polars as pl\n\n#: name → (columns JSON for --columns, expected verdict, what it shows). "ok" must be ok; "not\n#: violated" may also be an honest inconclusive (the cases beyond the public ones).\nCASES: dict[str, tuple[str, str, str]] = {\n    "diffprivlib_laplace": (\'{"x": [0.0, 1.0]}\', "violated", "diffprivlib 0.6.6 float Laplace at 0 vs 1 (float test)"),\n    "diffprivlib_geometric": (\'{"x": [0, 1]}\', "ok", "diffprivlib 0.6.6 Geometric"),\n    "diffprivlib_linear_regression": (\n        \'{"x": [0.0, 50.0, 100.0], "y": [0.0, 100.0]}\',\n        "violated",\n        "diffprivlib #105: the X² term noised with declared sensitivity 0",\n    ),\n    "diffprivlib_sum": (\'{"x": "Float64"}\', "violated", "diffprivlib tools.sum releases NaN for a NaN record"),\n    "pydp_laplace": (\'{"x": "Float64"}\', "ok", "python-dp 1.1.5 LaplaceMechanism"),\n    "pydp_count": (\'{"x": "Int64"}\', "ok", "python-dp 1.1.5 Count"),\n    "pydp_bounded_sum": (\'{"x": "Float64"}\', "violated", "python-dp 1.1.5 float BoundedSum on [0, 1] (Casacuberta et al.)"),\n    "opendp_laplace": (\'{"x": [0.0, 0.5, 1.0]}\', "ok", "OpenDP 0.16 make_laplace on a float sum"),\n    "opendp_geometric": (\'{"x": [0, 1, 2]}\', "ok", "OpenDP 0.16 make_geometric on a count"),\n}\n#: Beyond the public cases: PipelineDP, in a venv of its own (bench/anchors/setup.sh builds it).\nMORE_CASES: dict[str, tuple[str, str, str]] = {\n    "pipelinedp_sum": (\'{"x": "Float64"}\', "violated", "PipelineDP 0.3.1 sum per public partition: a NaN value"),\n    "pipelinedp_sum_without_nan": (\n        \'{"x": "Float64"}\',\n        "violated",\n        "PipelineDP 0.3.1 sum, NaN dropped by the user: the float-sum class",\n    ),\n    "smartnoise_sum": (\'{"x": [0.0, 0.5, 1.0]}\', "not violated", "SmartNoise SQL 1.0.10 SELECT SUM(x)"),\n}\n#: Cases that need more than the default 100 s (PipelineDP\'s per-row cost: the structured\n#: search needs the time to reach its 2^14-row shapes).\nSECONDS: dict[str, float] = {"pipelinedp_sum_without_nan": 300.0}\n#: The venv (under the repository) each case runs in.\nVENVS: dict[str, str] = {name: ".venv-smartnoise" if name.startswith("smartnoise") else ".venv-pipelinedp" for name in MORE_CASES}\n\n\ndef diffprivlib_laplace(table: pl.DataFrame) -> Any:\n    from diffprivlib.mechanisms import Laplace\n\n    return Laplace(epsilon=1.0, sensitivity=1.0).randomise(float(table["x"].sum()))\n\n\ndef diffprivlib_geometric(table: pl.DataFrame) -> Any:\n    from diffprivlib.mechanisms import Geometric\n\n    return Geometric(epsilon=1.0, sensitivity=1).randomise(int(table["x"].sum()))\n\n\ndef diffprivlib_linear_regression(table: pl.DataFrame) -> Any:\n    from diffprivlib.models import LinearRegression\n\n    model = LinearRegression(bounds_X=(0, 100), bounds_y=(0, 100), fit_intercept=False, epsilon=1.0)\n    return model.fit(table.select("x").to_numpy(), table["y"].to_numpy()).coef_\n\n\ndef diffprivlib_sum(table: pl.DataFrame) -> Any:\n    from diffprivlib import tools\n\n    return tools.sum(table["x"].to_numpy(), epsilon=1.0, bounds=(0, 1))\n\n\ndef pydp_laplace(table: pl.DataFrame) -> Any:\n    from pydp.algorithms.numerical_mechanisms import LaplaceMechanism\n\n    return LaplaceMechanism(epsilon=1.0, sensitivity=1.0).add_noise(float(table.height))\n\n\ndef pydp_count(table: pl.DataFrame) -> Any:\n    from pydp.algorithms.laplacian import Count\n\n    return Count(epsilon=1.0, dtype="int").quick_result(table["x"].drop_nulls().to_list())\n\n\ndef pydp_bounded_sum(table: pl.DataFrame) -> Any:\n    from pydp.algorithms.laplacian import BoundedSum\n\n    released_sum = BoundedSum(epsilon=1.0, lower_bound=0.0, upper_bound=1.0, dtype="float")\n    return released_sum.quick_result(table["x"].drop_nulls().to_list())\n\n\ndef opendp_laplace(table: pl.DataFrame) -> Any:\n    import opendp.prelude as dp\n\n    dp.enable_features("contrib")\n    values = dp.vector_domain(dp.atom_domain(bounds=(0.0, 1.0)))\n    released_sum = dp.t.make_sum(values, dp.symmetric_distance()) >> dp.m.then_laplace(scale=1.000000009313226)\n    return released_sum(table["x"].to_list())\n\n\ndef opendp_geometric(table: pl.DataFrame) -> Any:\n    import opendp.prelude as dp\n\n    dp.enable_features("contrib")\n    count = dp.t.make_count(dp.vector_domain(dp.atom_domain(T=int)), dp.symmetric_distance())\n    noise = dp.m.make_geometric(count.output_domain, count.output_metric, scale=1.0)\n    return (count >> noise)(table["x"].to_list())\n\n\ndef pipelinedp_sum(table: pl.DataFrame) -> Any:\n    """PipelineDP 0.3.1 (its own venv, .venv-pipelinedp): a sum per public partition, one row per person."""\n    return _pipelinedp_sum(table["x"].drop_nulls().to_list())\n\n\ndef pipelinedp_sum_without_nan(table: pl.DataFrame) -> Any:\n    """The same, NaN dropped by the user first (so only the float sum itself is judged)."""\n    return _pipelinedp_sum(table["x"].fill_nan(None).drop_nulls().to_list())\n\n\ndef _pipelinedp_sum(values: list[float]) -> Any:\n    import pipeline_dp\n\n    budget = pipeline_dp.NaiveBudgetAccountant(total_epsilon=1.0, total_delta=0.0)\n    engine = pipeline_dp.DPEngine(budget, pipeline_dp.LocalBackend())\n    params = pipeline_dp.AggregateParams(\n        noise_kind=pipeline_dp.NoiseKind.LAPLACE,\n        metrics=[pipeline_dp.Metrics.SUM],\n        max_partitions_contributed=1,\n        max_contributions_per_partition=1,\n        min_value=0.0,\n        max_value=1.0,\n    )\n    extractors = pipeline_dp.DataExtractors(\n        privacy_id_extractor=lambda row: row[0], partition_extractor=lambda row: "all", value_extractor=lambda row: row[1]\n    )\n    rows = list(enumerate(values))\n    result = engine.aggregate(rows, params, extractors, public_partitions=["all"])\n    budget.compute_budgets()\n    return {key: metrics.sum for key, metrics in result}\n\n\n#: SmartNoise SQL\'s metadata for the table the query reads: one float column in [0, 1], a row per person.\nSMARTNOISE_METADATA = {\n    "": {"": {"t": {"row_privacy": True, "censor_dims": False, "x": {"type": "float", "lower": 0.0, "upper": 1.0}}}}\n}\n\n\ndef smartnoise_sum(table: pl.DataFrame) -> Any:\n    """SmartNoise SQL 1.0.10 (its own venv, .venv-smartnoise): SELECT SUM(x) over a pandas frame."""\n    import snsql\n    from snsql import Privacy\n\n    reader = snsql.from_df(table.to_pandas(), privacy=Privacy(epsilon=1.0, delta=0.0), metadata=SMARTNOISE_METADATA)\n    return reader.execute("SELECT SUM(x) AS total FROM t")[1][0]\n'
+sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), os.getcwd()]
+try:
+    _module = importlib.import_module('check_cases')
+except ModuleNotFoundError as _missing:
+    if _missing.name != 'check_cases' or _SOURCE is None:
+        raise
+    _module = types.ModuleType('check_cases')
+    sys.modules['check_cases'] = _module
+    exec(compile(_SOURCE, 'check_cases.py', "exec"), _module.__dict__)
+fn = _module
+for _part in 'diffprivlib_linear_regression'.split("."):
+    fn = getattr(fn, _part)
+
+def table(runs):
+    # runs of identical rows: (row, how many times), in order
+    index = np.repeat(np.arange(len(runs)), [times for _, times in runs])
+    schema = {'x': pl.Float64, 'y': pl.Float64}
+    return pl.DataFrame(
+        {name: pl.Series(name, [row[i] for row, _ in runs], dtype=schema[name], strict=False).gather(index)
+         for i, name in enumerate(schema)}
+    )
+
+D = [((0.0, 0.0,), 1)]
+D_PRIME = [((0.0, 0.0,), 1), ((50.0, 0.0,), 1)]
+DECLARED = 0.0
+CALL = 2
+NORM = 'l1'
+
+
+def before_noise(runs):
+    CALLS.clear()
+    globals().get("PIN", lambda: None)()  # the library's own randomness, pinned (if it has any)
+    fn(table(runs))
+    site, mechanism, _, value = CALLS[CALL]
+    return site, mechanism, value
+
+
+def numbers(value):
+    # the value's numbers by position (bytes: their bits; a dict: by key; a frame: its
+    # columns of numbers, by name); None: not numbers
+    if hasattr(value, "columns") and len(getattr(value, "shape", ())) == 2:
+        columns = {str(name): numbers(list(value[name])) for name in value.columns}
+        return {(name, *k): v for name, inner in columns.items() if inner is not None for k, v in inner.items()}
+    if isinstance(value, (bytes, bytearray)):
+        bits = np.unpackbits(np.frombuffer(bytes(value), dtype=np.uint8))
+        return {(i,): float(b) for i, b in enumerate(bits)}
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            inner = numbers(item)
+            if inner is None:
+                return None
+            out.update({(key, *k): v for k, v in inner.items()})
+        return out
+    try:
+        flat = np.asarray(value, dtype=float).ravel()
+    except (TypeError, ValueError):
+        return None
+    return {(i,): float(v) for i, v in enumerate(flat)}
+
+
+def shift(a, b):
+    x, y = (None, None) if NORM == "discrete" else (numbers(a), numbers(b))
+    if x is None or y is None:  # the discrete metric: 0 when equal, 1 otherwise
+        return 0.0 if a == b or repr(a) == repr(b) else 1.0
+    gaps = []
+    for key in x.keys() | y.keys():
+        u, v = x.get(key, 0.0), y.get(key, 0.0)
+        same = u == v or (math.isnan(u) and math.isnan(v))
+        gaps.append(0.0 if same else math.inf if math.isnan(u) or math.isnan(v) else abs(u - v))
+    return math.hypot(*gaps) if NORM == "l2" else math.fsum(gaps)
+
+
+site, mechanism, a = before_noise(D)
+_, _, b = before_noise(D_PRIME)
+moved = shift(a, b)
+print(f"{mechanism} at {site}: value before noise {a!r} on D, {b!r} on D'")
+print(f"{NORM} shift {moved!r} vs declared sensitivity {DECLARED!r}")
+if moved > DECLARED * (1 + 1e-09):
+    print("BUG: the shift exceeds the declared sensitivity")
+    sys.exit(1)
+print("not reproduced")
