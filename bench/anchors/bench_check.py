@@ -35,6 +35,27 @@ def cli_for(name: str) -> Path:
     return REPO / VENVS[name] / "bin" / "dpwitness" if name in VENVS else CLI
 
 
+def run_check(command: list[str], *, timeout: float) -> tuple[dict[str, Any], int, float, float]:
+    """``command`` (a ``dpwitness check … --json``) run from the repository: its report (a "no report" one
+    when stdout is not one, or the wall-clock ``timeout`` stopped it), exit code, CPU seconds (user + system
+    of the check's process) and wall seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    try:
+        run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=timeout)
+        stdout, stderr, code = run.stdout, run.stderr, run.returncode
+    except subprocess.TimeoutExpired as error:
+        stdout, stderr, code = "", f"timed out after {error.timeout:.0f} s of wall time", -1
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    try:
+        report: dict[str, Any] = json.loads(stdout)
+    except json.JSONDecodeError:
+        report = {"verdict": "no report", "error": f"exit {code}: {stderr.strip()[-400:]}"}
+    return report, code, cpu, wall
+
+
 def run_case(name: str, *, scripts: Path | None = None, max_seconds: float | None = None) -> dict[str, Any]:
     """One case through ``dpwitness check --json``: its report, exit code, CPU and wall seconds."""
     columns, expected, what = ALL_CASES[name]
@@ -43,31 +64,26 @@ def run_case(name: str, *, scripts: Path | None = None, max_seconds: float | Non
     command += ["--max-seconds", str(max_seconds), "--json"]
     if scripts is not None:
         command += ["--scripts", str(scripts)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=600)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    try:
-        report = json.loads(run.stdout)
-    except json.JSONDecodeError:
-        report = {"verdict": f"no report (exit {run.returncode}): {run.stderr.strip()[-300:]}"}
+    report, code, cpu, wall = run_check(command, timeout=600)
     return {
         "name": name,
         "what": what,
         "expected": expected,
         "verdict": report.get("verdict"),
-        "exit": run.returncode,
+        "exit": code,
         "cpu": cpu,
         "wall": wall,
         "report": report,
     }
 
 
-def agrees(result: dict[str, Any]) -> bool:
-    expected, verdict = result["expected"], result["verdict"]
+def verdict_agrees(expected: str | None, verdict: str | None) -> bool:
+    """A verdict meets what was expected ("not violated": ok or an honest inconclusive)."""
     return verdict in ("ok", "inconclusive") if expected == "not violated" else verdict == expected
+
+
+def agrees(result: dict[str, Any]) -> bool:
+    return verdict_agrees(result["expected"], result["verdict"])
 
 
 def summary(report: dict[str, Any]) -> str:

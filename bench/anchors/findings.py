@@ -23,11 +23,9 @@ import datetime
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,9 @@ SCRIPTS = REPO / "docs" / "findings"
 RESULTS = REPO / "bench" / "results" / "findings.json"
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from findings_catalogue import BY_NAME, CATALOGUE, Entry, version_key  # noqa: E402  (beside this script)
+from bench_check import run_check  # noqa: E402  (beside this script)
+from bench_check import verdict_agrees as agrees  # noqa: E402
+from findings_catalogue import BY_NAME, CATALOGUE, Entry, version_key  # noqa: E402
 
 from machine import cpu_model  # noqa: E402
 
@@ -73,20 +73,7 @@ def run_one(entry: Entry, version: str, venv: Path) -> dict[str, Any]:
     command = [str(venv / "bin" / "dpwitness"), "check", f"bench/anchors/findings_catalogue.py:{entry.name}"]
     command += ["--columns", entry.columns, "--epsilon", repr(entry.epsilon), "--max-seconds", f"{entry.max_seconds:g}"]
     command += [*entry.flags, "--json", "--scripts", str(scripts.relative_to(REPO))]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    try:
-        run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=20 * entry.max_seconds + 300)
-        stdout, stderr, code = run.stdout, run.stderr, run.returncode
-    except subprocess.TimeoutExpired as error:
-        stdout, stderr, code = "", f"timed out after {error.timeout:.0f} s of wall time", -1
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    try:
-        report: dict[str, Any] = json.loads(stdout)
-    except json.JSONDecodeError:
-        report = {"verdict": "no report", "error": f"exit {code}: {stderr.strip()[-400:]}"}
+    report, code, cpu, wall = run_check(command, timeout=20 * entry.max_seconds + 300)
     if scripts.is_dir() and not any(scripts.iterdir()):
         scripts.rmdir()
     return {
@@ -102,13 +89,6 @@ def run_one(entry: Entry, version: str, venv: Path) -> dict[str, Any]:
         "wall": wall,
         "report": report,
     }
-
-
-def agrees(expected: str | None, verdict: str | None) -> bool:
-    """A verdict meets what the catalogue expects ("not violated": ok or inconclusive)."""
-    if expected == "not violated":
-        return verdict in ("ok", "inconclusive")
-    return verdict == expected
 
 
 def measure(report: dict[str, Any]) -> tuple[str, str]:
