@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE))
 from dpwitness.engines.polars import ENGINE  # noqa: E402
 from dpwitness.query.queries import Query  # noqa: E402
 from gen_parquet import CATEGORIES, generate  # noqa: E402  (bench/ is not a package)
-from machine import cpu_model, spread, timed  # noqa: E402
+from machine import cpu_model, interleaved, spread  # noqa: E402
 
 STATS = ("sum", "mean", "histogram")
 BOUNDS = (0.0, 100.0)
@@ -106,6 +106,11 @@ def opendp_runner(path: Path, k: int, rows: int, runs: int) -> Callable[[str], o
     return run
 
 
+def _each_case(cases: list[Any], sides: dict[str, Callable[[Any], object]]) -> dict[tuple[Any, str], Callable[[], object]]:
+    """Every side on every case, keyed (case, side), cases outermost (the order the rounds run them in)."""
+    return {(case, side): (lambda run=run, case=case: run(case)) for case in cases for side, run in sides.items()}  # type: ignore[misc]
+
+
 def measure(path: Path, k: int, repeats: int, stats: tuple[str, ...] = STATS, *, opendp: bool = False) -> list[dict[str, Any]]:
     """Median (and spread) of ``repeats`` interleaved runs per statistic and side, after one warm-up each."""
     handle = ENGINE.open(path)
@@ -120,7 +125,7 @@ def measure(path: Path, k: int, repeats: int, stats: tuple[str, ...] = STATS, *,
             print("OpenDP does not import here: its column is left out", file=sys.stderr)
         else:
             sides["opendp"] = runner
-    samples = _interleaved(list(stats), sides, repeats)
+    samples = interleaved(_each_case(list(stats), sides), repeats)
     out = []
     for stat in stats:
         row: dict[str, Any] = {"stat": stat}
@@ -136,21 +141,6 @@ def measure(path: Path, k: int, repeats: int, stats: tuple[str, ...] = STATS, *,
     return out
 
 
-def _interleaved(
-    cases: list[Any], sides: dict[str, Callable[[Any], object]], repeats: int
-) -> dict[tuple[Any, str], list[tuple[float, float]]]:
-    """(CPU s, wall s) of every side on every case, ``repeats`` interleaved rounds after one warm-up
-    round that is not counted (it warms caches), so that a burst of load hits every side alike."""
-    samples: dict[tuple[Any, str], list[tuple[float, float]]] = {(case, side): [] for case in cases for side in sides}
-    for repeat in range(repeats + 1):
-        for case in cases:
-            for side, run in sides.items():
-                timing = timed(lambda run=run, case=case: run(case))  # type: ignore[misc]
-                if repeat:
-                    samples[(case, side)].append(timing)
-    return samples
-
-
 def scaling(sizes: list[int], k: int, repeats: int, directory: Path | None = None) -> list[dict[str, Any]]:
     """The bounded sum and Polars' first-k at each size, interleaved: CPU per row against the smallest size."""
     where = {} if directory is None else {"directory": directory}
@@ -160,7 +150,7 @@ def scaling(sizes: list[int], k: int, repeats: int, directory: Path | None = Non
         "polars_first_k": lambda n: first_k(paths[n], "sum", k).collect(engine="streaming"),
         "dpwitness": lambda n: ENGINE.aggregate(handles[n], query("sum", k), selection_key=KEY),
     }
-    samples = _interleaved(sizes, sides, repeats)
+    samples = interleaved(_each_case(sizes, sides), repeats)
     out = []
     for n in sizes:
         row: dict[str, Any] = {"rows": n}

@@ -43,7 +43,7 @@ from dpwitness.io.cells import polars_number
 from dpwitness.io.reader import scan_polars
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import cpu_model, spread, timed  # bench/ is not a package
+from machine import cpu_model, interleaved, spread  # bench/ is not a package
 
 Run = Callable[[Path], object]
 
@@ -114,19 +114,12 @@ def _uncached(run: Callable[[Path], object], path: Path) -> object:
     return run(path)
 
 
-def _rounds(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, dict[str, float]]:
-    """One warm-up round, then ``repeats`` interleaved rounds (a burst of load hits every run alike)."""
-    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
-    for round_ in range(repeats + 1):
-        for name, run in runs.items():
-            timing = timed(run)
-            if round_:
-                samples[name].append(timing)
-    return {name: spread(values) for name, values in samples.items()}
+def _spreads(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, dict[str, float]]:
+    return {name: spread(samples) for name, samples in interleaved(runs, repeats).items()}
 
 
 def measure(path: Path, repeats: int) -> dict[str, dict[str, float]]:
-    return _rounds({name: (lambda run=run: run(path)) for name, run in RUNS.items()}, repeats)  # type: ignore[misc]
+    return _spreads({name: (lambda run=run: run(path)) for name, run in RUNS.items()}, repeats)  # type: ignore[misc]
 
 
 def measure_spark(path: Path, repeats: int = 3) -> dict[str, dict[str, float]]:
@@ -146,7 +139,7 @@ def measure_spark(path: Path, repeats: int = 3) -> dict[str, dict[str, float]]:
             "hours", (0, 100), epsilon=1.0
         ),
     }
-    return _rounds(runs, repeats)
+    return _spreads(runs, repeats)
 
 
 def _row(name: str, t: dict[str, Any], width: int = 54) -> str:

@@ -1,4 +1,4 @@
-"""What every benchmark states about the machine it ran on (bench/ is not a package: the scripts
+"""What every benchmark states about the machine it ran on, and how it times its runs (bench/ is not a package: the scripts
 put this folder on sys.path and import it by name)."""
 
 from __future__ import annotations
@@ -6,8 +6,11 @@ from __future__ import annotations
 import platform
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
+from typing import TypeVar
+
+Key = TypeVar("Key", bound=Hashable)
 
 
 def cpu_model() -> str:
@@ -39,3 +42,15 @@ def spread(samples: list[tuple[float, float]]) -> dict[str, float]:
         "wall_min_s": min(wall),
         "wall_max_s": max(wall),
     }
+
+
+def interleaved(runs: Mapping[Key, Callable[[], object]], repeats: int) -> dict[Key, list[tuple[float, float]]]:
+    """:func:`timed` samples of every run, ``repeats`` interleaved rounds after one warm-up round that
+    is not counted (it warms caches), so that a burst of load hits every run alike."""
+    samples: dict[Key, list[tuple[float, float]]] = {name: [] for name in runs}
+    for round_ in range(repeats + 1):
+        for name, run in runs.items():
+            timing = timed(run)
+            if round_:
+                samples[name].append(timing)
+    return samples
