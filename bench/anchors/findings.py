@@ -408,6 +408,14 @@ def machine_meta(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"runs": runs, "cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(), "commit": commit}
 
 
+def _runs_this_checkout(venv: Path) -> bool:
+    """Whether the venv imports dpwitness from this checkout's ``src`` (the code the page names)."""
+    found = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import dpwitness; print(dpwitness.__file__)"], capture_output=True, text=True
+    )
+    return found.returncode == 0 and Path(found.stdout.strip()).resolve().is_relative_to(REPO / "src")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=[], help="releases, e.g. opendp-0.14.2")
@@ -430,6 +438,14 @@ def main(argv: list[str]) -> int:
             for entry, version, venv in plan(status)
             if (not args.only or f"{entry.library}-{version}" in args.only) and (not args.entries or entry.name in args.entries)
         ]
+        elsewhere = [str(venv) for venv in dict.fromkeys(venv for _, _, venv in todo) if not _runs_this_checkout(venv)]
+        if elsewhere:  # a venv built from another checkout would check with other code than the page's commit
+            print(
+                f"these venvs import dpwitness from another checkout: {', '.join(elsewhere)}; "
+                f"reinstall it there with <venv>/bin/python -m pip install --no-deps -e {REPO}",
+                file=sys.stderr,
+            )
+            return 2
         ran = 0
         for number, (entry, version, venv) in enumerate(todo, start=1):
             if key(entry, version) in results and not args.again:

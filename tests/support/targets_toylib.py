@@ -153,6 +153,29 @@ class RandomizedResponse:
         return others[int(self.rng.integers(len(others)))]
 
 
+class RandomizedBits:
+    """Randomized response on one respondent's ticked options (bytes, little-endian bits), as OpenDP's
+    ``make_randomized_response_bitvec``: its input metric is the discrete distance (a u32), and a
+    changed respondent changes at most two bits, each flipped with probability 1 / (1 + e^(ε/2)).
+    ``keep_last`` leaves the last bit as it is (OpenDP's #2708, fixed in 0.15)."""
+
+    def __init__(self, epsilon: float, *, keep_last: bool = False) -> None:
+        self.epsilon, self.keep_last = epsilon, keep_last
+        self.rng = np.random.default_rng()
+
+    def map(self, d_in: int) -> float:
+        if not isinstance(d_in, int) or isinstance(d_in, bool) or not 0 <= d_in < 2**32:
+            raise TypeError("d_in must be a u32")
+        return d_in * self.epsilon
+
+    def randomise(self, bits: bytes) -> bytes:
+        unpacked = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")
+        flip = self.rng.random(len(unpacked)) < 1 / (1 + np.exp(self.epsilon / 2))
+        if self.keep_last:
+            flip[-1] = False
+        return np.packbits(unpacked ^ flip.astype(np.uint8), bitorder="little").tobytes()
+
+
 class BitFlip:
     """Randomized response on a bit vector given as bytes: each bit flips with probability
     1 / (1 + e^(ε/Δ)), for Δ the bits one record can change (an L1 sensitivity)."""
@@ -276,6 +299,11 @@ def respond(value: object, items: list[object], *, epsilon: float) -> object:
 def respond_leaky(value: object, items: list[object], *, epsilon: float) -> object:
     """Randomized response that keeps the true answer with e^(2ε) odds (the bug: it spends 2ε)."""
     return RandomizedResponse(items, 2 * epsilon).randomise(value)
+
+
+def respond_bits(bits: bytes, *, epsilon: float, keep_last: bool = False) -> bytes:
+    """The ticked options through bit-vector randomized response (``keep_last``: the bug of OpenDP's #2708)."""
+    return RandomizedBits(epsilon, keep_last=keep_last).randomise(bits)
 
 
 def flip_bits(bits: bytes, *, epsilon: float, sensitivity: float = 1.0) -> bytes:

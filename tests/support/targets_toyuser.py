@@ -22,7 +22,14 @@ class ToyAdapter(Adapter):
     def install(self) -> None:
         for cls in (toylib.LaplaceNoise, toylib.ClampedLaplace, toylib.VectorLaplace):
             self.patch(cls, "randomise", self._hook(vars(cls)["randomise"]))
-        any_types = (toylib.RandomizedResponse, toylib.BitFlip, toylib.MappedCounts, toylib.DictLaplace, toylib.FrameLaplace)
+        any_types = (
+            toylib.RandomizedResponse,
+            toylib.RandomizedBits,
+            toylib.BitFlip,
+            toylib.MappedCounts,
+            toylib.DictLaplace,
+            toylib.FrameLaplace,
+        )
         for cls in (*any_types, toylib.GaussianNoise):
             self.patch(cls, "randomise", self._any_hook(vars(cls)["randomise"]))
         self.patch(toylib.VectorDomain, "check", self._domain_hook(vars(toylib.VectorDomain)["check"]))
@@ -66,7 +73,7 @@ class ToyAdapter(Adapter):
 
         def randomise(noise: Any, value: Any) -> Any:
             norm, sensitivity = "l1", getattr(noise, "sensitivity", None)
-            if isinstance(noise, toylib.RandomizedResponse):
+            if isinstance(noise, (toylib.RandomizedResponse, toylib.RandomizedBits)):
                 recorder = active()
                 claimed = recorder.epsilon if recorder is not None and recorder.epsilon is not None else noise.epsilon
                 norm, sensitivity = "discrete", largest_distance(noise.map, claimed)
@@ -100,6 +107,7 @@ class ToyAdapter(Adapter):
             "targets_toylib.ClampedLaplace.randomise = _unnoised\n"
             "targets_toylib.VectorLaplace.randomise = _unnoised\n"
             "targets_toylib.BitFlip.randomise = _unnoised\n"
+            "targets_toylib.RandomizedBits.randomise = _unnoised\n"
             "targets_toylib.RandomizedResponse.randomise = _unnoised\n"
             "targets_toylib.DictLaplace.randomise = _unnoised\n"
             "targets_toylib.MappedCounts.randomise = _unnoised\n"
@@ -186,6 +194,21 @@ def present_bits_and_size(table: pl.DataFrame) -> bytes:
     keys = set(table["k"].to_list())
     bits = [item in keys for item in ITEMS] + [table.height > 1]
     return toylib.flip_bits(bytes(np.packbits(bits).tolist()), epsilon=1.0)
+
+
+def ticked_options(table: pl.DataFrame) -> bytes:
+    """One respondent's ticked options among 8, packed as OpenDP's guide packs them, through
+    bit-vector randomized response (correct)."""
+    ticked = np.zeros(8, dtype=np.uint8)
+    ticked[table["question"].to_list()] = 1
+    return toylib.respond_bits(np.packbits(ticked, bitorder="little").tobytes(), epsilon=1.0)
+
+
+def ticked_options_last_kept(table: pl.DataFrame) -> bytes:
+    """The same through a response that never randomizes the last option (OpenDP's #2708)."""
+    ticked = np.zeros(8, dtype=np.uint8)
+    ticked[table["question"].to_list()] = 1
+    return toylib.respond_bits(np.packbits(ticked, bitorder="little").tobytes(), epsilon=1.0, keep_last=True)
 
 
 def found_key_bytes(table: pl.DataFrame) -> bytes:

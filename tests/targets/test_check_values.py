@@ -211,3 +211,28 @@ def test_a_frame_is_read_as_its_columns_by_every_part() -> None:
     signature, values = Encoder().encode(frame, "d")
     assert signature == "F{'k':(s,s),'n':(n,∅)}" and values == [0.0, 1.0, 1.5, 2.0] and len(value_paths(frame)) == 4
     assert math.isnan(hooks.plain_value(frame)["n"][1]) and hooks.value_shape(frame)[:3] == ("frame", 2, ("k", "n"))
+
+
+def test_pairs_the_discrete_metric_cannot_rank_are_screened_before_the_audit(tmp_path: Path) -> None:
+    """OpenDP's #2708 as a toy: the last of 8 options is never randomized. Every changed answer is at
+    discrete distance 1, and the search's first pair ({} against {0}) changes bit 0 only, which is
+    randomized correctly; the screening finds the pair that changes the last bit, and the finding's
+    script shows the event on its own."""
+    columns = {"question": [0, 7]}
+    options: dict[str, Any] = dict(epsilon=1.0, libraries=["toylib"], structured=False, max_seconds=30, seed=0)
+    report = check(user.ticked_options_last_kept, columns=columns, **options)
+    assert [f.kind for f in report.findings] == ["audit"] and report.findings[0].witnessed > 3.0, report.notes
+    assert any("screened" in note for note in report.notes), report.notes
+    d, d_prime = report.findings[0].d, report.findings[0].d_prime
+    sevens = [sum(times for row, times in runs.runs if row == (7,)) for runs in (d, d_prime)]
+    assert sevens[0] != sevens[1], (d, d_prime)  # the audited pair changes the last option
+    script = tmp_path / "finding.py"
+    script.write_text(report.findings[0].script, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS / "support"), str(Path(dpwitness.__file__).resolve().parents[1])]),
+    }
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == 1 and "BUG: the event is more than e^ε times likelier" in run.stdout, run.stdout + run.stderr
+    correct = check(user.ticked_options, columns=columns, **options)
+    assert not correct.findings and correct.verdict in ("ok", "inconclusive"), [str(f) for f in correct.findings]

@@ -50,6 +50,8 @@ class UnnoisedRunner:
     reasons: dict[str, int] = field(default_factory=dict)
     declared_rows: set[int] = field(default_factory=set)  # the sizes the library's refusals declare
     output: Any = None  # what the function returned on its last run without noise
+    # The smallest pair seen per distinct change of the discrete calls' values (see ``remember``).
+    discrete_pairs: dict[tuple[str, ...], tuple[Any, Any]] = field(default_factory=dict)
 
     def declare(self, error: BaseException) -> int | None:
         """The number of rows a refusal declares (:class:`Unsupported` ``rows``), remembered; None: none."""
@@ -127,7 +129,26 @@ class UnnoisedRunner:
             raise CallsChanged(first_frame, frame, first, calls)
         if [c.shape for c in first] != [c.shape for c in calls]:
             raise CallsChanged(first_frame, frame, first, calls, kind="shape")
+        self.remember(first_frame, frame, first, calls)
         return self.values(calls, first)
+
+    def remember(self, d: Any, d_prime: Any, first: Sequence[NoiseCall], second: Sequence[NoiseCall]) -> None:
+        """Keep the pair (the smallest seen) when its discrete calls' values change in a way no kept
+        pair does, up to :data:`DISCRETE_PAIRS`: under the discrete metric every change is at distance 1,
+        so the search cannot rank them, and the audit screens them instead (``blackbox``)."""
+        before = [repr(plain_value(a.value)) for a, b in zip(first, second, strict=True) if a.norm == "discrete"]
+        after = [repr(plain_value(b.value)) for a, b in zip(first, second, strict=True) if a.norm == "discrete"]
+        if before == after:
+            return
+        key = (*min(before, after), "→", *max(before, after))  # the same change either way round
+        kept = self.discrete_pairs.get(key)
+        room = kept is None and len(self.discrete_pairs) < DISCRETE_PAIRS
+        if room or (kept is not None and d.height + d_prime.height < kept[0].height + kept[1].height):
+            self.discrete_pairs[key] = (d, d_prime)
+
+
+#: The most pairs with distinct changes of discrete values a check keeps for the audit to screen.
+DISCRETE_PAIRS = 8
 
 
 #: The key under which the search reads the function's own output without its noise: searched when

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 #: The largest table of the size ladder (1, 2, 4, … rows), unless a library's limit is lower.
 LADDER_ROWS = 2**14
+#: The most listed values per column :func:`listed_pairs` varies.
+LISTED_VALUES = 16
 
 
 def table_of(template: pl.DataFrame, rows: int) -> pl.DataFrame:
@@ -212,4 +214,39 @@ def sized_pairs(
     return pairs
 
 
-__all__ = ["LADDER_ROWS", "Boundary", "find_sized_probe", "ladder", "size_boundaries", "sized_pairs", "table_of"]
+def listed_pairs(template: pl.DataFrame, columns: Mapping[str, Any], neighbours: str) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+    """One record with each listed value of each column (the others as in the probe's row): added to
+    no record and to the probe's row (add-remove), or replacing the probe's row (replace-one). Under
+    the discrete metric every change is at distance 1, so these pairs are how the audit gets one
+    change of each kind to screen, whatever the search's draws.
+
+    :param template: the one-row probe table.
+    :param columns: the checked columns (as for ``check``); those given as lists are varied.
+    :param neighbours: ``"replace-one"`` or ``"add-remove"``.
+    """
+    import polars as pl
+
+    pairs: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+    for name, spec in columns.items():
+        if not isinstance(spec, Sequence) or isinstance(spec, str):
+            continue
+        dtype = template.schema[name]
+        for value in list(dict.fromkeys(spec))[:LISTED_VALUES]:
+            row = template.with_columns(pl.lit(value, dtype=dtype).alias(name))
+            if neighbours == "replace-one":
+                pairs.append((template, row))
+            else:
+                pairs += [(table_of(template, 0), row), (template, pl.concat([template, row]))]
+    return pairs
+
+
+__all__ = [
+    "LADDER_ROWS",
+    "Boundary",
+    "find_sized_probe",
+    "ladder",
+    "listed_pairs",
+    "size_boundaries",
+    "sized_pairs",
+    "table_of",
+]

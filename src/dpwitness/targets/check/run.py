@@ -24,7 +24,7 @@ from dpwitness.targets.check.probe import (
     probe_row,
     relative_shift,
 )
-from dpwitness.targets.check.reach import LADDER_ROWS, find_sized_probe, size_boundaries, sized_pairs
+from dpwitness.targets.check.reach import LADDER_ROWS, find_sized_probe, listed_pairs, size_boundaries, sized_pairs
 from dpwitness.targets.check.report import CheckReport, Finding, ReportBuilder
 from dpwitness.targets.check.script import repro_script
 from dpwitness.targets.hooks import Adapter, AdapterError, registered
@@ -214,12 +214,16 @@ def _check(
     else:
         sizes |= {rows for boundary in boundaries for rows in (boundary.below.height, boundary.above.height)}
     at_sizes = sized_pairs(template, sizes, bounds, report.neighbours)
+    listed = listed_pairs(template, columns, report.neighbours) if any(c.norm == "discrete" for c in calls) else []
     for norm in ("l1", "l2", "discrete") if not report.findings else ():
         group = {k: v for k, v in claims.items() if by_call[k].norm == norm}
         if not group:
             continue
         search_norm = "l2" if norm == "l2" else "l1"  # the discrete distance reaches the search as a 0/1 number
-        if at_sizes:  # a few neighbours at the sizes the library declares or the function changes at
+        # a few neighbours at the sizes the library declares or the function changes at; under the discrete
+        # metric, one change of each listed value too (for the audit to screen: blackbox)
+        given = at_sizes + (listed if norm == "discrete" else [])
+        if given:
             try:
                 sized = search_claims(
                     runner,
@@ -228,14 +232,14 @@ def _check(
                     neighbours=report.neighbours,
                     norm=search_norm,
                     trials=0,
-                    pairs=at_sizes,
+                    pairs=given,
                 )
             except CallsChanged as changed:
                 report.findings.append(calls_finding(changed, runner.fn))
                 break
             for name, result in sized.items():
                 _keep(results, pairs, name, result, (Runs.of_frame(result.d), Runs.of_frame(result.d_prime)))
-                if result.violated:
+                if result.violated and result.d.height in sizes:
                     notes.append(f"{name}: found on a table of {result.d.height} rows (a size the library accepts)")
         try:
             found = (

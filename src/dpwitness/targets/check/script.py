@@ -239,6 +239,8 @@ def coordinates(value):
         return [c for item in value for c in coordinates(item)]
     if isinstance(value, (bool, int, float)):
         return [float(value)]
+    if isinstance(value, bytes):  # a bit vector: its bits, little-endian within each byte
+        return [float(byte >> k & 1) for byte in value for k in range(8)]
     return [math.nan]
 
 
