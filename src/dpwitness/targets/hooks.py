@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any
 
 from dpwitness.common.encoding import frame_columns
@@ -417,21 +417,29 @@ def call_sites(package_roots: tuple[str, ...], skip: int) -> tuple[str, str]:
     :param skip: how many frames to drop, starting with this function's caller (0: start at
         the caller).
     """
-    frame = sys._getframe(skip + 1)
     site = caller = ""
-    while frame is not None:
+    for frame in outside_frames(skip + 1):
         filename = frame.f_code.co_filename
-        if filename.startswith(_PACKAGE):
-            frame = frame.f_back  # type: ignore[assignment]
-            continue
         inside = any(root and filename.startswith(root) for root in package_roots)
         if inside and not site:
             site = f"{_short(filename)}:{frame.f_lineno}"
         elif not inside:
             caller = f"{_short(filename)}:{frame.f_lineno}"
             break
-        frame = frame.f_back  # type: ignore[assignment]
     return site or caller, caller
+
+
+def outside_frames(skip: int = 0) -> Iterator[FrameType]:
+    """The live frames from the caller outwards (innermost first), without dpwitness's own (the
+    hooks, their guard wrappers, the check): where a hook finds the library line that called it.
+
+    :param skip: how many frames to drop, starting with this function's caller (0: start at the caller).
+    """
+    frame: FrameType | None = sys._getframe(skip + 1)
+    while frame is not None:
+        if not frame.f_code.co_filename.startswith(_PACKAGE):
+            yield frame
+        frame = frame.f_back
 
 
 #: dpwitness's own source folder (its frames are never a call site).

@@ -28,11 +28,10 @@ samples its distributions' docstring examples at import, inside the function's f
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import Any
 
-from dpwitness.targets.hooks import _PACKAGE, Adapter, _short, active, noise_call, register, registered
+from dpwitness.targets.hooks import Adapter, _short, active, noise_call, outside_frames, register, registered
 
 #: The noise distributions hooked: name → the norm its scale's Δ is read in.
 DISTRIBUTIONS = {"laplace": "l1", "normal": "l2", "gumbel": "l1", "logistic": "l1"}
@@ -140,22 +139,19 @@ def _draw_sites() -> tuple[str, str, bool]:
     the draw to its adapter, or an import is running, whose draws are not noise on the data)."""
     others = (adapter for adapter in registered() if adapter.name != NumpyRandomAdapter.name)
     roots = tuple(root for adapter in others for root in adapter.package_roots if root)
-    frame = sys._getframe(1)
     site = caller = ""
     site_file = ""
     covered = False
-    while frame is not None:
+    for frame in outside_frames(1):
         filename = frame.f_code.co_filename
         if filename.startswith("<frozen importlib") or any(filename.startswith(root) for root in roots):
             covered = True
             break
-        if not filename.startswith(_PACKAGE):
-            where = f"{_short(filename)}:{frame.f_lineno}"
-            if not site:
-                site, site_file = where, filename
-            elif filename != site_file and not caller:
-                caller = where
-        frame = frame.f_back  # type: ignore[assignment]
+        where = f"{_short(filename)}:{frame.f_lineno}"
+        if not site:
+            site, site_file = where, filename
+        elif filename != site_file and not caller:
+            caller = where
     return site, caller or site, covered
 
 

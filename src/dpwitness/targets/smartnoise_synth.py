@@ -41,7 +41,7 @@ import random
 import sys
 from typing import Any
 
-from dpwitness.targets.hooks import _PACKAGE, Adapter, AdapterError, Unsupported, active, noise_call, register
+from dpwitness.targets.hooks import Adapter, AdapterError, Unsupported, active, noise_call, outside_frames, register
 
 #: The seed NumPy's global generator and Python's ``random`` get before each run (both neighbours).
 PINNED_SEED = 20260101
@@ -311,12 +311,11 @@ def _replay(kind: str, scale: float, value: Any) -> Any:
 def _caller_local(name: str, hook: str) -> Any:
     """The variable ``name`` of the library's frame that called the hooked noise function (the
     first frame outside dpwitness: the hook is called through :meth:`Adapter.guarded`'s wrapper)."""
-    frame = sys._getframe(2)
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
-    if name not in frame.f_locals:
+    frame = next(outside_frames(2), None)
+    if frame is None or name not in frame.f_locals:
+        where = "dpwitness alone" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
         raise AdapterError(
-            f"smartnoise-synth adapter: {hook} was called from {frame.f_code.co_filename}:{frame.f_lineno} "
+            f"smartnoise-synth adapter: {hook} was called from {where} "
             f"without a local {name!r} (the value before noise): snsynth's internals are not as expected"
         )
     return frame.f_locals[name]
