@@ -212,3 +212,17 @@ def test_vectorised_alias_tables_hold_their_weights_exactly() -> None:
         weights = [b - a for a, b in itertools.pairwise(cuts)]
         table = _alias_from_weights(weights, 1024, one=tables._ONE53, full=tables._ONE53 - 1)
         assert _alias53_masses(table) == weights
+
+
+@pytest.mark.parametrize("m", [1 << 27, 12_345_678_901, (1 << 40) + 1])  # m ≥ 2^27 (noise.laplace)
+def test_the_low_level_built_in_chunks_is_the_whole_level_bit_for_bit(m: int) -> None:
+    """The low level is built 64K entries at a time (its float temporaries no longer fill the heap):
+    every threshold and the spread are those of the whole-array formula."""
+    size = tables._LOW_SIZE
+    ideal = np.exp2(np.arange(size, dtype=np.float64) / -m) * (1 << 32)
+    kept = np.floor(ideal)
+    kept[0] = (1 << 32) - 1
+    whole = kept.astype(np.uint32)
+    spread = float(np.ptp((ideal - kept) / ideal))
+    built = tables._low_table.__wrapped__(m)
+    assert np.array_equal(built.thresholds, whole) and built.spread == spread

@@ -14,6 +14,7 @@ from dpwitness.common.caching import scoped_cache
 LOW_BITS = 20
 _LOW_SIZE = 1 << LOW_BITS
 _THRESHOLD_ONE = 1 << 32
+_LOW_CHUNK = 1 << 16  # entries of the low level computed at a time (1 MB of float64 temporaries)
 
 
 @dataclass(frozen=True)
@@ -100,16 +101,23 @@ def _low_table(m: int) -> _LowTable:
     x_l = 2^32·2^(−l/m) (r_l < 2^-31; the gap x_l − thresholds[l] is exact in float64), and
     |log1p(−r) + r| ≤ r² < 10^-18: so the spread is that of −r_l, inside the deviation's float slack.
     """
-    ideal = np.arange(_LOW_SIZE, dtype=np.float64)
-    np.divide(ideal, -m, out=ideal)
-    np.exp2(ideal, out=ideal)
-    ideal *= _THRESHOLD_ONE  # exact: a power of two
-    kept = np.floor(ideal)
-    kept[0] = _THRESHOLD_ONE - 1  # x_0 = 2^32 exactly; every other x_l < 2^32
-    thresholds: npt.NDArray[np.uint32] = kept.astype(np.uint32)
-    np.subtract(ideal, kept, out=kept)
-    kept /= ideal
-    return _LowTable(thresholds, float(np.ptp(kept)))
+    thresholds: npt.NDArray[np.uint32] = np.empty(_LOW_SIZE, dtype=np.uint32)
+    low, high = np.inf, -np.inf
+    # In chunks: the float64 temporaries of the whole level (16 MB) stayed in the process's heap
+    # after the table was built; each value is computed alone, so the chunking changes no bit.
+    for start in range(0, _LOW_SIZE, _LOW_CHUNK):
+        ideal = np.arange(start, start + _LOW_CHUNK, dtype=np.float64)
+        np.divide(ideal, -m, out=ideal)
+        np.exp2(ideal, out=ideal)
+        ideal *= _THRESHOLD_ONE  # exact: a power of two
+        kept = np.floor(ideal)
+        if start == 0:
+            kept[0] = _THRESHOLD_ONE - 1  # x_0 = 2^32 exactly; every other x_l < 2^32
+        thresholds[start : start + _LOW_CHUNK] = kept
+        np.subtract(ideal, kept, out=kept)
+        kept /= ideal
+        low, high = min(low, float(kept.min())), max(high, float(kept.max()))
+    return _LowTable(thresholds, high - low)
 
 
 def _low_thresholds(m: int) -> npt.NDArray[np.uint32]:
