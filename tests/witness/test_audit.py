@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -226,6 +227,9 @@ def test_a_slow_mechanism_is_inconclusive_not_ok() -> None:
     result = audit(slow, 0.0, 1.0, epsilon=1.0, max_seconds=0.5, seed=1)
     assert result.verdict == "inconclusive" and not result.wall_clock_stopped
     assert "too slow" in result.reason
+    # the rate it quotes is the runs' own (about 1,000 a CPU second), not 1/0 clamped to 10^12
+    rate = re.search(r"about ([\d,]+) runs per CPU second", result.reason)
+    assert rate is not None and 200 <= int(rate.group(1).replace(",", "")) <= 1100, result.reason
 
 
 def test_too_few_samples_are_inconclusive_not_ok() -> None:

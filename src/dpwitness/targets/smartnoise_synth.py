@@ -36,6 +36,7 @@ composition: each step must meet its Δ whatever the earlier outputs were).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import random
 import sys
@@ -66,23 +67,30 @@ class SmartNoiseSynthAdapter(Adapter):
     max_rows = MAX_ROWS
 
     def install(self) -> None:
-        import snsynth.aim.aim as aim
         import snsynth.base as base
-        import snsynth.mst.mst as mst
         import snsynth.mwem as mwem
         import snsynth.transform.bin as bin_transform
         import snsynth.transform.minmax as minmax
 
-        for module in (mst, aim):
+        # MST and AIM need mbi, which the releases before 1.0.8 took from GitHub only: where it does not
+        # import, neither synthesizer can run for the user either, and the others are still hooked.
+        mst, aim = _importable("snsynth.mst.mst"), _importable("snsynth.aim.aim")
+        classes = [mwem.MWEMSynthesizer]
+        for module in (m for m in (mst, aim) if m is not None):
             self.patch(module, "gaussian_noise", self._gaussian(module.gaussian_noise))
-        self.patch(aim, "exponential_mechanism", self._aim_choice(aim.exponential_mechanism))
-        mst_class, aim_class, mwem_class = mst.MSTSynthesizer, aim.AIMSynthesizer, mwem.MWEMSynthesizer
-        self.patch(mst_class, "exponential_mechanism", self._mst_choice(vars(mst_class)["exponential_mechanism"]))
-        self.patch(mst_class, "MST", self._known_total(vars(mst_class)["MST"]))
+        if aim is not None:
+            self.patch(aim, "exponential_mechanism", self._aim_choice(aim.exponential_mechanism))
+            classes.append(aim.AIMSynthesizer)
+        if mst is not None:
+            mst_class = mst.MSTSynthesizer
+            self.patch(mst_class, "exponential_mechanism", self._mst_choice(vars(mst_class)["exponential_mechanism"]))
+            self.patch(mst_class, "MST", self._known_total(vars(mst_class)["MST"]))
+            classes.append(mst_class)
+        mwem_class = mwem.MWEMSynthesizer
         self.patch(mwem_class, "_laplace", self._laplace(vars(mwem_class)["_laplace"]))
         self.patch(mwem_class, "_exponential_mechanism", self._mwem_choice(vars(mwem_class)["_exponential_mechanism"]))
         self.patch(mwem_class, "_initialize_a", self._initial_total(vars(mwem_class)["_initialize_a"]))
-        for cls in (mst_class, aim_class, mwem_class):
+        for cls in classes:
             self.patch(cls, "sample", self._sample(vars(cls)["sample"]))
             self.patch(cls, "fit", _prints_to_stderr(vars(cls)["fit"]))
         self.patch(base.Synthesizer, "_get_train_data", self._train_data(vars(base.Synthesizer)["_get_train_data"]))
@@ -319,6 +327,14 @@ def _caller_local(name: str, hook: str) -> Any:
             f"without a local {name!r} (the value before noise): snsynth's internals are not as expected"
         )
     return frame.f_locals[name]
+
+
+def _importable(name: str) -> Any:
+    """The module ``name``, or None when it (or a library it needs) does not import here."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
 
 
 def _prints_to_stderr(original: Any) -> Any:

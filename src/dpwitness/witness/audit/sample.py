@@ -223,12 +223,14 @@ class Sampler:
         """``run(done, size)`` on blocks of runs with no per-call bookkeeping, blocks growing while
         they are quick; the clock is read between blocks (out of time past the deadline)."""
         block, done = 8, 0
+        started = self.clock()
         while done < n:
             size = min(block, n - done)
             begun = self.clock()
             run(done, size)
             done += size
             if self.out_of_time():
+                self._note_rate((self.clock() - started) / done, done)  # the rate a "too slow" reason quotes
                 raise OutOfTime
             if self.clock() - begun < PER_CALL_BLOCK_SECONDS / 2:
                 block = min(2 * block, PER_CALL_BLOCK)
