@@ -1,6 +1,6 @@
 """Where the service answers a DP query (issue 31, item 6): a shape the analyst has ready on the event
-loop, awaiting the ledger's commit; anything else in a worker thread. In-process (FastAPI's
-TestClient), on a small table."""
+loop, awaiting the ledger's commit; anything else in a worker thread; ``POST /v1/query`` in front of
+FastAPI's own middleware. In-process (FastAPI's TestClient), on a small table."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from dpwitness.serve.app import create_app
 from dpwitness.serve.config import load_config
 from dpwitness.serve.ledger import LABEL_PREFIX
+from dpwitness.serve.limits import Receive, Scope, Send
 from dpwitness.serve.process import write_config
 
 TOKEN = "alice-token-" + "a" * 24
@@ -85,3 +86,29 @@ def test_without_the_aggregate_cache_every_query_runs_in_a_worker_thread(tmp_pat
         for _ in range(3):
             assert client.post("/v1/query", json=MEAN, headers=HEADERS).status_code == 200
     assert handed_off.count("answer_query") == 3
+
+
+def test_a_query_is_answered_in_front_of_the_framework_middleware(tmp_path: Path) -> None:
+    """FastAPI's middleware stack (its error and telemetry layers, and any middleware added to the
+    app) sees every request the framework answers, and no ``application/json`` query."""
+    app = create_app(load_config(config(tmp_path)))
+    seen: list[tuple[str, str]] = []
+
+    class Counting:
+        def __init__(self, app: Any) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                seen.append((scope["method"], scope["path"]))
+            await self.app(scope, receive, send)
+
+    app.add_middleware(Counting)
+    with TestClient(app) as client:
+        assert client.post("/v1/query", json=MEAN, headers=HEADERS).status_code == 200
+        other = {**HEADERS, "content-type": "application/x+json"}
+        count = b'{"table": "people", "statistic": "count", "epsilon": 0.1}'
+        assert client.post("/v1/query", content=count, headers=other).status_code == 200
+        assert client.get("/health").status_code == 200
+        assert client.post("/v1/query", content=b"x" * 100_000, headers=HEADERS).status_code == 413  # the limit comes first
+    assert seen == [("POST", "/v1/query"), ("GET", "/health")]

@@ -26,7 +26,7 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
@@ -48,7 +48,7 @@ from dpwitness.serve.auth import TokenStore
 from dpwitness.serve.cache import CachedAggregates
 from dpwitness.serve.config import AnalystConfig, Limits, ServiceConfig
 from dpwitness.serve.ledger import LABEL_PREFIX, GroupCommitLedger
-from dpwitness.serve.limits import BodySizeLimit, RateLimiter
+from dpwitness.serve.limits import BodySizeLimit, RateLimiter, Receive, Scope, Send
 from dpwitness.serve.policy import Policy
 from dpwitness.serve.requests import QueryError, QueryRequest, TableRequest, compile_query
 from dpwitness.serve.route import QueryRoute
@@ -264,6 +264,26 @@ def open_account(ledger: Ledger, analyst: AnalystConfig, *, raise_budgets: bool)
         ) from None
 
 
+class ServiceApp(FastAPI):
+    """The service's FastAPI application, with ``front`` (when set) in front of the framework: every
+    HTTP request goes to ``front`` (the body limit, then :class:`QueryRoute`), which answers
+    ``POST /v1/query`` itself and hands the rest to :meth:`framework`. FastAPI's own middleware
+    (error and telemetry layers that read the environment per request) then runs only for
+    what the framework answers; lifespan events go straight to it."""
+
+    front: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.front is not None and scope["type"] == "http":
+            await self.front(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
+    async def framework(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI's own handling: its middleware, routes and exception handlers."""
+        await super().__call__(scope, receive, send)
+
+
 def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_budgets: bool = False) -> FastAPI:
     """The FastAPI application serving ``config`` (tables are loaded and ledger accounts opened now).
 
@@ -279,7 +299,7 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         if isinstance(service.ledger, GroupCommitLedger):
             service.ledger.close()
 
-    app = FastAPI(
+    app = ServiceApp(
         title="dpwitness serve",
         version=__version__,
         description="Differentially private aggregate queries under a per-analyst ε budget. Every answer is noised; "
@@ -405,17 +425,18 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         # Encoded once here (FastAPI would validate the model again against response_model first).
         return Response(answer.model_dump_json(), media_type="application/json")
 
-    # POST /v1/query without the framework's routing and dependency solving (most of a query's
-    # CPU under load); the same functions as above decide and answer. Inside the body limit.
-    app.add_middleware(
-        QueryRoute,
+    # POST /v1/query without the framework's middleware, routing and dependency solving (most of
+    # a query's CPU under load); the same functions as above decide and answer. The body limit
+    # comes first, for every request.
+    route = QueryRoute(
+        app.framework,
         authenticate=authenticated,
         answer=answer_query_on_loop,
         refused=refusal,
         invalid=invalid_request,
         unexpected=internal_error,
     )
-    app.add_middleware(BodySizeLimit, max_bytes=config.limits.max_request_bytes)
+    app.front = BodySizeLimit(route, max_bytes=config.limits.max_request_bytes)
 
     @app.post("/v1/preview", summary="The scale and interval a query would have; spends nothing")
     def preview(body: QueryRequest, analyst: Analyst) -> PreviewAnswer:
