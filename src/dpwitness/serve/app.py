@@ -267,9 +267,9 @@ def open_account(ledger: Ledger, analyst: AnalystConfig, *, raise_budgets: bool)
 class ServiceApp(FastAPI):
     """The service's FastAPI application, with ``front`` (when set) in front of the framework: every
     HTTP request goes to ``front`` (the body limit, then :class:`QueryRoute`), which answers
-    ``POST /v1/query`` itself and hands the rest to :meth:`framework`. FastAPI's own middleware
-    (error and telemetry layers that read the environment per request) then runs only for
-    what the framework answers; lifespan events go straight to it."""
+    ``POST /v1/query`` itself and hands the rest to :meth:`framework`. FastAPI's own layers (its
+    server-error middleware, its telemetry check and middleware, run on every request) then run
+    only for what the framework answers; lifespan events go straight to it."""
 
     front: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
 
