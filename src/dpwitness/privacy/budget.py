@@ -459,7 +459,8 @@ class Accountant:
         tv_distance: float = 0.0,
     ) -> Spend:
         """:meth:`spend` for an event loop: on a ledger, :meth:`Ledger.spend_async` is awaited (the loop
-        runs other tasks until the spend is durable, or refused); in memory, :meth:`spend` (no wait)."""
+        runs other tasks until the spend is durable, or refused); in memory, :meth:`spend` (no wait).
+        ``epsilon``, ``label``, ``delta``, ``rho``, ``selection_delta`` and ``tv_distance`` as for :meth:`spend`."""
         if self.ledger is None:
             return self.spend(epsilon, label, delta=delta, rho=rho, selection_delta=selection_delta, tv_distance=tv_distance)
         entry = _entry(epsilon, label, delta=delta, rho=rho, selection_delta=selection_delta, tv_distance=tv_distance)
@@ -687,8 +688,9 @@ class Ledger:
         return entry
 
     async def spend_async(self, account: str, spend: Spend, *, create_with: Budget | None = None) -> Spend:
-        """:meth:`spend`, awaitable: here in a worker thread (the event loop is not blocked by the
-        commit); :class:`dpwitness.serve.ledger.GroupCommitLedger` resolves it from its writer thread."""
+        """:meth:`spend` (``spend`` for ``account``, ``create_with`` a new account's total), awaitable:
+        here in a worker thread (the event loop is not blocked by the commit);
+        :class:`dpwitness.serve.ledger.GroupCommitLedger` resolves it from its writer thread."""
         return await asyncio.to_thread(self.spend, account, spend, create_with=create_with)
 
     def usage(self, account: str) -> Usage:
