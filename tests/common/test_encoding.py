@@ -49,6 +49,22 @@ def test_numpy_values_become_python() -> None:
     assert json_value(np.array([np.inf, np.nan])) == ["inf", None]
 
 
+def test_built_in_containers_and_their_subclasses_encode_alike() -> None:
+    """json_value takes plain dicts, lists, tuples and floats by their exact type first (a release is
+    ~100 values); a subclass or lookalike goes the general way, to the same JSON."""
+    from collections import OrderedDict
+
+    class Score(float):
+        pass
+
+    plain = {"a": (1.0, math.inf, math.nan), 2: [True, None, "x", 3], "nested": {"b": [-math.inf]}}
+    other = OrderedDict([("a", [Score(1.0), Score(math.inf), Score(math.nan)]), (2, (True, None, "x", 3))])
+    other["nested"] = OrderedDict(b=(Score(-math.inf),))
+    expected = {"a": [1.0, "inf", None], "2": [True, None, "x", 3], "nested": {"b": ["-inf"]}}
+    assert json_value(plain) == json_value(other) == expected
+    assert json_value(frozenset({1.5})) == [1.5] and json_value(math.inf) == "inf"
+
+
 @dataclass(frozen=True)
 class _Point:
     x: float

@@ -368,3 +368,29 @@ def test_bad_mechanism_choices_are_refused_before_spending(
         session.run(query, mechanism=mechanism)
     assert caught.value.parameter == parameter and "\n" not in str(caught.value)
     assert not ledger.exists() or ledger_rows(ledger) == []
+
+
+def test_an_awaited_spend_commits_like_a_spend(tmp_path: Path) -> None:
+    """Ledger.spend_async (the core ledger: its commit in a worker thread) and Accountant.spend_async
+    (a ledger's, or in memory) record and refuse exactly as spend does."""
+    import asyncio
+
+    from dpwitness.privacy.budget import Accountant, Spend
+
+    ledger = Ledger(tmp_path / "l.db")
+    ledger.open_account("a", Budget(1.0, 0.0, math.inf))
+    on_ledger = Accountant(ledger=ledger, account="a")
+    in_memory = Accountant(1.0)
+
+    async def spends() -> None:
+        assert (await ledger.spend_async("a", Spend("one", 0.5))).label == "one"
+        await on_ledger.spend_async(0.25, "two")
+        await in_memory.spend_async(0.75, "three")
+        with pytest.raises(BudgetExceeded):
+            await on_ledger.spend_async(0.5, "too much")
+        with pytest.raises(BudgetExceeded):
+            await in_memory.spend_async(0.5, "too much")
+
+    asyncio.run(spends())
+    assert [s.label for s in ledger.history("a")] == ["one", "two"]
+    assert [s.label for s in in_memory.history] == ["three"]

@@ -460,3 +460,46 @@ def test_a_composite_release_is_witnessed_through_its_parts(adult: Path, adult_s
     bad = inverted_laplace(sensitivity=count.sensitivity * 4, epsilon=count.epsilon).release(0.0)
     tampered = replace(release, parts=(bad, total))
     assert not tampered.witness().ok and "VIOLATED" in tampered.witness().verdict
+
+
+def test_run_async_spends_before_reading_and_releases_as_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import asyncio
+
+    reads: list[int] = []
+    original = type(POLARS).aggregate
+    ledger = tmp_path / "b.db"
+
+    def spying(self: Any, handle: Any, query: Query, *, selection_key: Any) -> Any:
+        reads.append(rows_in(ledger))  # the spend is committed before any read
+        return original(self, handle, query, selection_key=selection_key)
+
+    monkeypatch.setattr(type(POLARS), "aggregate", spying)
+    session = Session(pl.DataFrame({"x": [1, 2, 3]}), epsilon=1.0, ledger=ledger, account="people")
+    release = asyncio.run(session.run_async(session.query("sum", "x", epsilon=0.75, bounds=(0, 5))))
+    assert reads == [1] and release.epsilon == pytest.approx(0.75) and release.sensitivity == 5
+    with pytest.raises(BudgetExceeded, match="nothing was released"):
+        asyncio.run(session.run_async(session.query("count", epsilon=0.5)))
+    assert reads == [1] and rows_in(ledger) == 1
+    seeded = Session(pl.DataFrame({"x": [1, 2, 3]}), epsilon=1.0, seed=7)
+    with pytest.raises(ParameterError, match="seed"):
+        asyncio.run(seeded.run_async(seeded.query("count", epsilon=0.5)))
+
+
+def test_an_unseeded_run_reads_no_spend_history(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The history's length keys a seeded session's streams only: unseeded, the spend reads nothing back."""
+    from dpwitness.privacy.budget import Ledger
+
+    reads: list[str] = []
+    original = Ledger.history
+
+    def counting(self: Ledger, account: str) -> Any:
+        reads.append(account)
+        return original(self, account)
+
+    monkeypatch.setattr(Ledger, "history", counting)
+    session = Session(pl.DataFrame({"x": [1, 2, 3]}), epsilon=1.0, ledger=tmp_path / "b.db", account="people")
+    session.count(epsilon=0.25)
+    assert reads == [] and rows_in(tmp_path / "b.db") == 1
+    seeded = Session(pl.DataFrame({"x": [1, 2, 3]}), epsilon=1.0, ledger=tmp_path / "s.db", account="people", seed=3)
+    seeded.count(epsilon=0.25)
+    assert reads == ["people"]

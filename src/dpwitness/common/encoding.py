@@ -57,7 +57,16 @@ def json_cell(value: Any) -> Any:
 
 def json_value(value: Any) -> Any:
     """``value`` made JSON-ready under the module's convention (see the module docstring)."""
-    if value is None or isinstance(value, str | bool | int):
+    kind = type(value)  # the plain built-in types first: no ABC check (a release's dict is ~100 values)
+    if kind is float:
+        return json_number(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {str(k): json_value(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [json_value(v) for v in value]
+    if isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
         return json_number(value)

@@ -22,6 +22,7 @@ the better route per spend is sound and when.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import sqlite3
@@ -434,17 +435,7 @@ class Accountant:
         selection); a Gaussian release passes its own ρ, ``selection_delta=0`` and its tables'
         ``tv_distance`` (:attr:`dpwitness.Gaussian.tv_spent`).
         """
-        amount = 0.0 if epsilon == 0 else (math.inf if epsilon == math.inf else check_positive_finite("epsilon", epsilon))
-        entry = check_spend(
-            Spend(
-                label,
-                amount,
-                delta,
-                math.nan if rho is None else rho,
-                math.nan if selection_delta is None else selection_delta,
-                tv_distance,
-            )
-        )
+        entry = _entry(epsilon, label, delta=delta, rho=rho, selection_delta=selection_delta, tv_distance=tv_distance)
         with self._lock:
             if self.ledger is not None:
                 recorded = self.ledger.spend(self.account, entry, create_with=self._pending)
@@ -456,6 +447,29 @@ class Accountant:
             self._history.append(entry)
             self._usage.add(entry)
             return entry
+
+    async def spend_async(
+        self,
+        epsilon: float,
+        label: str = "release",
+        *,
+        delta: float = 0.0,
+        rho: float | None = None,
+        selection_delta: float | None = None,
+        tv_distance: float = 0.0,
+    ) -> Spend:
+        """:meth:`spend` for an event loop: on a ledger, :meth:`Ledger.spend_async` is awaited (the loop
+        runs other tasks until the spend is durable, or refused); in memory, :meth:`spend` (no wait).
+        ``epsilon``, ``label``, ``delta``, ``rho``, ``selection_delta`` and ``tv_distance`` as for :meth:`spend`."""
+        if self.ledger is None:
+            return self.spend(epsilon, label, delta=delta, rho=rho, selection_delta=selection_delta, tv_distance=tv_distance)
+        entry = _entry(epsilon, label, delta=delta, rho=rho, selection_delta=selection_delta, tv_distance=tv_distance)
+        pending = self._pending  # a new account's total is stored with its first spend (either path)
+        recorded = await self.ledger.spend_async(self.account, entry, create_with=pending)
+        if pending is not None:
+            with self._lock:
+                self._pending = None
+        return recorded
 
     def raise_budget(
         self, *, epsilon: float | None = None, delta: float | None = None, rho: float | None = None, label: str = "raise"
@@ -472,6 +486,23 @@ class Accountant:
             else:
                 self._total = raised(self._total, epsilon=epsilon, delta=delta, rho=rho)
             return self._total
+
+
+def _entry(
+    epsilon: float, label: str, *, delta: float, rho: float | None, selection_delta: float | None, tv_distance: float
+) -> Spend:
+    """The checked :class:`Spend` of :meth:`Accountant.spend`'s arguments."""
+    amount = 0.0 if epsilon == 0 else (math.inf if epsilon == math.inf else check_positive_finite("epsilon", epsilon))
+    return check_spend(
+        Spend(
+            label,
+            amount,
+            delta,
+            math.nan if rho is None else rho,
+            math.nan if selection_delta is None else selection_delta,
+            tv_distance,
+        )
+    )
 
 
 def raised(current: Budget, *, epsilon: float | None, delta: float | None, rho: float | None) -> Budget:
@@ -655,6 +686,12 @@ class Ledger:
         finally:
             connection.close()
         return entry
+
+    async def spend_async(self, account: str, spend: Spend, *, create_with: Budget | None = None) -> Spend:
+        """:meth:`spend` (``spend`` for ``account``, ``create_with`` a new account's total), awaitable:
+        here in a worker thread (the event loop is not blocked by the commit);
+        :class:`dpwitness.serve.ledger.GroupCommitLedger` resolves it from its writer thread."""
+        return await asyncio.to_thread(self.spend, account, spend, create_with=create_with)
 
     def usage(self, account: str) -> Usage:
         with closing(self._connect()) as connection:

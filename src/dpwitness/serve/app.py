@@ -26,11 +26,12 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
+import anyio.to_thread
 from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -47,7 +48,7 @@ from dpwitness.serve.auth import TokenStore
 from dpwitness.serve.cache import CachedAggregates
 from dpwitness.serve.config import AnalystConfig, Limits, ServiceConfig
 from dpwitness.serve.ledger import LABEL_PREFIX, GroupCommitLedger
-from dpwitness.serve.limits import BodySizeLimit, RateLimiter
+from dpwitness.serve.limits import BodySizeLimit, RateLimiter, Receive, Scope, Send
 from dpwitness.serve.policy import Policy
 from dpwitness.serve.requests import QueryError, QueryRequest, TableRequest, compile_query
 from dpwitness.serve.route import QueryRoute
@@ -214,6 +215,14 @@ class Service:
             ],
         )
 
+    def ready(self, analyst: str, compiled: TableRequest, session: Session, query: queries.Query) -> bool:
+        """Whether ``analyst`` ran this shape before (:meth:`first_of_its_kind`: its noise tables are in
+        the analyst's caches) and the session holds its checked plan and exact aggregate, so that
+        answering it costs no engine work. Only this analyst's own state is consulted."""
+        with self._sessions_lock:
+            seen = compiled.shape in self._seen.get(analyst, ())
+        return seen and isinstance(session.engine, CachedAggregates) and session.engine.holds(query)
+
     def standing(self, analyst: AnalystConfig) -> tuple[Amount, Amount]:
         """(spent, remaining) of the analyst's account, for an answer: as of the commit of its spend
         (the group-commit ledger keeps it, so no SQLite read), or read from the ledger."""
@@ -255,6 +264,26 @@ def open_account(ledger: Ledger, analyst: AnalystConfig, *, raise_budgets: bool)
         ) from None
 
 
+class ServiceApp(FastAPI):
+    """The service's FastAPI application, with ``front`` (when set) in front of the framework: every
+    HTTP request goes to ``front`` (the body limit, then :class:`QueryRoute`), which answers
+    ``POST /v1/query`` itself and hands the rest to :meth:`framework`. FastAPI's own layers (its
+    server-error middleware, its telemetry check and middleware, run on every request) then run
+    only for what the framework answers; lifespan events go straight to it."""
+
+    front: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.front is not None and scope["type"] == "http":
+            await self.front(scope, receive, send)
+        else:
+            await super().__call__(scope, receive, send)
+
+    async def framework(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI's own handling: its middleware, routes and exception handlers."""
+        await super().__call__(scope, receive, send)
+
+
 def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_budgets: bool = False) -> FastAPI:
     """The FastAPI application serving ``config`` (tables are loaded and ledger accounts opened now).
 
@@ -270,7 +299,7 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         if isinstance(service.ledger, GroupCommitLedger):
             service.ledger.close()
 
-    app = FastAPI(
+    app = ServiceApp(
         title="dpwitness serve",
         version=__version__,
         description="Differentially private aggregate queries under a per-analyst ε budget. Every answer is noised; "
@@ -360,6 +389,31 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
                 release = _run(session, compiled, config.limits)
         finally:
             LABEL_PREFIX.reset(label)
+        return answered(analyst, compiled, request_id, release)
+
+    async def answer_query_on_loop(body: QueryRequest, analyst: AnalystConfig) -> Response:
+        """QueryRoute's handler. A shape this analyst's session has ready (its noise tables built, its
+        plan checked, its exact aggregate remembered) costs tens of µs besides the spend, so it is
+        answered on the event loop, awaiting the ledger's commit (no worker thread, no hand-off);
+        anything else (a new shape, a privacy unit, no aggregate cache) in a worker thread, as
+        ``answer_query``. Either way the spend is durable before the answer is built."""
+        compiled = _compile(body, analyst)
+        session = service.session(analyst, compiled.table)
+        with cache_scope(analyst.name), _refusals():
+            query = resolve(session, compiled, config.limits)
+        if not service.ready(analyst.name, compiled, session, query):
+            return await anyio.to_thread.run_sync(answer_query, body, analyst)
+        request_id = uuid.uuid4().hex
+        label = LABEL_PREFIX.set(f"{request_id} {compiled.table.name}: ")
+        try:
+            with cache_scope(analyst.name), _refusals():
+                release = await session.run_async(query, **compiled.request.run_options())
+                session.releases.clear()  # the service keeps no releases in memory
+        finally:
+            LABEL_PREFIX.reset(label)
+        return answered(analyst, compiled, request_id, release)
+
+    def answered(analyst: AnalystConfig, compiled: TableRequest, request_id: str, release: Release) -> Response:
         spent, left = service.standing(analyst)
         answer = QueryAnswer(
             request_id=request_id,
@@ -371,17 +425,18 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         # Encoded once here (FastAPI would validate the model again against response_model first).
         return Response(answer.model_dump_json(), media_type="application/json")
 
-    # POST /v1/query without the framework's routing and dependency solving (most of a query's
-    # CPU under load); the same functions as above decide and answer. Inside the body limit.
-    app.add_middleware(
-        QueryRoute,
+    # POST /v1/query without the framework's middleware, routing and dependency solving (most of
+    # a query's CPU under load); the same functions as above decide and answer. The body limit
+    # comes first, for every request.
+    route = QueryRoute(
+        app.framework,
         authenticate=authenticated,
-        answer=answer_query,
+        answer=answer_query_on_loop,
         refused=refusal,
         invalid=invalid_request,
         unexpected=internal_error,
     )
-    app.add_middleware(BodySizeLimit, max_bytes=config.limits.max_request_bytes)
+    app.front = BodySizeLimit(route, max_bytes=config.limits.max_request_bytes)
 
     @app.post("/v1/preview", summary="The scale and interval a query would have; spends nothing")
     def preview(body: QueryRequest, analyst: Analyst) -> PreviewAnswer:
@@ -476,11 +531,18 @@ def resolve(session: Session, compiled: TableRequest, limits: Limits) -> queries
 
 
 def _run(session: Session, compiled: TableRequest, limits: Limits) -> Release:
-    try:
+    with _refusals():
         query = resolve(session, compiled, limits)
         release = session.run(query, **compiled.request.run_options())
         session.releases.clear()  # the service keeps no releases in memory
         return release
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A refused budget as 402, a refused parameter as 422 (:func:`_parameter_refusal`)."""
+    try:
+        yield
     except BudgetExceeded as error:
         raise QueryError(402, str(error)) from None
     except ParameterError as error:

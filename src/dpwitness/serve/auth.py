@@ -4,6 +4,15 @@ Tokens are random 256-bit secrets made by :func:`new_token`, so a fast salted ha
 enough (there is nothing to brute-force); a per-token salt stops equal tokens from having
 equal digests.  ``hmac.compare_digest`` keeps the comparison's timing independent of how
 many bytes match.
+
+:class:`TokenStore` checks an unknown token against every stored hash (one salted SHA-256 per
+analyst). The configuration holds no token, only their salted hashes, so no index can be built
+at start-up; instead a token's first successful check (that full scan) files it under its
+HMAC with a key drawn when the store is made, and later requests find it with one HMAC, a dict
+lookup and one check against its stored hash. The key is secret and fresh per process, so
+neither the lookup's timing nor anything else an outsider can see depends on the tokens'
+bytes; a token that is not filed (wrong, or not used yet) still costs the full scan, whichever
+analysts exist. Only matched tokens are filed: at most one entry per analyst.
 """
 
 from __future__ import annotations
@@ -53,20 +62,31 @@ class StoredToken:
 
 
 class TokenStore:
-    """Finds the analyst a bearer token belongs to, checking every stored hash.
+    """Finds the analyst a bearer token belongs to.
 
-    Every hash is computed and compared whatever the outcome, so the time taken does not say
-    which analyst (if any) nearly matched.
+    A token not seen yet is checked against every stored hash, each computed and compared
+    whatever the outcome, so the time taken does not say which analyst (if any) nearly matched.
+    A token that matched before is found by its keyed HMAC and checked against its own hash.
     """
 
     def __init__(self, tokens: list[StoredToken]) -> None:
         self._tokens = tokens
+        self._key = secrets.token_bytes(32)  # this process's index key: never stored, never sent
+        self._index: dict[bytes, StoredToken] = {}  # HMAC(key, token) → its analyst's stored hash
 
     def analyst_for(self, token: str | None) -> str | None:
         if not token or len(token) > 512:
             return None
-        found: str | None = None
+        encoded = token.encode("utf-8")
+        mark = hmac.digest(self._key, encoded, "sha256")
+        filed = self._index.get(mark)
+        if filed is not None and filed.matches(token):
+            return filed.analyst
+        found: StoredToken | None = None
         for stored in self._tokens:
             if stored.matches(token) and found is None:
-                found = stored.analyst
-        return found
+                found = stored
+        if found is None:
+            return None
+        self._index[mark] = found
+        return found.analyst

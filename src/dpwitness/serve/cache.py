@@ -55,6 +55,15 @@ class CachedAggregates:
         with self._lock:
             self._checked.add(shape)
 
+    def holds(self, query: Query) -> bool:
+        """Whether ``query``'s plan was checked and its exact aggregates are remembered (so neither
+        :meth:`check` nor :meth:`aggregate` would call the engine); counts no hit."""
+        if query.privacy_unit is not None or self.capacity < 1:
+            return False
+        shape, checked = _shape(query), plan_shape(query)
+        with self._lock:
+            return checked in self._checked and shape in self._entries
+
     def aggregate(self, handle: Any, query: Query, *, selection_key: SelectionKey) -> Aggregates:
         if query.privacy_unit is not None or self.capacity < 1:
             return self.engine.aggregate(handle, query, selection_key=selection_key)

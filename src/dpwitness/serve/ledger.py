@@ -8,10 +8,16 @@ while they fit and refuses the rest with :class:`BudgetExceeded`, then commits w
 ``synchronous=FULL`` (one fsync of the WAL).  Only after that commit does any waiting
 ``spend`` return, so no answer can leave before its record is durable, and the budget check
 and the insert are in the same transaction, so concurrent spends never overspend together.
+
+:meth:`GroupCommitLedger.spend_async` is the same spend for a caller on an event loop: the
+writer resolves the caller's future after the commit (one ``call_soon_threadsafe`` per loop
+and batch), so the service's event loop waits for the commit without a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import queue
 import sqlite3
@@ -43,10 +49,13 @@ LABEL_PREFIX: contextvars.ContextVar[str] = contextvars.ContextVar("dpwitness_se
 
 @dataclass
 class _Pending:
+    """One spend waiting for the writer: a thread waits on ``done``, a coroutine on ``future``."""
+
     account: str
     spend: Spend
     create_with: Budget | None
     done: threading.Event = field(default_factory=threading.Event)
+    future: asyncio.Future[None] | None = None
     error: BaseException | None = None
 
 
@@ -59,6 +68,8 @@ class GroupCommitLedger(Ledger):
         self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         self._writer = threading.Thread(target=self._run, name="dpwitness-ledger-writer", daemon=True)
         self._closed = False
+        self._stopped = False  # set by the writer as it exits; then nothing more is queued
+        self._stop_lock = threading.Lock()
         self._readers = threading.local()
         self._histories: dict[str, tuple[int, list[Spend], Usage]] = {}
         self._usages: dict[str, tuple[int, Usage]] = {}  # the writer's: account → (last id read, sums)
@@ -75,13 +86,35 @@ class GroupCommitLedger(Ledger):
             raise RuntimeError("the ledger is closed")
         labelled = replace(entry, label=LABEL_PREFIX.get() + entry.label)
         pending = _Pending(account, labelled, create_with)
-        self._queue.put(pending)
+        self._put(pending)
         while not pending.done.wait(1.0):
             if not self._writer.is_alive():
                 raise RuntimeError("the ledger writer stopped; nothing was recorded or released")
         if pending.error is not None:
             raise pending.error
         return labelled
+
+    async def spend_async(self, account: str, spend: Spend, *, create_with: Budget | None = None) -> Spend:
+        """:meth:`spend` for a caller on an event loop: returns once durable (or refused), the
+        loop free meanwhile. Cancelling the caller does not withdraw the spend (the safe side)."""
+        entry = check_spend(spend)
+        if self._closed:
+            raise RuntimeError("the ledger is closed")
+        labelled = replace(entry, label=LABEL_PREFIX.get() + entry.label)
+        pending = _Pending(account, labelled, create_with, future=asyncio.get_running_loop().create_future())
+        self._put(pending)
+        assert pending.future is not None
+        await pending.future
+        if pending.error is not None:
+            raise pending.error
+        return labelled
+
+    def _put(self, pending: _Pending) -> None:
+        """Queue ``pending`` for the writer, or refuse it once the writer has stopped (nothing would answer)."""
+        with self._stop_lock:
+            if self._stopped:
+                raise RuntimeError("the ledger writer stopped; nothing was recorded or released")
+            self._queue.put(pending)
 
     def usage(self, account: str) -> Usage:
         return self._read(account)[2]
@@ -166,6 +199,18 @@ class GroupCommitLedger(Ledger):
                     return
         finally:
             connection.close()
+            with self._stop_lock:
+                self._stopped = True
+            left: list[_Pending] = []  # queued after the stop: refused, and their callers woken
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item.error = RuntimeError("the ledger writer stopped; nothing was recorded or released")
+                    left.append(item)
+            _wake(left)
 
     def _committed_usage(self, connection: sqlite3.Connection, account: str) -> Usage:
         """The account's committed sums, inside the write transaction.
@@ -228,5 +273,24 @@ class GroupCommitLedger(Ledger):
             for item in batch:
                 item.error = RuntimeError(f"the ledger could not record the spend ({type(error).__name__})")
         finally:
-            for item in batch:
-                item.done.set()
+            _wake(batch)
+
+
+def _wake(batch: list[_Pending]) -> None:
+    """Tell each waiting caller its spend is decided: set the events of threads, and resolve the
+    futures of coroutines with one call into each event loop."""
+    futures: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+    for item in batch:
+        if item.future is None:
+            item.done.set()
+        else:
+            futures.setdefault(item.future.get_loop(), []).append(item.future)
+    for loop, waiting in futures.items():
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(_resolve, waiting)
+
+
+def _resolve(futures: list[asyncio.Future[None]]) -> None:
+    for future in futures:
+        if not future.done():  # a cancelled caller's future is done already
+            future.set_result(None)

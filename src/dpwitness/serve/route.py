@@ -6,7 +6,7 @@ objects and exception middleware (≈ 55% of the server's interpreter time, agai
 the handler itself, in a py-spy profile; docs/serve.md#benchmark). :class:`QueryRoute` takes
 the common case, a JSON object posted to ``/v1/query``, and calls the same functions the
 framework would: the same authentication and rate limit, the same :class:`QueryRequest` model,
-the same handler on the same worker-thread pool, and the same refusal responses. So what is
+the same handler, and the same refusal responses. So what is
 refused, with which status and message, does not change, and nothing is spent for a refusal.
 
 Everything else (other paths and methods, a body that is not a JSON object, another content
@@ -20,7 +20,6 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio.to_thread
 from pydantic import ValidationError
 from starlette.responses import Response
 
@@ -35,9 +34,10 @@ class QueryRoute:
     """ASGI middleware answering ``POST /v1/query`` with a JSON object body itself.
 
     ``authenticate`` maps the Authorization header to the analyst (raising :class:`QueryError`:
-    401 or 429); ``answer`` runs the query (in a worker thread: it waits for the ledger's
-    commit); ``refused``, ``invalid`` and ``unexpected`` build the service's responses for a
-    :class:`QueryError`, a list of validation problems and any other exception.
+    401 or 429); ``answer`` runs the query (awaiting the ledger's commit, on the event loop or
+    in a worker thread: see ``dpwitness.serve.app``); ``refused``, ``invalid`` and ``unexpected``
+    build the service's responses for a :class:`QueryError`, a list of validation problems and
+    any other exception.
     """
 
     def __init__(
@@ -45,7 +45,7 @@ class QueryRoute:
         app: ASGIApp,
         *,
         authenticate: Callable[[str | None], Awaitable[AnalystConfig]],
-        answer: Callable[[QueryRequest, AnalystConfig], Response],
+        answer: Callable[[QueryRequest, AnalystConfig], Awaitable[Response]],
         refused: Callable[[QueryError], Response],
         invalid: Callable[[list[dict[str, Any]]], Response],
         unexpected: Callable[[Exception], Response],
@@ -86,7 +86,7 @@ class QueryRoute:
                 request = QueryRequest.model_validate(document)
             except ValidationError as error:
                 return self.invalid([{**problem, "loc": ("body", *problem["loc"])} for problem in error.errors()])
-            return await anyio.to_thread.run_sync(self.answer, request, analyst)
+            return await self.answer(request, analyst)
         except QueryError as error:
             return self.refused(error)
         except Exception as error:  # the service's 500, which says nothing about the data

@@ -570,6 +570,38 @@ class Session:
         alpha = check_alpha(alpha)
         plan = self._plan(query, mechanism, rho=rho, max_rows=max_rows)
         seeds = self._spend(plan)
+        return self._aggregated(plan, seeds, alpha)
+
+    async def run_async(
+        self,
+        query: Query,
+        *,
+        alpha: float = 0.05,
+        mechanism: str | None = None,
+        rho: float | None = None,
+        max_rows: int | None = None,
+    ) -> Release:
+        """:meth:`run` on an event loop: the spend is awaited (:meth:`Accountant.spend_async`), committed
+        before anything is aggregated, as in :meth:`run`; the plan check, the aggregate and the noise
+        run on the loop, so use it where they are cheap (a service's cached shapes). Unseeded
+        sessions only: a seeded stream is keyed by the spend's position, read with the spend."""
+        if self.seed is not None:
+            raise ParameterError("seed", "None for run_async (a seeded session's streams follow its spends: run)", self.seed)
+        alpha = check_alpha(alpha)
+        plan = self._plan(query, mechanism, rho=rho, max_rows=max_rows)
+        cost = plan.spend(plan.query.label)
+        await self._accountant.spend_async(
+            cost.epsilon,
+            cost.label,
+            delta=cost.delta,
+            rho=cost.rho,
+            selection_delta=cost.selection_delta,
+            tv_distance=cost.tv_distance,
+        )  # (BudgetExceeded there, before any data is read)
+        return self._aggregated(plan, query_streams(None, 0, plan.query, len(plan.query.parts) + 1), alpha)
+
+    def _aggregated(self, plan: Plan, seeds: Sequence[Any], alpha: float) -> Release:
+        """After the spend: ``plan``'s exact aggregates, then its release."""
         query = plan.query
         long = self.engine.name == "spark" or large_source(self.source)  # a Spark job or a large file: show progress
         with progress(f"{self.engine.name}: {query.label}", enabled=long), self._withheld():
@@ -635,7 +667,7 @@ class Session:
                 tv_distance=cost.tv_distance,
             )
             # (BudgetExceeded there, before any data is read)
-            position = self._accountant.history_length - 1
+            position = self._accountant.history_length - 1 if self.seed is not None else 0  # unseeded: not used
         return list(query_streams(self.seed, position, query, len(query.parts) + 1))
 
     @contextlib.contextmanager
