@@ -197,7 +197,7 @@ def render(results: dict[str, dict[str, Any]], meta: dict[str, Any], status: dic
         )
     lines += ["", "✗: the verdict differs from the expected one (see the summary above).", ""]
     lines += _catalogue_section()
-    lines += [WRITE_UP, ""]
+    lines += [WRITE_UP, "", WRITE_UP_MWEM, ""]
     return "\n".join(lines)
 
 
@@ -313,13 +313,31 @@ above was measured with both worked around or fixed as described.
   (`check_cases.py:diffprivlib_sum` on 0.6.0) gets diffprivlib's adapter. Every row of the table ran with
   that commit's source (the checks run before it were run again).
 
-One limit of the reproduction scripts shows in the table too: the audit scripts of `opendp_rr_bitvec_last_option`
-(a bytes release) state no standalone event, so they print the first outputs on each table and exit 0 with "not
-reproduced here", though those outputs show the bug (checked on 0.14.2: the last bit, 0x80, is clear on the
-three outputs it prints for D and set on the three for D′). The other scripts checked by hand exit 1 with BUG when moved to
-another folder: diffprivlib 0.6.0's `diffprivlib_laplace` audit script, 0.6.3's `diffprivlib_histogram_weights`
-audit script, 0.6.5's `diffprivlib_linear_regression_unclipped` script and python-dp 1.1.4's `pydp_bounded_sum`
-script.
+Four more faults of dpwitness, found while building this table, are fixed and the whole table was run again
+after them (4 Dec):
+
+- **Venvs running another checkout's code.** Nine of the sixteen release venvs (diffprivlib 0.6.0–0.6.5,
+  OpenDP 0.12.1, 0.13.0 and 0.15.1, python-dp 1.1.4) had dpwitness installed from the worktree of the branch
+  that first built the table, the others from this checkout, so the previous table mixed two versions of the
+  check. Every venv now imports dpwitness from this checkout, and `findings.py` refuses to run a venv that
+  imports it from anywhere else (a one-line error naming the venvs and the command that fixes them).
+- **Pairs the discrete metric cannot rank.** `opendp_rr_bitvec` (options 0 and 7) was missed on 0.12–0.14:
+  every changed answer is at discrete distance 1, and the audit took the search's first pair, which changed
+  bit 0, randomized correctly. The check now also tries one record with each listed value, keeps each distinct
+  change it sees, screens each on 4,000 runs per table and audits the likeliest on runs of its own
+  ([the check](targets.md)).
+- **Bytes in reproduction scripts.** The audit scripts of a bytes release chose no standalone event (no
+  coordinate of bytes was read), printed the first outputs and exited 0 with "not reproduced here". A script
+  now reads bytes as their bits, so the #2708 scripts measure "bit 7 set" and exit 1 with BUG.
+- **The Synth adapter on older releases.** smartnoise-synth 1.0.5 and 1.0.6 import an mbi API that was
+  never published on the index, so their MST and AIM do not import; the adapter imported both when it
+  installed, so every check of those releases, MWEM's included, ended as an adapter error. It now hooks MST
+  and AIM only where they import. (1.0.4 does not install with NumPy 2: its MWEM calls `numpy.product`.)
+
+The scripts checked by hand exit 1 with BUG when moved to another folder: diffprivlib 0.6.0's
+`diffprivlib_laplace` audit script, 0.6.3's `diffprivlib_histogram_weights` audit script, 0.6.5's
+`diffprivlib_linear_regression_unclipped` script, python-dp 1.1.4's `pydp_bounded_sum` script and OpenDP
+0.14.2's `opendp_rr_bitvec` audit script.
 """
 
 
@@ -387,6 +405,32 @@ negative only when the noise on x·y outweighs it, which on the first table need
 (with #105's one-character fix, PR #110, for the x² term). A regression test: with `fit_intercept=False`, the
 coefficients before noise (`_construct_regression_obj`'s inputs) of a fit on a record beyond the bounds equal
 those of the same record clipped.
+"""
+
+WRITE_UP_MWEM = """## New: SmartNoise Synth's MWEM sizes its run from the exact row count
+
+*Written as a report to SmartNoise's maintainers.*
+
+**Summary.** When `iterations` is not given (the default, and how the quick start fits MWEM),
+`MWEMSynthesizer.fit` sets, per histogram, `scale = np.sum(h.data)`, the exact number of rows, and from it
+`iterations = int(np.ceil(np.log10(scale))) * 10`, the number of queries `q_count = 2 * iterations`, each
+measurement's ε (`epsilon / 2 / n_histograms / iterations`) and, above 10,000 rows, the marginal width. It also
+starts the synthetic histogram at the exact total (`_initialize_a`: `n / np.prod(dimensions)` per cell). The
+row count is private under add-remove neighbours, which snsynth budgets for, so a table of 10 rows and its
+neighbour of 11 run different mechanisms (10 iterations against 20, 21 noise calls against 41): the
+synthesizer's output distribution depends on the count without noise, and the ε it reports does not cover that.
+PR #481 ("default iterations and query count adapt based on dimensionality of source data") brought the
+default; we found no report of the leak.
+
+**Versions.** The same code in 1.0.5, 1.0.6 and 1.0.8 (`snsynth/mwem.py`, lines 363–366 in 1.0.8), the
+releases that run here (the table's `synth_mwem_declared` rows). The check finds it in about 60 s of CPU as a
+`noise-calls` finding: on tables of 10 and 11 identical rows (the size search bisects the count where the calls
+change) the number of Laplace and exponential-mechanism calls differs, which under add-remove is a finding in
+itself; its reproduction script runs both tables with the noise removed and prints the two transcripts.
+
+**Suggested fix.** Choose the defaults from public quantities only (the declared domain's dimensions, as
+`split_factor` already is), or from a noisy count paid for out of the budget; and start the synthetic histogram
+from that noisy count (or a uniform distribution normalised later), never from `np.sum(histogram)`.
 """
 
 
