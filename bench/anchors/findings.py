@@ -43,7 +43,7 @@ from findings_catalogue import BY_NAME, CATALOGUE, Entry, version_key  # noqa: E
 
 from machine import cpu_model  # noqa: E402
 
-LIBRARY_ORDER = ("diffprivlib", "opendp", "python-dp", "pipeline-dp", "smartnoise-sql")
+LIBRARY_ORDER = ("diffprivlib", "opendp", "python-dp", "pipeline-dp", "smartnoise-sql", "smartnoise-synth")
 
 
 def releases(status: dict[str, Any]) -> list[tuple[str, str, Path]]:

@@ -45,7 +45,9 @@ with contextlib.suppress(ImportError):
 # when that run saw no noise call: diffprivlib 0.6.0-0.6.5 with scikit-learn 1.6 import scipy.stats on
 # their first run, whose import draws from NumPy's generators (seen as noise calls), so an import inside
 # the function left diffprivlib unhooked (docs/findings.md, "Tool faults met").
-for _module in ("diffprivlib.mechanisms", "diffprivlib.tools", "diffprivlib.models", "opendp.prelude", "pydp", "pipeline_dp"):
+_LIBRARIES = ("diffprivlib.mechanisms", "diffprivlib.tools", "diffprivlib.models", "opendp.prelude", "pydp", "pipeline_dp")
+_LIBRARIES += ("snsynth",)
+for _module in _LIBRARIES:
     with contextlib.suppress(Exception):
         importlib.import_module(_module)
 
@@ -188,10 +190,72 @@ def opendp_rr_categorical(table: pl.DataFrame) -> Any:
     return rr("yes" if "yes" in table["answer"].to_list() else "no")
 
 
+# --- SmartNoise Synth ---------------------------------------------------------------------------
+# Written as snsynth's docs fit a synthesizer (``Synthesizer.create(name, epsilon=…)``, ``fit``, ``sample``);
+# the categories declared the way snsynth allows, a ``TableTransformer`` fitted on a public table listing them
+# (tests/support/targets_synth_user.py has the same functions for the adapter's tests).
+
+#: The columns and their public categories (the entries' ``--columns``).
+SYNTH_COLUMNS = '{"sex": ["F", "M"], "education": ["school", "college", "degree"]}'
+
+
+def _synth_public_transformer() -> Any:
+    """A transformer fitted on the public categories only (no private row is read)."""
+    import pandas as pd
+    from snsynth.transform import TableTransformer
+    from snsynth.transform.label import LabelTransformer
+
+    public = pd.DataFrame({"sex": ["F", "M", "F"], "education": ["school", "college", "degree"]})
+    transformer = TableTransformer([LabelTransformer(nullable=False), LabelTransformer(nullable=False)])
+    transformer.fit(public)
+    return transformer
+
+
+def synth_aim_declared(table: pl.DataFrame) -> Any:
+    """AIM with declared categories, a fixed number of rows sampled."""
+    from snsynth import Synthesizer
+
+    synth = Synthesizer.create("aim", epsilon=1.0, rounds=2)
+    synth.fit(table.to_pandas(), transformer=_synth_public_transformer())
+    return synth.sample(10)
+
+
+def synth_mst_declared(table: pl.DataFrame) -> Any:
+    """MST with declared categories, a fixed number of rows sampled."""
+    from snsynth import Synthesizer
+
+    synth = Synthesizer.create("mst", epsilon=1.0)
+    synth.fit(table.to_pandas(), transformer=_synth_public_transformer())
+    return synth.sample(10)
+
+
+def synth_mwem_declared(table: pl.DataFrame) -> Any:
+    """MWEM with declared categories, a fixed number of rows sampled."""
+    from snsynth import Synthesizer
+
+    synth = Synthesizer.create("mwem", epsilon=1.0)
+    synth.fit(table.to_pandas(), transformer=_synth_public_transformer())
+    return synth.sample(10)
+
+
+def synth_mwem_inferred(table: pl.DataFrame) -> Any:
+    """MWEM as its quick start fits it: the categories inferred from the table."""
+    from snsynth import Synthesizer
+
+    synth = Synthesizer.create("mwem", epsilon=1.0)
+    synth.fit(table.to_pandas(), categorical_columns=["sex", "education"])
+    return synth.sample(10)
+
+
 # --- the catalogue -----------------------------------------------------------------------------
 
 _ALL = Range("0")
 _DIFFPRIVLIB_LR = "https://github.com/IBM/differential-privacy-library/blob/0.6.6/diffprivlib/models/linear_regression.py"
+#: snsynth's MST and AIM on mbi 1.x (its new API): 1.0.8 (1.0.7 is not on the index); 1.0.4-1.0.6 import mbi's
+#: old API, never published on the index, so their MST and AIM do not run (bench/anchors/versions_setup.sh).
+_SYNTH_MBI = Range("1.0.7")
+#: The pull request that moved MST and AIM to mbi 1.x, bringing MST's known_total (merged for 1.0.8).
+_SNSYNTH_MBI_PR = "https://github.com/opendp/smartnoise-sdk/pull/623"
 
 CATALOGUE: tuple[Entry, ...] = (
     Entry(
@@ -363,6 +427,70 @@ CATALOGUE: tuple[Entry, ...] = (
         "control",
         _ALL,
         ((_ALL, "not violated"),),
+    ),
+    # SmartNoise Synth
+    Entry(
+        "synth_aim_declared",
+        "smartnoise-synth",
+        SYNTH_COLUMNS,
+        "AIM with the categories declared (a TableTransformer fitted on the public categories)",
+        "control",
+        _SYNTH_MBI,
+        ((_SYNTH_MBI, "not violated"),),
+        max_seconds=60.0,
+        note="1.0.8: inconclusive, no finding (10 small-table pairs: one run takes about 1 s); the audit finishes no "
+        "round of 20,000 runs within its budget. AIM does not import in 1.0.5-1.0.6 (mbi's old API, not on the index).",
+    ),
+    Entry(
+        "synth_mst_declared",
+        "smartnoise-synth",
+        SYNTH_COLUMNS,
+        "MST with the categories declared: the exact row count passed to mbi's estimation as known_total",
+        "new",
+        _SYNTH_MBI,
+        ((_SYNTH_MBI, "violated"),),
+        reference=_SNSYNTH_MBI_PR,
+        buggy=_SYNTH_MBI,
+        control="synth_aim_declared",
+        max_seconds=60.0,
+        note="New here: 1.0.8's MST sets total = len(data.df) (mst/mst.py:113) and passes it, without noise, as "
+        "known_total to mbi's mirror_descent (:122 through select, :126); it came with PR #623 (mbi 1.x). In 1.0.4-1.0.6 "
+        "MST's FactoredInference estimated the total from the noisy marginals (read in their wheels), but their MST "
+        "needs mbi's old API, not on the index, so it does not run here. No public report found.",
+    ),
+    Entry(
+        "synth_mwem_declared",
+        "smartnoise-synth",
+        SYNTH_COLUMNS,
+        "MWEM with the categories declared: its default number of iterations, ceil(log10 n)·10, read from the exact row count",
+        "new",
+        _ALL,
+        ((_ALL, "violated"),),
+        max_seconds=60.0,
+        note="New here: mwem.py:363-366 (the same file in 1.0.5, 1.0.6 and 1.0.8) computes scale = np.sum(h.data), the "
+        "exact count, and iterations = int(np.ceil(np.log10(scale))) * 10 when iterations is not given: the number of "
+        "noise calls changes between 10 and 11 rows (21 calls, then 41), 100 and 101, 1000 and 1001. MWEM also starts "
+        "its synthetic histogram at the exact total (mwem.py:479) and sizes it from the data's largest label "
+        "(docs/targets.md). No public report found.",
+        miss="1.0.5 and 1.0.6: adapter-error, a fault of dpwitness: its adapter imports snsynth.aim.aim and "
+        "snsynth.mst.mst when it installs, and there they import mbi's old API (not on the index), so no check of "
+        "snsynth runs, though their mwem.py is 1.0.8's",
+    ),
+    Entry(
+        "synth_mwem_inferred",
+        "smartnoise-synth",
+        SYNTH_COLUMNS,
+        "MWEM as its quick start fits it (categorical_columns): the categories inferred from the private table",
+        "unpublished",
+        _ALL,
+        ((_ALL, "violated"),),
+        control="synth_aim_declared",
+        max_seconds=60.0,
+        note="A usage pitfall (docs/targets.md): the transformer reads the category set from the private table, "
+        "recorded as a release without noise (mwem.py:316). On 1.0.8 the first finding is the row-count-dependent "
+        "number of iterations of the row above (22 calls on 10 rows, 42 on 11), found before a changed category set.",
+        miss="1.0.5 and 1.0.6: adapter-error (the adapter needs snsynth.aim.aim and snsynth.mst.mst to import; see "
+        "synth_mwem_declared)",
     ),
 )
 
