@@ -45,9 +45,7 @@ with contextlib.suppress(ImportError):
 # when that run saw no noise call: diffprivlib 0.6.0-0.6.5 with scikit-learn 1.6 import scipy.stats on
 # their first run, whose import draws from NumPy's generators (seen as noise calls), so an import inside
 # the function left diffprivlib unhooked (docs/findings.md, "Tool faults met").
-_LIBRARIES = ("diffprivlib.mechanisms", "diffprivlib.tools", "diffprivlib.models", "opendp.prelude", "pydp", "pipeline_dp")
-_LIBRARIES += ("snsynth",)
-for _module in _LIBRARIES:
+for _module in ("diffprivlib.mechanisms", "diffprivlib.tools", "diffprivlib.models", "opendp.prelude", "pydp", "pipeline_dp"):
     with contextlib.suppress(Exception):
         importlib.import_module(_module)
 
@@ -194,6 +192,9 @@ def opendp_rr_categorical(table: pl.DataFrame) -> Any:
 # Written as snsynth's docs fit a synthesizer (``Synthesizer.create(name, epsilon=…)``, ``fit``, ``sample``);
 # the categories declared the way snsynth allows, a ``TableTransformer`` fitted on a public table listing them
 # (tests/support/targets_synth_user.py has the same functions for the adapter's tests).
+
+with contextlib.suppress(ImportError):  # imported as the module loads, as the libraries above: its adapter goes in first
+    import snsynth  # noqa: F401
 
 #: The columns and their public categories (the entries' ``--columns``).
 SYNTH_COLUMNS = '{"sex": ["F", "M"], "education": ["school", "college", "degree"]}'
@@ -472,9 +473,6 @@ CATALOGUE: tuple[Entry, ...] = (
         "noise calls changes between 10 and 11 rows (21 calls, then 41), 100 and 101, 1000 and 1001. MWEM also starts "
         "its synthetic histogram at the exact total (mwem.py:479) and sizes it from the data's largest label "
         "(docs/targets.md). No public report found.",
-        miss="1.0.5 and 1.0.6: adapter-error, a fault of dpwitness: its adapter imports snsynth.aim.aim and "
-        "snsynth.mst.mst when it installs, and there they import mbi's old API (not on the index), so no check of "
-        "snsynth runs, though their mwem.py is 1.0.8's",
     ),
     Entry(
         "synth_mwem_inferred",
@@ -489,8 +487,6 @@ CATALOGUE: tuple[Entry, ...] = (
         note="A usage pitfall (docs/targets.md): the transformer reads the category set from the private table, "
         "recorded as a release without noise (mwem.py:316). On 1.0.8 the first finding is the row-count-dependent "
         "number of iterations of the row above (22 calls on 10 rows, 42 on 11), found before a changed category set.",
-        miss="1.0.5 and 1.0.6: adapter-error (the adapter needs snsynth.aim.aim and snsynth.mst.mst to import; see "
-        "synth_mwem_declared)",
     ),
 )
 
