@@ -1,5 +1,5 @@
-"""Reproduces a dpwitness audit finding: ε_lb = 7.715 > ε = 1
-at 95% confidence (certified on the audit's event sum(X) ≤ 9).
+"""Reproduces a dpwitness audit finding: ε_lb = 7.716 > ε = 1
+at 95% confidence (certified on the audit's event (-0.184·X[0] + 0.00405·X[1]) > -16.7509).
 
 Samples the function on D and D' with the library alone (and polars, numpy), counts the runs in
 EVENT on each and compares the ratio of the rates with e^ε: exit status 1 when the bug shows.
@@ -76,6 +76,8 @@ def coordinates(value):
         return [c for item in value for c in coordinates(item)]
     if isinstance(value, (bool, int, float)):
         return [float(value)]
+    if isinstance(value, bytes):  # a bit vector: its bits, little-endian within each byte
+        return [float(byte >> k & 1) for byte in value for k in range(8)]
     return [math.nan]
 
 
@@ -94,7 +96,7 @@ D_PRIME = [((0.25, 100,), 1)]
 EPSILON = 1.0
 DELTA = 0.0
 
-EVENT = ('above', 0, 49.0)
+EVENT = ('value', ['(100, 0)', '(99, 0)', '(101, 0)', '(100, 1)', '(102, 0)', '(98, 0)', '(101, 1)', '(100, 2)', '(99, 1)', '(103, 0)', '(97, 0)', '(102, 1)', '(101, 2)', '(99, 2)', '(98, 1)', '(100, 3)', '(104, 0)', '(96, 0)', '(100, 5)', '(104, 1)', '(97, 2)', '(103, 1)', '(105, 0)', '(103, 2)', '(101, 3)', '(97, 1)', '(100, 4)', '(102, 2)', '(96, 2)', '(98, 2)', '(99, 3)', '(98, 3)', '(102, 3)', '(103, 3)', '(95, 0)', '(97, 3)', '(100, 6)', '(101, 4)', '(96, 1)', '(94, 1)', '(97, 4)'])
 FAVOURS = "D'"  # the table on which EVENT is likelier
 SAMPLES = 50000  # runs per table: enough to see EVENT on the other table
 # when chosen: 0 runs of 1000 in EVENT on D, 1000 on D'

@@ -76,6 +76,8 @@ def coordinates(value):
         return [c for item in value for c in coordinates(item)]
     if isinstance(value, (bool, int, float)):
         return [float(value)]
+    if isinstance(value, bytes):  # a bit vector: its bits, little-endian within each byte
+        return [float(byte >> k & 1) for byte in value for k in range(8)]
     return [math.nan]
 
 
@@ -94,7 +96,7 @@ D_PRIME = [((0.0,), 1), ((float("nan"),), 1)]
 EPSILON = 1.0
 DELTA = 0.0
 
-EVENT = ('above', 0, -3.4400242129269283)
+EVENT = ('above', 0, -3.3897693235070254)
 FAVOURS = 'D'  # the table on which EVENT is likelier
 SAMPLES = 50000  # runs per table: enough to see EVENT on the other table
 # when chosen: 980 runs of 1000 in EVENT on D, 0 on D'
