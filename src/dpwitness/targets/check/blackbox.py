@@ -137,6 +137,22 @@ def audit_worst_pair(
             return fn(data)
 
         mechanism = direct
+
+    def audited(first: Any, second: Any, *, seconds: float, seed: int, samples: int | None = None) -> AuditResult:
+        return run_audit(
+            mechanism,
+            first,
+            second,
+            replay=replay,
+            epsilon=runner.epsilon,
+            delta=report.delta,
+            samples=samples,
+            confidence=confidence,
+            float_test=float_test,
+            max_seconds=seconds,  # CPU seconds, as the check's own budget
+            seed=seed,
+        )
+
     candidates = [(d_runs, d_prime_runs)]
     for a, b in runner.discrete_pairs.values() if not report.findings else ():
         pair = (Runs.of_frame(a), Runs.of_frame(b))
@@ -147,20 +163,9 @@ def audit_worst_pair(
         # choice sees none of the audit's samples, so its confidence needs no correction.
         screened = []
         for number, (a, b) in enumerate(candidates):
+            share = max(0.5, 0.25 * remaining / len(candidates))
             try:
-                quick = run_audit(
-                    mechanism,
-                    a.frame(schema),
-                    b.frame(schema),
-                    replay=replay,
-                    epsilon=runner.epsilon,
-                    delta=report.delta,
-                    samples=SCREEN_RUNS,
-                    confidence=confidence,
-                    float_test=float_test,
-                    max_seconds=max(0.5, 0.25 * remaining / len(candidates)),
-                    seed=1 + number,
-                )
+                quick = audited(a.frame(schema), b.frame(schema), samples=SCREEN_RUNS, seconds=share, seed=1 + number)
                 screened.append(quick.best_epsilon_lower_bound)
             except (MechanismError, ParameterError):
                 screened.append(-math.inf)
@@ -174,18 +179,7 @@ def audit_worst_pair(
         )
         remaining = budget - report.cpu()
     try:
-        result = run_audit(
-            mechanism,
-            d,
-            d_prime,
-            replay=replay,
-            epsilon=runner.epsilon,
-            delta=report.delta,
-            confidence=confidence,
-            float_test=float_test,
-            max_seconds=max(1.0, remaining - 1.0),  # CPU seconds, as the check's own budget
-            seed=0,
-        )
+        result = audited(d, d_prime, seconds=max(1.0, remaining - 1.0), seed=0)
     except (MechanismError, ParameterError) as error:
         return None, [*notes, f"audit not run: {error}"]
     if result.violated and replaying and not released_as_is:
