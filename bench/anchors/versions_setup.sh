@@ -62,7 +62,7 @@ smoke_pipelinedp='import sys, importlib.metadata as md, pipeline_dp, dpwitness.t
 smoke_snsql='import sys, importlib.metadata as md, snsql, dpwitness.targets.check, polars; assert md.version("smartnoise-sql") == sys.argv[1]'
 # SmartNoise Synth: an MWEM fit (the synthesizer every release runs; MST and AIM need an mbi that only 1.0.8's
 # declared mbi 1.1.0 provides, see below) on declared categories.
-smoke_synth='import sys, importlib.metadata as md, pandas as pd, snsynth, dpwitness.targets.check, polars; from snsynth import Synthesizer; from snsynth.transform import TableTransformer; from snsynth.transform.label import LabelTransformer; assert md.version("smartnoise-synth") == sys.argv[1]; t = TableTransformer([LabelTransformer(nullable=False)]); t.fit(pd.DataFrame({"a": ["x", "y"]})); Synthesizer.create("mwem", epsilon=1.0).fit(pd.DataFrame({"a": ["x", "y", "x"]}), transformer=t)'
+smoke_synth='import sys, importlib.metadata as md, pandas as pd, snsynth, dpwitness.targets.check, polars; from snsynth import Synthesizer; from snsynth.transform import TableTransformer; from snsynth.transform.label import LabelTransformer; assert md.version("smartnoise-synth") == sys.argv[1]; t = TableTransformer([LabelTransformer(nullable=False)]); t.fit(pd.DataFrame({"a": ["x", "y"]})); Synthesizer.create("mwem", epsilon=1.0).fit(polars.DataFrame({"a": ["x", "y", "x"]}).to_pandas(), transformer=t)'
 
 # install_stack VENV LOG MODE REQUIREMENT...: the library stack (wheels only), then dpwitness. MODE
 # "lock" adds -c lock.txt (numpy, scipy, polars at the lock's pins), "free" gives the requirements as
@@ -189,7 +189,7 @@ reuse smartnoise-sql 1.0.10 "$smoke_snsql" "$main_repo/.venv-smartnoise" &&
 # atom_domain(T=float), which OpenDP 0.14 refuses ("AbsoluteDistance requires non-nan elements"), so they
 # get smartnoise-sql 1.0.7 (the newest before 1.0.10; opendp < 0.13) with OpenDP 0.12.1, then 0.11.1.
 # 1.0.4 calls numpy.product (gone from NumPy 2) in MWEM's histogram; dpwitness needs NumPy 2.
-synth_deps="Faker==40.63.0 disjoint-set==0.9.0 pac-synth==0.0.8 networkx==3.6.1"
+synth_deps="Faker==40.63.0 disjoint-set==0.9.0 pac-synth==0.0.8 networkx==3.6.1 pyarrow==26.0.1"  # pyarrow: polars to_pandas, as the docs fit
 synth_mbi="mbi==1.1.0 jax==0.10.2 jaxlib==0.10.2 chex==0.1.92 optax==0.2.8"
 synth_mode="lock+nodeps+src:antlr4-python3-runtime"
 for version in 1.0.4 1.0.5 1.0.6; do
