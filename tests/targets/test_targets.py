@@ -86,3 +86,20 @@ def test_every_covered_library_states_its_contract() -> None:
         contract = names[name].contract
         assert "input" in contract and "randomness" in contract
     assert names["opendp"].max_rows == 2**20  # OpenDP's float sums subsample above it
+
+
+def test_non_nan_atoms_fall_back_on_opendp_releases_without_the_nan_flag() -> None:
+    """OpenDP 0.12 and 0.13's ``atom_domain`` has no ``nan`` flag (their float atoms are non-NaN by
+    default): the adapters' replays built on ``nan=False`` raised TypeError there (SmartNoise Synth 1.0.5)."""
+    from types import SimpleNamespace
+
+    from dpwitness.targets.opendp import non_nan_atoms
+
+    def old_atom_domain(bounds: object = None, nullable: bool = False, T: object = None) -> tuple[object, bool]:
+        return (T, nullable)
+
+    def new_atom_domain(bounds: object = None, nan: object = None, T: object = None) -> tuple[object, object]:
+        return (T, nan)
+
+    assert non_nan_atoms(SimpleNamespace(atom_domain=old_atom_domain)) == (float, False)
+    assert non_nan_atoms(SimpleNamespace(atom_domain=new_atom_domain), int) == (int, False)

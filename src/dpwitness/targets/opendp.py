@@ -205,3 +205,17 @@ def _largest_distance(measurement: Any, epsilon: float | None) -> float | None:
 
 
 ADAPTER = register(OpenDPAdapter())
+
+
+def non_nan_atoms(dp: Any, kind: Any = float) -> Any:
+    """OpenDP's atom domain of ``kind`` without NaN, on every release: ``atom_domain(T=kind, nan=False)``
+    where it has the ``nan`` flag, ``atom_domain(T=kind)`` on the older releases (0.12, 0.13: their
+    float atoms are not nullable unless asked), which refuse the flag.
+
+    :param dp: the imported ``opendp.prelude``.
+    :param kind: the atom type (default float).
+    """
+    try:
+        return dp.atom_domain(T=kind, nan=False)
+    except TypeError:
+        return dp.atom_domain(T=kind)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from dpwitness.targets.hooks import Adapter, Unsupported, active, noise_call, register
+from dpwitness.targets.opendp import non_nan_atoms
 
 
 class SmartNoiseSQLAdapter(Adapter):
@@ -94,7 +95,7 @@ def _laplace_replay(scale: float, value: Any) -> Any:
     import opendp.prelude as dp
 
     dp.enable_features("floating-point", "contrib")
-    measurement = dp.m.make_laplace(dp.atom_domain(T=float, nan=False), dp.absolute_distance(T=float), scale)
+    measurement = dp.m.make_laplace(non_nan_atoms(dp), dp.absolute_distance(T=float), scale)
     return lambda: measurement(float(value))
 
 

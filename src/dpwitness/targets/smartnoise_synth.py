@@ -43,6 +43,7 @@ import sys
 from typing import Any
 
 from dpwitness.targets.hooks import Adapter, AdapterError, Unsupported, active, noise_call, outside_frames, register
+from dpwitness.targets.opendp import non_nan_atoms
 
 #: The seed NumPy's global generator and Python's ``random`` get before each run (both neighbours).
 PINNED_SEED = 20260101
@@ -304,7 +305,7 @@ def _replay(kind: str, scale: float, value: Any) -> Any:
 
             dp.enable_features("floating-point", "contrib")
             make = dp.m.make_gaussian if kind == "gaussian" else dp.m.make_laplace
-            atom = dp.atom_domain(T=float, nan=False)
+            atom = non_nan_atoms(dp)
             if frozen.ndim:
                 metric = dp.l2_distance(T=float) if kind == "gaussian" else dp.l1_distance(T=float)
                 built.append(make(dp.vector_domain(atom), metric, scale))
