@@ -90,7 +90,7 @@ def test_sized_pairs_are_neighbours_of_the_given_sizes() -> None:
     assert heights == {(4, 5), (5, 6)}
 
 
-def test_the_command_line_finds_the_size_bug() -> None:
+def test_the_command_line_finds_the_size_bug(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "dpwitness", "check", "targets_toyuser:released_mean_by_size"]
     command += ["--columns", '{"x": "Float64"}', "--epsilon", "1", "--no-audit", "--trials", "10", "--library", "toylib"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS / "support"), os.environ.get("PYTHONPATH", "")])}
@@ -99,3 +99,10 @@ def test_the_command_line_finds_the_size_bug() -> None:
     assert run.returncode == 1 and payload["verdict"] == "violated", run.stderr
     (finding,) = payload["findings"]
     assert finding["kind"] == "noise-calls" and [finding["d"][0]["times"], finding["d_prime"][0]["times"]] == [1580, 1581]
+    # its script, alone in another folder, runs both tables without the noise and shows the calls differ
+    script = tmp_path / "finding.py"
+    script.write_text(finding["script"], encoding="utf-8")
+    shown = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=script.parent)
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    assert "1 noise call(s) on D (1580 rows), 2 on D' (1581 rows)" in shown.stdout
+    assert "BUG: the noise calls' transcript differs" in shown.stdout

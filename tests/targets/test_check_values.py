@@ -49,13 +49,21 @@ def test_randomized_response_is_judged_under_the_discrete_metric() -> None:
     assert call.norm == "discrete" and call.value in (b"1", b" ") and call.shape == ("item",)
 
 
-def test_a_length_leak_is_a_shape_finding() -> None:
+def test_a_length_leak_is_a_shape_finding(tmp_path: Path) -> None:
     report = check(user.found_key_bytes, columns=KEYS, **QUICK)
     (finding,) = report.findings
     assert finding.kind == "shape" and report.verdict == "violated"
     assert abs(finding.claimed - finding.witnessed) == 1  # the byte lengths on D and D′
     assert "byte(s) on D" in finding.detail and "shift" not in str(finding) and "inf" not in str(finding)
     assert str(finding).startswith("✘ shape: toylib")
+    script = tmp_path / "finding.py"  # alone in another folder: the noise removed, the values' lengths compared
+    script.write_text(finding.script, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TESTS / "support"), str(Path(dpwitness.__file__).resolve().parents[1])]),
+    }
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert run.returncode == 1 and "BUG: the noise calls' transcript differs" in run.stdout, run.stdout + run.stderr
 
 
 def test_a_frame_whose_rows_follow_the_keys_found_is_a_shape_finding() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from dpwitness.targets.check.report import Finding
@@ -302,7 +302,11 @@ def relative_shift(result: SensitivityResult) -> float:
     return result.shift / result.claimed if result.claimed > 0 else (math.inf if result.shift > 0 else 0.0)
 
 
-def calls_finding(changed: CallsChanged, fn: Callable[[Any], Any]) -> Finding:
+def calls_finding(changed: CallsChanged, runner: UnnoisedRunner, columns: Mapping[str, Any]) -> Finding:
+    """The ``noise-calls`` or ``shape`` finding of two neighbouring tables whose noise calls differ, with
+    its reproduction script (:func:`~dpwitness.targets.check.script.calls_script`)."""
+    from dpwitness.targets.check.script import calls_script  # script builds on this module
+
     first, second = changed.first, changed.second
     if changed.kind == "shape":
         index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a.shape != b.shape)
@@ -328,7 +332,7 @@ def calls_finding(changed: CallsChanged, fn: Callable[[Any], Any]) -> Finding:
             f"{second[index].describe() if index < len(second) else 'none'}"
             " (the number, order or declared Δ/ε/δ of noise calls reveals the data)"
         )
-    return Finding(
+    finding = Finding(
         kind="shape" if changed.kind == "shape" else "noise-calls",
         library=call.library,
         version=call.version,
@@ -341,6 +345,7 @@ def calls_finding(changed: CallsChanged, fn: Callable[[Any], Any]) -> Finding:
         d_prime=Runs.of_frame(changed.d_prime),
         detail=detail,
     )
+    return replace(finding, script=calls_script(runner, finding, columns))
 
 
 def _size(shape: Any) -> float:

@@ -209,7 +209,7 @@ def _check(
                 runner(boundary.below)
                 runner(boundary.above)
             except CallsChanged as changed:
-                report.findings.append(calls_finding(changed, runner.fn))
+                report.findings.append(calls_finding(changed, runner, columns))
                 break
     else:
         sizes |= {rows for boundary in boundaries for rows in (boundary.below.height, boundary.above.height)}
@@ -235,7 +235,7 @@ def _check(
                     pairs=given,
                 )
             except CallsChanged as changed:
-                report.findings.append(calls_finding(changed, runner.fn))
+                report.findings.append(calls_finding(changed, runner, columns))
                 break
             for name, result in sized.items():
                 _keep(results, pairs, name, result, (Runs.of_frame(result.d), Runs.of_frame(result.d_prime)))
@@ -256,13 +256,13 @@ def _check(
                 else {}
             )
         except CallsChanged as changed:
-            report.findings.append(calls_finding(changed, runner.fn))
+            report.findings.append(calls_finding(changed, runner, columns))
             break
         except BaseExceptionGroup as group_error:
             inner = group_error.subgroup(CallsChanged)
             if inner is None:
                 raise
-            report.findings.append(calls_finding(first_calls_changed(inner), runner.fn))
+            report.findings.append(calls_finding(first_calls_changed(inner), runner, columns))
             break
         for name, result in found.items():
             _keep(results, pairs, name, result, (Runs.of_frame(result.d), Runs.of_frame(result.d_prime)))
@@ -280,7 +280,7 @@ def _check(
                     seconds=remaining,
                 )
             except CallsChanged as changed:
-                report.findings.append(calls_finding(changed, runner.fn))
+                report.findings.append(calls_finding(changed, runner, columns))
                 notes += [f"noise calls changed on the {note}" for note in getattr(changed, "__notes__", ())]
                 break
             for name, result in grown.results.items():

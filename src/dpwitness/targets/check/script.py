@@ -15,6 +15,7 @@ from dpwitness.witness.sensitivity import RELATIVE_TOLERANCE
 from dpwitness.witness.structured import Runs
 
 if TYPE_CHECKING:
+    from dpwitness.targets.check.report import Finding
     from dpwitness.witness.audit import AuditResult
 
 # --- reproduction scripts ------------------------------------------------------------------------
@@ -190,6 +191,67 @@ def repro_script(
             print(f"{{NORM}} shift {{moved!r}} vs declared sensitivity {{DECLARED!r}}")
             if moved > DECLARED * (1 + {RELATIVE_TOLERANCE!r}):
                 print("BUG: the shift exceeds the declared sensitivity")
+                sys.exit(1)
+            print("not reproduced")
+            """
+        )
+    )
+
+
+def calls_script(runner: UnnoisedRunner, finding: Finding, columns: Mapping[str, Any]) -> str:
+    """A standalone script (the library, polars and numpy only) showing a ``noise-calls`` or ``shape``
+    finding: it runs the function with the noise removed on both tables and compares the noise calls'
+    transcripts (each call's site, mechanism and declared Δ; for a shape finding, its value's length or
+    shape too); exit status 1 (BUG) when they differ.
+
+    :param runner: the check's runner: its ``fn`` (whose source is copied into the script) and its
+        adapters (the one named by ``finding.library`` supplies the recording hook).
+    :param finding: the finding, with its tables D and D′.
+    :param columns: the checked columns (as for ``check``), in the order the tables use.
+    """
+    adapter = next(a for a in runner.adapters if a.name == finding.library)
+    schema = _schema(columns)
+    what = "length or shape of a noise call's value" if finding.kind == "shape" else "noise calls"
+    return (
+        f'"""Reproduces a dpwitness finding: {finding.library} {finding.version}, the {what} differ between two\n'
+        "neighbouring tables, whatever the noise.\n\n"
+        'Needs only the library (and polars, numpy). Exit status 1 when the bug shows."""\n'
+        "import sys\n\nimport numpy as np\nimport polars as pl\n"
+        + adapter.repro_hook()
+        + _function_source(runner.fn)
+        + _table_code(list(columns), schema)
+        + textwrap.dedent(
+            f"""
+            D = {_runs_literal(finding.d)}
+            D_PRIME = {_runs_literal(finding.d_prime)}
+            SHAPES = {finding.kind == "shape"!r}
+
+
+            def shape(value):
+                if isinstance(value, (bytes, bytearray, str)):
+                    return (type(value).__name__, len(value))
+                if isinstance(value, dict):
+                    return ("dict", tuple(sorted(map(repr, value))))
+                return ("shape", tuple(np.shape(value))) if hasattr(value, "shape") or isinstance(value, (list, tuple)) else ()
+
+
+            def transcript(runs):
+                CALLS.clear()
+                globals().get("PIN", lambda: None)()  # the library's own randomness, pinned (if it has any)
+                fn(table(runs))
+                return [(site, mechanism, declared, *(shape(value) if SHAPES else ()))
+                        for site, mechanism, declared, value in CALLS]
+
+
+            a, b = transcript(D), transcript(D_PRIME)
+            rows = [sum(times for _, times in runs) for runs in (D, D_PRIME)]
+            print(f"{{len(a)}} noise call(s) on D ({{rows[0]}} rows), {{len(b)}} on D' ({{rows[1]}} rows)")
+            for number, (x, y) in enumerate(zip(a, b), start=1):
+                if x != y:
+                    print(f"first difference at call #{{number}}: {{x!r}} on D, {{y!r}} on D'")
+                    break
+            if a != b:
+                print("BUG: the noise calls' transcript differs between neighbouring tables")
                 sys.exit(1)
             print("not reproduced")
             """
