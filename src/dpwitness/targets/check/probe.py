@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dpwitness.targets.check.report import Finding
@@ -302,11 +302,9 @@ def relative_shift(result: SensitivityResult) -> float:
     return result.shift / result.claimed if result.claimed > 0 else (math.inf if result.shift > 0 else 0.0)
 
 
-def calls_finding(changed: CallsChanged, runner: UnnoisedRunner, columns: Mapping[str, Any]) -> Finding:
-    """The ``noise-calls`` or ``shape`` finding of two neighbouring tables whose noise calls differ, with
-    its reproduction script (:func:`~dpwitness.targets.check.script.calls_script`)."""
-    from dpwitness.targets.check.script import calls_script  # script builds on this module
-
+def calls_finding(changed: CallsChanged) -> Finding:
+    """The ``noise-calls`` or ``shape`` finding of two neighbouring tables whose noise calls differ (its
+    reproduction script is :func:`~dpwitness.targets.check.script.calls_script`'s)."""
     first, second = changed.first, changed.second
     if changed.kind == "shape":
         index = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a.shape != b.shape)
@@ -332,7 +330,7 @@ def calls_finding(changed: CallsChanged, runner: UnnoisedRunner, columns: Mappin
             f"{second[index].describe() if index < len(second) else 'none'}"
             " (the number, order or declared Δ/ε/δ of noise calls reveals the data)"
         )
-    finding = Finding(
+    return Finding(
         kind="shape" if changed.kind == "shape" else "noise-calls",
         library=call.library,
         version=call.version,
@@ -345,7 +343,6 @@ def calls_finding(changed: CallsChanged, runner: UnnoisedRunner, columns: Mappin
         d_prime=Runs.of_frame(changed.d_prime),
         detail=detail,
     )
-    return replace(finding, script=calls_script(runner, finding, columns))
 
 
 def _size(shape: Any) -> float:

@@ -26,7 +26,7 @@ from dpwitness.targets.check.probe import (
 )
 from dpwitness.targets.check.reach import LADDER_ROWS, find_sized_probe, listed_pairs, size_boundaries, sized_pairs
 from dpwitness.targets.check.report import CheckReport, Finding, ReportBuilder
-from dpwitness.targets.check.script import repro_script
+from dpwitness.targets.check.script import calls_script, repro_script
 from dpwitness.targets.hooks import Adapter, AdapterError, registered
 from dpwitness.witness.sensitivity import SensitivityResult, search_claims
 from dpwitness.witness.structured import Runs, structured_search
@@ -209,7 +209,7 @@ def _check(
                 runner(boundary.below)
                 runner(boundary.above)
             except CallsChanged as changed:
-                report.findings.append(calls_finding(changed, runner, columns))
+                report.findings.append(_with_script(calls_finding(changed), runner, columns))
                 break
     else:
         sizes |= {rows for boundary in boundaries for rows in (boundary.below.height, boundary.above.height)}
@@ -235,7 +235,7 @@ def _check(
                     pairs=given,
                 )
             except CallsChanged as changed:
-                report.findings.append(calls_finding(changed, runner, columns))
+                report.findings.append(_with_script(calls_finding(changed), runner, columns))
                 break
             for name, result in sized.items():
                 _keep(results, pairs, name, result, (Runs.of_frame(result.d), Runs.of_frame(result.d_prime)))
@@ -256,13 +256,13 @@ def _check(
                 else {}
             )
         except CallsChanged as changed:
-            report.findings.append(calls_finding(changed, runner, columns))
+            report.findings.append(_with_script(calls_finding(changed), runner, columns))
             break
         except BaseExceptionGroup as group_error:
             inner = group_error.subgroup(CallsChanged)
             if inner is None:
                 raise
-            report.findings.append(calls_finding(first_calls_changed(inner), runner, columns))
+            report.findings.append(_with_script(calls_finding(first_calls_changed(inner)), runner, columns))
             break
         for name, result in found.items():
             _keep(results, pairs, name, result, (Runs.of_frame(result.d), Runs.of_frame(result.d_prime)))
@@ -280,7 +280,7 @@ def _check(
                     seconds=remaining,
                 )
             except CallsChanged as changed:
-                report.findings.append(calls_finding(changed, runner, columns))
+                report.findings.append(_with_script(calls_finding(changed), runner, columns))
                 notes += [f"noise calls changed on the {note}" for note in getattr(changed, "__notes__", ())]
                 break
             for name, result in grown.results.items():
@@ -327,6 +327,11 @@ def _check(
     if not report.findings and runner.evaluated and runner.skipped == runner.evaluated:
         verdict = "unsupported"
     return report.done(verdict, notes=notes, audit=audit_result)
+
+
+def _with_script(finding: Finding, runner: UnnoisedRunner, columns: Mapping[str, Any]) -> Finding:
+    """A ``noise-calls`` or ``shape`` finding with its reproduction script."""
+    return replace(finding, script=calls_script(runner, finding, columns))
 
 
 def _keep(
