@@ -361,12 +361,21 @@ def _bounds_refused(original: Any) -> Any:
 
 
 _REPRO_HOOK = """
+import importlib
 import random
 import sys
-import snsynth.aim.aim as _aim
 import snsynth.base as _base
-import snsynth.mst.mst as _mst
 import snsynth.mwem as _mwem
+
+
+def _importable(name):  # MST and AIM need an mbi that releases before 1.0.8 do not find: hooked where they import
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+_mst, _aim = _importable("snsynth.mst.mst"), _importable("snsynth.aim.aim")
 
 CALLS = []  # (site, what, declared Δ, value before noise), in the order the library makes them
 
@@ -406,13 +415,13 @@ def _exact(what, value):  # a value the library takes from the data without nois
     CALLS.append((_site(3)[1], what, 0.0, value))
 
 
-_original_mst, _original_initialize = _mst.MSTSynthesizer.MST, _mwem.MWEMSynthesizer._initialize_a
+_original_initialize = _mwem.MWEMSynthesizer._initialize_a
 _original_train_data = _base.Synthesizer._get_train_data
 
 
 def _mst_total(self, data, epsilon, delta):
     _exact("known_total = the exact row count (no noise)", len(data.df))
-    return _original_mst(self, data, epsilon, delta)
+    return _original_mst(self, data, epsilon, delta)  # set below, where MST imports
 
 
 def _initial_total(self, histogram, dimensions):
@@ -440,24 +449,29 @@ def _with_sample(cls):
     cls.sample = sample
 
 
-_mst.gaussian_noise = _aim.gaussian_noise = _gaussian
 _mwem.MWEMSynthesizer._laplace = _laplace
-_mst.MSTSynthesizer.exponential_mechanism = _uniform(
-    lambda self, q, eps, sensitivity, prng=np.random, monotonic=False: prng.choice(np.asarray(q).size)
-)
-_aim.exponential_mechanism = _uniform(
-    lambda qualities, epsilon, sensitivity=1.0, base_measure=None: list(qualities)[int(np.random.choice(len(qualities)))]
-)
 _mwem.MWEMSynthesizer._exponential_mechanism = _uniform(
     lambda self, hist, synth_hist, queries, eps, measurements, i: (
         np.random.choice([q for q in range(len(queries)) if q not in measurements])
     )
 )
-_mst.MSTSynthesizer.MST = _mst_total
 _mwem.MWEMSynthesizer._initialize_a = _initial_total
 _base.Synthesizer._get_train_data = _train_data
-for _cls in (_mst.MSTSynthesizer, _aim.AIMSynthesizer, _mwem.MWEMSynthesizer):
-    _with_sample(_cls)
+_with_sample(_mwem.MWEMSynthesizer)
+if _mst is not None:
+    _mst.gaussian_noise = _gaussian
+    _mst.MSTSynthesizer.exponential_mechanism = _uniform(
+        lambda self, q, eps, sensitivity, prng=np.random, monotonic=False: prng.choice(np.asarray(q).size)
+    )
+    _original_mst = _mst.MSTSynthesizer.MST
+    _mst.MSTSynthesizer.MST = _mst_total
+    _with_sample(_mst.MSTSynthesizer)
+if _aim is not None:
+    _aim.gaussian_noise = _gaussian
+    _aim.exponential_mechanism = _uniform(
+        lambda qualities, epsilon, sensitivity=1.0, base_measure=None: list(qualities)[int(np.random.choice(len(qualities)))]
+    )
+    _with_sample(_aim.AIMSynthesizer)
 """
 
 

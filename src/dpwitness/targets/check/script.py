@@ -216,7 +216,7 @@ def calls_script(runner: UnnoisedRunner, finding: Finding, columns: Mapping[str,
         f'"""Reproduces a dpwitness finding: {finding.library} {finding.version}, the {what} differ between two\n'
         "neighbouring tables, whatever the noise.\n\n"
         'Needs only the library (and polars, numpy). Exit status 1 when the bug shows."""\n'
-        "import sys\n\nimport numpy as np\nimport polars as pl\n"
+        "import math\nimport sys\n\nimport numpy as np\nimport polars as pl\n"  # the hooks may need math, as in repro_script
         + adapter.repro_hook()
         + _function_source(runner.fn)
         + _table_code(list(columns), schema)
