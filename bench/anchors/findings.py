@@ -313,8 +313,8 @@ above was measured with both worked around or fixed as described.
   (`check_cases.py:diffprivlib_sum` on 0.6.0) gets diffprivlib's adapter. Every row of the table ran with
   that commit's source (the checks run before it were run again).
 
-Four more faults of dpwitness, found while building this table, are fixed and the whole table was run again
-after them (4 Dec):
+Six more faults of dpwitness, found while building this table, are fixed and the table was run again after
+them (4 Dec):
 
 - **Venvs running another checkout's code.** Nine of the sixteen release venvs (diffprivlib 0.6.0–0.6.5,
   OpenDP 0.12.1, 0.13.0 and 0.15.1, python-dp 1.1.4) had dpwitness installed from the worktree of the branch
@@ -333,11 +333,20 @@ after them (4 Dec):
   never published on the index, so their MST and AIM do not import; the adapter imported both when it
   installed, so every check of those releases, MWEM's included, ended as an adapter error. It now hooks MST
   and AIM only where they import. (1.0.4 does not install with NumPy 2: its MWEM calls `numpy.product`.)
+- **OpenDP's `nan` flag.** The Synth and SmartNoise SQL adapters replay the noise with OpenDP's Laplace on
+  `atom_domain(T=float, nan=False)`; OpenDP 0.12 and 0.13 have no such flag, so on Synth 1.0.5 and 1.0.6 (with
+  OpenDP 0.12.1) the audit did not run ("TypeError … unexpected keyword argument 'nan'"). One helper,
+  `targets.opendp.non_nan_atoms`, now builds the non-NaN float atom on every release.
+- **No script for a change of the noise calls.** A `noise-calls` or `shape` finding (MWEM's 21 calls on 10 rows
+  against 41 on 11) came with no reproduction script. Such a finding now gets one: it runs the function with
+  the noise removed on both tables, compares the calls' transcripts (sites, mechanisms, declared Δ; the values'
+  lengths for a shape finding) and exits 1 with BUG when they differ.
 
 The scripts checked by hand exit 1 with BUG when moved to another folder: diffprivlib 0.6.0's
 `diffprivlib_laplace` audit script, 0.6.3's `diffprivlib_histogram_weights` audit script, 0.6.5's
-`diffprivlib_linear_regression_unclipped` script, python-dp 1.1.4's `pydp_bounded_sum` script and OpenDP
-0.14.2's `opendp_rr_bitvec` audit script.
+`diffprivlib_linear_regression_unclipped` script, python-dp 1.1.4's `pydp_bounded_sum` script, OpenDP
+0.14.2's `opendp_rr_bitvec` audit script, and the `noise-calls` scripts of both MWEM entries on Synth 1.0.5
+and 1.0.8.
 """
 
 
@@ -423,7 +432,7 @@ PR #481 ("default iterations and query count adapt based on dimensionality of so
 default; we found no report of the leak.
 
 **Versions.** The same code in 1.0.5, 1.0.6 and 1.0.8 (`snsynth/mwem.py`, lines 363–366 in 1.0.8), the
-releases that run here (the table's `synth_mwem_declared` rows). The check finds it in about 60 s of CPU as a
+releases that run here (the table's `synth_mwem_declared` rows). The check finds it in 6–61 s of CPU as a
 `noise-calls` finding: on tables of 10 and 11 identical rows (the size search bisects the count where the calls
 change) the number of Laplace and exponential-mechanism calls differs, which under add-remove is a finding in
 itself; its reproduction script runs both tables with the noise removed and prints the two transcripts.
