@@ -163,10 +163,7 @@ class RandomizedBits:
         self.epsilon, self.keep_last = epsilon, keep_last
         self.rng = np.random.default_rng()
 
-    def map(self, d_in: int) -> float:
-        if not isinstance(d_in, int) or isinstance(d_in, bool) or not 0 <= d_in < 2**32:
-            raise TypeError("d_in must be a u32")
-        return d_in * self.epsilon
+    map = RandomizedResponse.map  # the same u32 privacy map
 
     def randomise(self, bits: bytes) -> bytes:
         unpacked = np.unpackbits(np.frombuffer(bits, dtype=np.uint8), bitorder="little")
