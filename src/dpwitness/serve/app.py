@@ -377,18 +377,21 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         responses={402: {"description": "budget exceeded"}},
     )
     def query(body: QueryRequest, analyst: Analyst) -> Response:
-        return answer_query(body, analyst)  # reached only when QueryRoute passes a request on
+        return answer_query(analyst, *resolved(body, analyst))  # reached only when QueryRoute passes a request on
 
-    def answer_query(body: QueryRequest, analyst: AnalystConfig) -> Response:
+    def resolved(body: QueryRequest, analyst: AnalystConfig) -> tuple[TableRequest, Session, queries.Query]:
+        """The request compiled, its analyst's session and its one Query (spends nothing)."""
         compiled = _compile(body, analyst)
-        request_id = uuid.uuid4().hex
-        label = LABEL_PREFIX.set(f"{request_id} {compiled.table.name}: ")
-        try:
-            session = service.session(analyst, compiled.table)
-            with cache_scope(analyst.name), service.first_of_its_kind(analyst.name, compiled):
-                release = _run(session, compiled, config.limits)
-        finally:
-            LABEL_PREFIX.reset(label)
+        session = service.session(analyst, compiled.table)
+        with cache_scope(analyst.name), _refusals():
+            return compiled, session, resolve(session, compiled, config.limits)
+
+    def answer_query(analyst: AnalystConfig, compiled: TableRequest, session: Session, query: queries.Query) -> Response:
+        """The resolved query run (the spend committed first), in a worker thread: it waits for the commit."""
+        with _labelled(compiled) as request_id, cache_scope(analyst.name), _refusals():
+            with service.first_of_its_kind(analyst.name, compiled):
+                release = session.run(query, **compiled.request.run_options())
+            session.releases.clear()  # the service keeps no releases in memory
         return answered(analyst, compiled, request_id, release)
 
     async def answer_query_on_loop(body: QueryRequest, analyst: AnalystConfig) -> Response:
@@ -397,20 +400,12 @@ def create_app(config: ServiceConfig, *, ledger: Ledger | None = None, raise_bud
         answered on the event loop, awaiting the ledger's commit (no worker thread, no hand-off);
         anything else (a new shape, a privacy unit, no aggregate cache) in a worker thread, as
         ``answer_query``. Either way the spend is durable before the answer is built."""
-        compiled = _compile(body, analyst)
-        session = service.session(analyst, compiled.table)
-        with cache_scope(analyst.name), _refusals():
-            query = resolve(session, compiled, config.limits)
+        compiled, session, query = resolved(body, analyst)
         if not service.ready(analyst.name, compiled, session, query):
-            return await anyio.to_thread.run_sync(answer_query, body, analyst)
-        request_id = uuid.uuid4().hex
-        label = LABEL_PREFIX.set(f"{request_id} {compiled.table.name}: ")
-        try:
-            with cache_scope(analyst.name), _refusals():
-                release = await session.run_async(query, **compiled.request.run_options())
-                session.releases.clear()  # the service keeps no releases in memory
-        finally:
-            LABEL_PREFIX.reset(label)
+            return await anyio.to_thread.run_sync(answer_query, analyst, compiled, session, query)
+        with _labelled(compiled) as request_id, cache_scope(analyst.name), _refusals():
+            release = await session.run_async(query, **compiled.request.run_options())
+            session.releases.clear()  # the service keeps no releases in memory
         return answered(analyst, compiled, request_id, release)
 
     def answered(analyst: AnalystConfig, compiled: TableRequest, request_id: str, release: Release) -> Response:
@@ -530,12 +525,15 @@ def resolve(session: Session, compiled: TableRequest, limits: Limits) -> queries
     return query
 
 
-def _run(session: Session, compiled: TableRequest, limits: Limits) -> Release:
-    with _refusals():
-        query = resolve(session, compiled, limits)
-        release = session.run(query, **compiled.request.run_options())
-        session.releases.clear()  # the service keeps no releases in memory
-        return release
+@contextmanager
+def _labelled(compiled: TableRequest) -> Iterator[str]:
+    """A new request id, and the ledger labels of the spends made meanwhile prefixed with it and the table."""
+    request_id = uuid.uuid4().hex
+    label = LABEL_PREFIX.set(f"{request_id} {compiled.table.name}: ")
+    try:
+        yield request_id
+    finally:
+        LABEL_PREFIX.reset(label)
 
 
 @contextmanager
