@@ -103,6 +103,21 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
+def _recording_head(runner: UnnoisedRunner, library: str, columns: Mapping[str, Any], what: str) -> str:
+    """The start of a script that runs the function with ``library``'s noise recorded and removed: its
+    docstring (``what`` it reproduces), imports, the adapter's recording hook (``CALLS``), the
+    function and ``table(runs)``."""
+    adapter = next(a for a in runner.adapters if a.name == library)
+    return (
+        f'"""Reproduces a dpwitness finding: {what}\n'
+        'Needs only the library (and polars, numpy). Exit status 1 when the bug shows."""\n'
+        "import math\nimport sys\n\nimport numpy as np\nimport polars as pl\n"
+        + adapter.repro_hook()
+        + _function_source(runner.fn)
+        + _table_code(list(columns), _schema(columns))
+    )
+
+
 def repro_script(
     runner: UnnoisedRunner, call: NoiseCall, key: str, d: Runs, d_prime: Runs, declared: float, columns: Mapping[str, Any]
 ) -> str:
@@ -120,19 +135,15 @@ def repro_script(
         side only) exceeds it by more than the relative tolerance.
     :param columns: the checked columns (as for ``check``), in the order the tables use.
     """
-    adapter = next(a for a in runner.adapters if a.name == call.library)
     index = int(key.split(" ", 1)[0][1:]) - 1
-    schema = _schema(columns)
-    return (
-        f'"""Reproduces a dpwitness finding: {call.library} {call.version}, {call.mechanism} at {_site_name(call.site)}.\n\n'
-        f"The value this noise call receives moves by more than the Δ = {declared!r} it declares.\n"
-        'Needs only the library (and polars, numpy). Exit status 1 when the bug shows."""\n'
-        "import math\nimport sys\n\nimport numpy as np\nimport polars as pl\n"
-        + adapter.repro_hook()
-        + _function_source(runner.fn)
-        + _table_code(list(columns), schema)
-        + textwrap.dedent(
-            f"""
+    return _recording_head(
+        runner,
+        call.library,
+        columns,
+        f"{call.library} {call.version}, {call.mechanism} at {_site_name(call.site)}.\n\n"
+        f"The value this noise call receives moves by more than the Δ = {declared!r} it declares.",
+    ) + textwrap.dedent(
+        f"""
             D = {_runs_literal(d)}
             D_PRIME = {_runs_literal(d_prime)}
             DECLARED = {declared!r}
@@ -194,7 +205,6 @@ def repro_script(
                 sys.exit(1)
             print("not reproduced")
             """
-        )
     )
 
 
@@ -209,19 +219,14 @@ def calls_script(runner: UnnoisedRunner, finding: Finding, columns: Mapping[str,
     :param finding: the finding, with its tables D and D′.
     :param columns: the checked columns (as for ``check``), in the order the tables use.
     """
-    adapter = next(a for a in runner.adapters if a.name == finding.library)
-    schema = _schema(columns)
     what = "length or shape of a noise call's value" if finding.kind == "shape" else "noise calls"
-    return (
-        f'"""Reproduces a dpwitness finding: {finding.library} {finding.version}, the {what} differ between two\n'
-        "neighbouring tables, whatever the noise.\n\n"
-        'Needs only the library (and polars, numpy). Exit status 1 when the bug shows."""\n'
-        "import math\nimport sys\n\nimport numpy as np\nimport polars as pl\n"  # the hooks may need math, as in repro_script
-        + adapter.repro_hook()
-        + _function_source(runner.fn)
-        + _table_code(list(columns), schema)
-        + textwrap.dedent(
-            f"""
+    return _recording_head(
+        runner,
+        finding.library,
+        columns,
+        f"{finding.library} {finding.version}, the {what} differ between two\nneighbouring tables, whatever the noise.\n",
+    ) + textwrap.dedent(
+        f"""
             D = {_runs_literal(finding.d)}
             D_PRIME = {_runs_literal(finding.d_prime)}
             SHAPES = {finding.kind == "shape"!r}
@@ -255,7 +260,6 @@ def calls_script(runner: UnnoisedRunner, finding: Finding, columns: Mapping[str,
                 sys.exit(1)
             print("not reproduced")
             """
-        )
     )
 
 
