@@ -117,3 +117,20 @@ def test_a_sparse_vector_that_stops_early_is_caught_from_paired_runs() -> None:
     case = next(c.case for c in dp_sniper_table() if c.case.name == "SparseVectorTechnique4")
     result = audit(case.mechanism, case.d, case.d_prime, epsilon=0.1, seed=23, tight=True, max_seconds=15, progress=False)
     assert result.violated and result.best_epsilon_lower_bound > 0.11
+
+
+def test_the_final_sample_certifies_a_tie_together_and_one_event_once() -> None:
+    """Which selection proposals the final sample certifies: a vector's best proposal ranked by its
+    paired counts alone, unless another event projects within 1% of it (RAPPOR: the coupled shift
+    and a fitted projection tied on the selection sample); descriptions of one event count once."""
+    from dpwitness.witness.audit.tight import certified_together
+
+    cells = np.array([[900, 40, 10], [900, 40, 10], [700, 90, 30], [880, 41, 12]], dtype=float)
+    unpaired = np.array([0.25, 0.25, 0.20, 0.24])
+    clear = np.array([0.290, 0.290, 0.20, 0.250])  # the best, by pairs, far ahead of the next event
+    assert certified_together(unpaired, clear, cells, vector=True) == [0]
+    tied = np.array([0.290, 0.290, 0.20, 0.288])  # proposal 3 is another event within 1%; 1 is 0 again
+    assert certified_together(unpaired, tied, cells, vector=True) == [0, 3]
+    assert certified_together(unpaired, tied, cells, vector=False) == [0]  # not a vector: the best alone
+    by_counts = np.array([0.10, 0.10, 0.05, 0.08])  # ranked by unpaired counts: a vector's best two events
+    assert certified_together(unpaired, by_counts, cells, vector=True) == [0, 3]
