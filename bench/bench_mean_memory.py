@@ -5,8 +5,9 @@
 Each side runs in a fresh Python process, measured by its own peak RSS (``ru_maxrss`` from
 ``os.wait4``, so imports count on both sides, as they do for a user): Polars'
 ``scan_parquet(...).select(pl.col("age").mean()).collect(engine="streaming")`` against
-``Session(path).mean("age", (0, 100), epsilon=1.0)`` (the whole release, Polars engine).
-Target: dpwitness's peak ≤ 1.3× Polars'. The table is ``bench/gen_parquet.py``'s.
+``Session(path).mean("age", (0, 100), epsilon=1.0)`` (the whole release, Polars engine), and,
+for reference, Polars' own clamped sum and count (the clamp no DP mean can skip; not judged).
+Target: dpwitness's peak ≤ 1.3× Polars' mean. The table is ``bench/gen_parquet.py``'s.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ PROGRAMS = {
     "polars streaming mean": (
         "import polars as pl, sys\n"
         "print(pl.scan_parquet(sys.argv[1]).select(pl.col('age').mean()).collect(engine='streaming').item())"
+    ),
+    # what a mean over clamped values costs in Polars itself (the clamp a DP mean cannot skip): the floor
+    # under dpwitness's figure, printed beside the target's baseline, never judged
+    "polars clamped mean": (
+        "import polars as pl, sys\n"
+        "age = pl.col('age')\n"
+        "print(pl.scan_parquet(sys.argv[1]).select(age.clip(0, 100).sum().alias('sum'), age.count().alias('n'))"
+        ".collect(engine='streaming').row(0))"
     ),
     "dpwitness mean": (
         "import sys\nfrom dpwitness.session import Session\n"
@@ -68,10 +77,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: peak RSS {peak:.0f} MB, {wall:.1f} s", flush=True)
     baseline, ours = statistics.median(peaks["polars streaming mean"]), statistics.median(peaks["dpwitness mean"])
     verdict = "met" if ours <= TARGET * baseline else "missed"
+    clamped = statistics.median(peaks["polars clamped mean"])
     spread = {name: f"{min(values):.0f}–{max(values):.0f}" for name, values in peaks.items()}
     print(f"{args.rows:,} rows, medians of {args.runs}: dpwitness {ours:.0f} MB [{spread['dpwitness mean']}] against "
           f"Polars {baseline:.0f} MB [{spread['polars streaming mean']}] = {ours / baseline:.2f}× "
-          f"(target ≤ {TARGET}×: {verdict}); this parent's own peak {own:.0f} MB (a floor for both); "
+          f"(target ≤ {TARGET}×: {verdict}); Polars' clamped sum and count {clamped:.0f} MB "
+          f"[{spread['polars clamped mean']}] = {clamped / baseline:.2f}× its mean; "
+          f"this parent's own peak {own:.0f} MB (a floor for both); "
           f"load average before {load}, after " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))  # fmt: skip
     return 0
 

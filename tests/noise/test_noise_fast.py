@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,14 +134,17 @@ def test_secure_source_choices_and_the_default(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(ValueError, match="secure source"):
         secure_source("md5")
     monkeypatch.delenv("DPWITNESS_SECURE_SOURCE")
-    monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers", None)  # cryptography absent
+    monkeypatch.setitem(sys.modules, "cryptography", None)  # cryptography absent
     assert isinstance(secure_source(), SecureBits)  # falls back to os.urandom, still secure
     with pytest.raises(ImportError):
         secure_source("aes-256-ctr")  # asked for by name: no silent fallback
 
 
 def test_cipher_words_are_uniform_bits() -> None:
-    words = CipherBits().words(1 << 16)
+    source = CipherBits()
+    source.words(noise_bits.URANDOM_WORDS)  # os.urandom's own words: the cipher serves what follows
+    words = source.words(1 << 16)
+    assert source._encryptor is not None
     bits = np.unpackbits(words.view(np.uint8))
     # 2^22 bits: a fair coin's share is 0.5 ± 0.0025 at 10 sigma; a stuck byte (1/8 of the bits) would shift it by 0.06
     assert abs(bits.mean() - 0.5) < 0.0025
@@ -226,3 +231,28 @@ def test_the_low_level_built_in_chunks_is_the_whole_level_bit_for_bit(m: int) ->
     spread = float(np.ptp((ideal - kept) / ideal))
     built = tables._low_table.__wrapped__(m)
     assert np.array_equal(built.thresholds, whole) and built.spread == spread
+
+
+def test_the_cipher_is_keyed_only_past_the_first_mebibyte() -> None:
+    """A fresh source serves its first URANDOM_WORDS words from os.urandom, then keys the cipher
+    (and a release of a few samples never loads it: the next test)."""
+    source = CipherBits()
+    first = source.words(noise_bits.URANDOM_WORDS - 2)
+    a, t = source.pair()  # the pool: 4,096 words, past what os.urandom still serves
+    assert source._encryptor is not None and len(set(first.tolist()) | {a, t}) == len(first) + 2
+    fresh = CipherBits()
+    fresh.words(3)
+    assert fresh._encryptor is None
+
+
+def test_a_small_release_loads_neither_the_cipher_nor_the_ledger(tmp_path: Path) -> None:
+    """Memory (issue 31): a DP mean of a file imports no cryptography, sqlite3 or asyncio."""
+    table = tmp_path / "t.csv"
+    table.write_text("age\n30\n40\n50\n")
+    program = (
+        "import sys\nfrom dpwitness.session import Session\n"
+        f"Session({str(table)!r}, epsilon=1.0, dtypes={{'age': 'float'}}).mean('age', (0, 100), epsilon=1.0)\n"
+        "print(sorted(m for m in ('cryptography', 'sqlite3', 'asyncio') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert out.stdout.strip() == "[]"

@@ -3,11 +3,12 @@ the seeded one for reproducible runs, and the exact Geometric(1/2) drawn from th
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -51,12 +52,18 @@ _RESERVE_WORDS = 1 << 12  # small requests are served from a 32 KiB block of key
 #: Words of keystream converted to Python integers at once for :meth:`CipherBits.pair` (the scalar samplers).
 _POOL_WORDS = 1 << 12
 _ZEROS = bytes(1 << 20)
+#: Words a fresh (or forked) :class:`CipherBits` reads from os.urandom itself before it keys the
+#: cipher (1 MiB): a release that draws a few samples never loads OpenSSL's ciphers (6 MB of
+#: memory, docs/benchmarks.md), and every word is as secure either way.
+URANDOM_WORDS = 1 << 17
 
 
 class CipherBits:
     """A cryptographically secure generator: the keystream of AES-256-CTR (or ChaCha20), keyed from os.urandom.
 
-    The key (32 bytes) and the initial counter block / nonce (16 bytes) come from ``os.urandom``;
+    Its first :data:`URANDOM_WORDS` words (1 MiB) are os.urandom's own, read as they are asked
+    for; the cipher is keyed, and ``cryptography`` imported, only when a request would go past
+    them. The key (32 bytes) and the initial counter block / nonce (16 bytes) come from ``os.urandom``;
     the output is the cipher applied to zeros, i.e. its keystream, through OpenSSL (the
     ``cryptography`` package). It is re-keyed from ``os.urandom`` every :data:`REKEY_BYTES`
     (2^32 bytes = 2^28 AES blocks, far below the 2^64-block birthday bound of a 128-bit block
@@ -78,7 +85,7 @@ class CipherBits:
             raise ValueError(f"cipher must be one of {CIPHERS}, got {cipher!r}")
         self.cipher = cipher
         label = "AES-256-CTR" if cipher == "aes-256-ctr" else "ChaCha20"
-        self.name = f"{label} keystream keyed from os.urandom (cryptographically secure, OpenSSL)"
+        self.name = f"{label} keystream keyed from os.urandom (cryptographically secure, OpenSSL; first 1 MiB os.urandom itself)"
         self._lock = threading.Lock()
         self._rekey()
         alive = weakref.ref(self)
@@ -92,18 +99,29 @@ class CipherBits:
             engine = Cipher(algorithms.AES(key), modes.CTR(counter))
         else:  # cryptography's 16-byte ChaCha20 nonce: 4-byte little-endian block counter, then RFC 8439's 12-byte nonce
             engine = Cipher(algorithms.ChaCha20(key, counter), mode=None)  # type: ignore[arg-type]
-        self._encryptor = engine.encryptor()
+        self._encryptor: Any = engine.encryptor()
+        self._fresh_state()
+
+    def _fresh_state(self) -> None:
         self._produced = 0
         self._reserve = np.empty(0, dtype=np.uint64)
         self._pool: list[int] = []
         self._pid = os.getpid()
 
     def _rekey(self) -> None:
+        """Start over, unkeyed: the next :data:`URANDOM_WORDS` words from os.urandom, then a fresh key."""
         self._lock = threading.Lock()  # a lock held by another thread at fork time is never released in the child
-        self._keyed(os.urandom(32), os.urandom(16))
+        self._encryptor = None
+        self._urandom_left = URANDOM_WORDS
+        self._fresh_state()
 
     def _keystream(self, n: int) -> npt.NDArray[np.uint64]:
         """The next 8·n bytes of keystream as n words (the caller holds the lock)."""
+        if self._encryptor is None:
+            if n <= self._urandom_left:
+                self._urandom_left -= n
+                return np.frombuffer(bytearray(os.urandom(8 * n)), dtype=np.uint64)
+            self._keyed(os.urandom(32), os.urandom(16))
         size = 8 * n
         if size > REKEY_BYTES - self._produced:
             self._keyed(os.urandom(32), os.urandom(16))
@@ -161,11 +179,9 @@ def secure_source(name: str | None = None) -> BitSource:
         return SecureBits()
     if chosen not in CIPHERS:
         raise ValueError(f"secure source must be 'os.urandom' or one of {CIPHERS}, got {chosen!r}")
-    try:
-        import cryptography.hazmat.primitives.ciphers  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("cryptography") is None:  # looked up, not imported: see URANDOM_WORDS
         if name is not None:
-            raise
+            raise ImportError(f"secure source {chosen!r} needs the cryptography package (the crypto extra)")
         return SecureBits()
     return CipherBits(chosen)
 

@@ -22,19 +22,21 @@ the better route per spend is sound and when.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import closing
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from dpwitness.common.errors import BudgetExceeded, ParameterError
 from dpwitness.common.validation import check_non_negative_finite, check_positive_finite
 from dpwitness.privacy.accounting import pure_dp_rho, zcdp_delta, zcdp_epsilon, zcdp_rho
+
+if TYPE_CHECKING:
+    import sqlite3
 
 #: Relative float slack on every budget comparison (sums of floats).
 _SLACK = 1e-12
@@ -581,6 +583,8 @@ class Ledger:
             connection.close()
 
     def _connect(self) -> sqlite3.Connection:
+        import sqlite3  # here: a session without a durable ledger never loads it (docs/benchmarks.md, memory)
+
         connection = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=FULL")
@@ -691,6 +695,8 @@ class Ledger:
         """:meth:`spend` (``spend`` for ``account``, ``create_with`` a new account's total), awaitable:
         here in a worker thread (the event loop is not blocked by the commit);
         :class:`dpwitness.serve.ledger.GroupCommitLedger` resolves it from its writer thread."""
+        import asyncio  # here, as sqlite3 above: only the service awaits a spend
+
         return await asyncio.to_thread(self.spend, account, spend, create_with=create_with)
 
     def usage(self, account: str) -> Usage:

@@ -32,6 +32,9 @@ from dpwitness.session.plans import check_part_epsilons, gaussian_for, gaussian_
 from dpwitness.session.streams import query_streams, selection_key
 from dpwitness.session.target_errors import BudgetPlan, Target, plan_targets
 
+#: Resolved queries and plans a session keeps (:meth:`Session._memoised`); past it, it starts over.
+_MEMO_SIZE = 256
+
 
 class Session:
     """Private statistics on ``source`` within a total budget: ``epsilon`` (with an optional
@@ -168,6 +171,7 @@ class Session:
         self._schema: Schema | None = None
         self._join_bound: PrivateJoinBound | None = None  # the private join these rows are (set by session.joins.joined)
         self.releases: list[Release] = []
+        self._memo: dict[Any, Any] = {}  # see _memoised
 
     # --- budget ---------------------------------------------------------------------------
     @property
@@ -501,6 +505,10 @@ class Session:
         declared schema's defaults and every data-free check); reads nothing, spends nothing."""
         if not isinstance(request, Request):
             raise ParameterError("request", "a dpwitness.query.resolve.Request", request)
+        key = ("resolve", request, self.total if request.rho is not None else None)
+        return cast(Query, self._memoised(key, lambda: self._resolved(request)))
+
+    def _resolved(self, request: Request) -> Query:
         return resolve(
             request,
             schema=self.declared_schema,
@@ -722,6 +730,7 @@ class Session:
         list of releases. Nothing is read."""
         view = copy.copy(self)
         view._handle, view._schema, view.declared_schema = derive(self.engine, self._opened()), None, None
+        view._memo = {}  # another table: other plans
         return view
 
     def _notes(self) -> tuple[str, ...]:
@@ -729,9 +738,29 @@ class Session:
         return () if self.schema_note is None else (self.schema_note,)
 
     # --- internals ------------------------------------------------------------------------
+    def _memoised(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """``build()``, kept under ``key`` (every input that decides it besides this session's fixed
+        options and table), so that a query asked again (a service's shapes) is not checked and
+        planned again. What raises is not kept; an unhashable key (a list in a request) keeps nothing."""
+        try:
+            found = self._memo.get(key)
+        except TypeError:
+            return build()
+        if found is None:
+            found = build()
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            self._memo[key] = found
+        return found
+
     def _plan(self, query: Query, mechanism: str | None = None, *, rho: float | None = None, max_rows: int | None = None) -> Plan:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.query.queries.Query", query)
+        key = ("plan", query, mechanism, rho, max_rows, self._accountant.total, self._join_bound)
+        return cast(Plan, self._memoised(key, lambda: self._planned(query, mechanism, rho=rho, max_rows=max_rows)))
+
+    def _planned(self, query: Query, mechanism: str | None, *, rho: float | None, max_rows: int | None) -> Plan:
+        """:meth:`_plan` computed: every data-free check, then the mechanisms and the plan."""
         check_joined(query, self._join_bound)
         wanted = self.mechanism if mechanism is None else check_mechanism(mechanism)
         rows = self.max_rows if max_rows is None else check_max_rows(max_rows)
