@@ -503,3 +503,26 @@ def test_an_unseeded_run_reads_no_spend_history(monkeypatch: pytest.MonkeyPatch,
     seeded = Session(pl.DataFrame({"x": [1, 2, 3]}), epsilon=1.0, ledger=tmp_path / "s.db", account="people", seed=3)
     seeded.count(epsilon=0.25)
     assert reads == ["people"]
+
+
+def test_a_query_asked_again_reuses_its_plan_and_still_pays_each_time(tmp_path: Path) -> None:
+    """A service asks the same shapes over and over: the session keeps each resolved query and
+    plan (keyed by the request, the total and the table), never the spend or the noise."""
+    from dpwitness.query.resolve import Request
+
+    frame = pl.DataFrame({"g": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]})
+    session = Session(frame, epsilon=1.0, seed=7)
+    request = Request("sum", "x", epsilon=0.4, bounds=(0.0, 5.0))
+    query = session.resolve(request)
+    assert session.resolve(Request("sum", "x", epsilon=0.4, bounds=(0.0, 5.0))) is query  # an equal request
+    assert session._plan(query) is session._plan(query)
+    first, second = session.run(query), session.run(query)
+    assert session.spent.epsilon == pytest.approx(0.8)  # each run pays
+    assert first.value != second.value  # and draws its own noise
+    with pytest.raises(BudgetExceeded):
+        session.run(query)
+    assert session.spent.epsilon == pytest.approx(0.8) and len(session.releases) == 2
+    listed = Request("histogram", "g", epsilon=0.1, keys=["a", "b"])  # a list (from JSON): not kept, still resolved
+    assert session.resolve(listed) == session.resolve(listed)
+    joined = session.over(lambda engine, handle: handle)  # another table: its own plans
+    assert joined._plan(query) is not session._plan(query) and joined._plan(query) == session._plan(query)

@@ -74,9 +74,10 @@ class Preview:
         return preview_html(self)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
-    """A validated query with its calibrated mechanisms (one per noisy part), ready to spend."""
+    """A validated query with its calibrated mechanisms (one per noisy part), ready to spend.
+    Immutable: a session keeps its plans and reuses them (``Session._memoised``)."""
 
     query: Query
     #: one per noisy part; Gaussian ones (typed as the Laplace contract they share) when ``gaussian``
@@ -97,16 +98,16 @@ class Plan:
     def __post_init__(self) -> None:
         pairs = zip(self.query.parts, self.mechanisms, strict=True)
         charged: list[tuple[float, Laplace | Gaussian]] = [(self.query.epsilon_of(p), m) for p, m in pairs if p.sensitivity > 0]
-        self.cost = math.fsum(e for e, _ in charged)
+        cost = math.fsum(e for e, _ in charged)
         if charged and all(isinstance(m, Gaussian) and m.rho is not None for _, m in charged):
-            self.cost = math.inf  # calibrated to ρ only: a zCDP guarantee, no ε of its own
+            cost = math.inf  # calibrated to ρ only: a zCDP guarantee, no ε of its own
+        object.__setattr__(self, "cost", cost)
         # a Laplace part is ε_i-DP, so ε_i²/2-zCDP; a Gaussian part has the ρ of the noise it samples
-        self.rho = math.fsum(m.rho_spent if isinstance(m, Gaussian) else pure_dp_rho(e) for e, m in charged)
-        self.selection_delta = 0.0 if self.gaussian else self.delta  # δ of key selection is not zCDP
-        if self.threshold_delta is not None:
-            self.selection_delta = self.threshold_delta
+        object.__setattr__(self, "rho", math.fsum(m.rho_spent if isinstance(m, Gaussian) else pure_dp_rho(e) for e, m in charged))
+        selection_delta = 0.0 if self.gaussian else self.delta  # δ of key selection is not zCDP
+        object.__setattr__(self, "selection_delta", selection_delta if self.threshold_delta is None else self.threshold_delta)
         # the Gaussian tables' distance from the ideal noise whose ρ is recorded: charged on the zCDP route
-        self.tv_distance = math.fsum(m.tv_spent for _, m in charged if isinstance(m, Gaussian))
+        object.__setattr__(self, "tv_distance", math.fsum(m.tv_spent for _, m in charged if isinstance(m, Gaussian)))
 
     @property
     def gaussian(self) -> bool:
