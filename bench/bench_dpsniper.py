@@ -173,8 +173,8 @@ def main() -> None:
     parser.add_argument(
         "--seconds",
         type=float,
-        default=1200.0,
-        help="max_seconds per row, a CPU guard: no size depends on it (default 1200)",
+        default=2400.0,
+        help="max_seconds per row, a CPU guard: no size depends on it (default 2400; RAPPOR's row needs about 1,000)",
     )
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every row's tight runs (default 1)")
     parser.add_argument("--only", nargs="*", default=None, help="DP-Sniper class names to run (default: all 20)")
