@@ -74,11 +74,12 @@ def certified_together(unpaired: FloatArray, paired: FloatArray, cells: FloatArr
 
     ``unpaired`` and ``paired`` are each proposal's projected bounds from the selection sample,
     ``cells`` its paired counts there (E under both inputs, under the first only, under the second
-    only). Vectors bring proposals of very different kinds whose ranking is noisy: the best two
-    are certified together. A best proposal ranked by its paired counts (whose noise is that of the
-    few discordant pairs) is certified alone unless the next is within :data:`TIGHT_TIE` of it;
-    other outputs: the best one alone. The runner-up is the best proposal that is another event
-    on the selection sample: many descriptions name one event (SVT's "X[5] > 0" and "shape ∈ {7}").
+    only); ``vector``: the outputs are vectors. Vectors bring proposals of very different kinds
+    whose ranking is noisy: the best two are certified together. A best proposal ranked by its
+    paired counts (whose noise is that of the few discordant pairs) is certified alone unless the
+    next is within :data:`TIGHT_TIE` of it; other outputs: the best one alone. The runner-up is
+    the best proposal that is another event on the selection sample: many descriptions name one
+    event (SVT's "X[5] > 0" and "shape ∈ {7}").
     """
     scores = np.maximum(unpaired, paired)
     ranked = np.argsort(-scores, kind="stable")
