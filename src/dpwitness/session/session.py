@@ -505,10 +505,10 @@ class Session:
         declared schema's defaults and every data-free check); reads nothing, spends nothing."""
         if not isinstance(request, Request):
             raise ParameterError("request", "a dpwitness.query.resolve.Request", request)
-        key = ("resolve", request, self.total if request.rho is not None else None)
-        return cast(Query, self._memoised(key, lambda: self._resolved(request)))
+        total = self.total if request.rho is not None else None
+        return cast(Query, self._memoised(("resolve", request, total), lambda: self._resolved(request, total)))
 
-    def _resolved(self, request: Request) -> Query:
+    def _resolved(self, request: Request, total: Budget | None) -> Query:
         return resolve(
             request,
             schema=self.declared_schema,
@@ -518,7 +518,7 @@ class Session:
             max_groups=self.max_groups,
             delta=self.delta,
             order_by=self.order_by,
-            total=self.total if request.rho is not None else None,
+            total=total,
         )
 
     def preview(
@@ -756,17 +756,17 @@ class Session:
     def _plan(self, query: Query, mechanism: str | None = None, *, rho: float | None = None, max_rows: int | None = None) -> Plan:
         if not isinstance(query, Query):
             raise ParameterError("query", "a dpwitness.query.queries.Query", query)
-        key = ("plan", query, mechanism, rho, max_rows, self._accountant.total, self._join_bound)
-        return cast(Plan, self._memoised(key, lambda: self._planned(query, mechanism, rho=rho, max_rows=max_rows)))
+        total = self._accountant.total  # read once (a ledger's is a query): the key and the plan's checks
+        key = ("plan", query, mechanism, rho, max_rows, total, self._join_bound)
+        return cast(Plan, self._memoised(key, lambda: self._planned(query, mechanism, total, rho=rho, max_rows=max_rows)))
 
-    def _planned(self, query: Query, mechanism: str | None, *, rho: float | None, max_rows: int | None) -> Plan:
-        """:meth:`_plan` computed: every data-free check, then the mechanisms and the plan."""
+    def _planned(self, query: Query, mechanism: str | None, total: Budget, *, rho: float | None, max_rows: int | None) -> Plan:
+        """:meth:`_plan` computed against the account's ``total``: every data-free check, then the mechanisms and the plan."""
         check_joined(query, self._join_bound)
         wanted = self.mechanism if mechanism is None else check_mechanism(mechanism)
         rows = self.max_rows if max_rows is None else check_max_rows(max_rows)
         if rows is not None and max_rows is not None and not query.explicit_delta and not self._delta_given:
             query = replace(query, delta=max_delta(rows))  # the default δ follows the bound asked for
-        total = self._accountant.total
         if rho is not None:
             check_rho_option(rho, total)
             if mechanism == "laplace":
