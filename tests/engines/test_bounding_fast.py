@@ -140,3 +140,21 @@ def test_keys_per_unit_are_exactly_min_g_and_rows_per_key_min_k() -> None:
     sizes = frame.group_by("pid", "g").len().rename({"len": "n"})
     per_key = kept.group_by("pid", "g").len().join(sizes, on=["pid", "g"])
     assert (per_key["len"] == per_key["n"].clip(upper_bound=2)).all()
+
+
+def test_the_streaming_engine_keeps_the_same_rows_and_a_larger_bound_keeps_a_superset() -> None:
+    """A unit keeps its first k rows by the keyed draw (``group_by(unit).head(k)`` after the sort): the
+    streaming engine, whose morsels run in parallel, keeps what the in-memory one keeps, and the rows kept
+    under k are among those kept under k + 1 (a head that ignored the draw's order would break both)."""
+    rng = np.random.default_rng(11)
+    n = 400_000  # many morsels
+    frame = pl.LazyFrame({"pid": rng.integers(0, n // 6, n), "row": np.arange(n), "v": rng.integers(0, 5, n)})
+
+    def kept(k: int, engine: str) -> set[int]:
+        query = Query(statistic="sum", column="v", bounds=(0, 5), epsilon=1, privacy_unit="pid", max_contributions=k)
+        return set(_bound(frame, query, "pid", [], KEY).collect(engine=engine)["row"].to_list())  # type: ignore[call-overload]
+
+    three, four = kept(3, "in-memory"), kept(4, "in-memory")
+    assert kept(3, "streaming") == three and kept(4, "streaming") == four
+    assert three < four
+    assert len(four) - len(three) > n // 10
