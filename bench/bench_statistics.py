@@ -33,6 +33,10 @@ Targets (issue 3): each DP statistic within 1.5× of plain Polars' time for the 
 and wall time of a DP count on a 1-row in-memory frame over N releases (target ≤ 0.3 ms CPU), and
 a DP count on a ``--rows``-row in-memory frame against Polars' exact count (target ≤ 2×).
 
+``--clamped N`` (issue 31, item 3) times only the unbounded DP sum and mean (the whole release)
+against Polars' own clamped aggregate and the plain one, N interleaved rounds in one process, CPU
+and wall (target: DP ≤ 1.2× the clamped aggregate, CPU).
+
 ``filtered`` (issue 11) is a DP mean of ``age`` over the rows where ``FILTER`` holds, against
 plain Polars running the same filter, clamp and mean (and the same in Spark, at each size):
 target within 1.5× of Polars at 10M rows, and Spark's time growing linearly with the rows.
@@ -523,6 +527,54 @@ def report_fixed_cost(releases: int, rows: int, repeats: int) -> None:
     print(f"load {os.getloadavg()[0]:.2f}")
 
 
+def clamped_ratio(path: Path, repeats: int) -> dict[tuple[str, str], dict[str, float]]:
+    """The unbounded DP sum and mean (the whole release, Session over the Parquet file) against Polars'
+    own clamped aggregate (``clip(0, 100).sum()`` / ``.mean()``, streaming) and the plain one, interleaved
+    in this process (issue 31, item 3: DP ≤ 1.2× the clamped aggregate, CPU)."""
+    import polars as pl
+
+    import dpwitness as dw
+    from machine import interleaved, spread
+
+    session = dw.Session(str(path), epsilon=1e12)
+    age = pl.col("age")
+    runs: dict[tuple[str, str], Callable[[], object]] = {}
+    for stat in ("sum", "mean"):
+        plain = age.sum() if stat == "sum" else age.mean()
+        clamped = age.clip(*BOUNDS).sum() if stat == "sum" else age.clip(*BOUNDS).mean()
+        runs[(stat, "polars")] = lambda e=plain: pl.scan_parquet(path).select(e).collect(engine="streaming")  # type: ignore[misc]
+        runs[(stat, "polars clamped")] = lambda e=clamped: pl.scan_parquet(path).select(e).collect(engine="streaming")  # type: ignore[misc]
+        runs[(stat, "dpwitness")] = _dp_call(session, stat)
+    samples = interleaved(runs, repeats)
+    return {key: spread(values) for key, values in samples.items()}
+
+
+def report_clamped(rows: int, repeats: int) -> None:
+    import polars as pl
+
+    from machine import cpu_model
+
+    path = generate(rows)
+    load = os.getloadavg()[0]
+    result = clamped_ratio(path, repeats)
+    rounds = f"median of {repeats} interleaved rounds [min–max]"
+    print(f"{rows:,} rows of Parquet; CPU {cpu_model()}; polars {pl.__version__}; {rounds}")
+    for stat in ("sum", "mean"):
+        cells = []
+        for side in ("polars", "polars clamped", "dpwitness"):
+            r = result[(stat, side)]
+            cells.append(
+                f"{side} CPU {r['cpu_s'] * 1e3:.1f} ms [{r['cpu_min_s'] * 1e3:.1f}–{r['cpu_max_s'] * 1e3:.1f}], "
+                f"wall {r['wall_s'] * 1e3:.1f} ms"
+            )
+        ratio = result[(stat, "dpwitness")]["cpu_s"] / result[(stat, "polars clamped")]["cpu_s"]
+        wall = result[(stat, "dpwitness")]["wall_s"] / result[(stat, "polars clamped")]["wall_s"]
+        verdict = "met" if ratio <= 1.2 else "missed"
+        judged = f"DP ÷ clamped {ratio:.2f}× CPU, {wall:.2f}× wall (target ≤ 1.2× CPU: {verdict})"
+        print(f"{stat}: " + "; ".join(cells) + "; " + judged)
+    print(f"load {load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -544,6 +596,13 @@ def main(argv: list[str] | None = None) -> None:
         metavar="RELEASES",
         help="only the fixed cost per release (a DP count on a 1-row frame, RELEASES times) and a count on --rows rows in memory",
     )
+    parser.add_argument(
+        "--clamped",
+        type=int,
+        default=None,
+        metavar="ROUNDS",
+        help="only the unbounded DP sum and mean against Polars' own clamped aggregate, ROUNDS interleaved rounds",
+    )
     # worker mode (internal)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--path", default=None, help=argparse.SUPPRESS)
@@ -559,6 +618,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.fixed_cost is not None:
         report_fixed_cost(args.fixed_cost, args.rows, args.repeats)
+        return
+    if args.clamped is not None:
+        report_clamped(args.rows, args.clamped)
         return
 
     stats = [s for s in args.stats.split(",") if s]

@@ -428,7 +428,7 @@ def _expressions(query: Query, schema: pl.Schema, *, number: bool = False, prefi
         return [(value.count() if query.column is not None else pl.len()).alias(prefix + Aggregate.COUNT.value)]
     counted = value.count() if query.column is not None else pl.len()
     if query.bounds is not None:
-        value = value.cast(pl.Float64).clip(*query.bounds)
+        value = _clamped(value, pl.Float64 if number or query.column is None else schema[query.column], query.bounds)
     centred = value - query.centre
     build = {
         Aggregate.COUNT: counted,  # an integer, made a float by ``aggregate`` (a cast here would defeat Polars' fast row count)
@@ -437,6 +437,23 @@ def _expressions(query: Query, schema: pl.Schema, *, number: bool = False, prefi
         Aggregate.CENTRED_SQUARES: (centred * centred).sum(),
     }
     return [build[a].alias(prefix + a.value) for a in query.aggregates]
+
+
+def _clamped(value: pl.Expr, dtype: Any, bounds: tuple[float, float]) -> pl.Expr:
+    """clamp(value, L, U) as float64. An integer column whose type holds both bounds, both integers, is
+    clipped in its own type, then cast: one float64 pass less, the same numbers (rounding to float64 is
+    monotone and the bounds are float64 values). Polars would truncate a fractional bound of an integer
+    clip, so those columns are clipped as float64."""
+    low, high = bounds
+    held = next((r for t, r in _INTEGER_RANGES if dtype == t), None)
+    if held is not None and all(float(b).is_integer() and held[0] <= b <= held[1] for b in bounds):
+        return value.clip(int(low), int(high)).cast(pl.Float64)
+    return value.cast(pl.Float64).clip(low, high)
+
+
+_INTEGER_RANGES = [
+    (t, (-(2 ** (b - 1)), 2 ** (b - 1) - 1)) for t, b in ((pl.Int8, 8), (pl.Int16, 16), (pl.Int32, 32), (pl.Int64, 64))
+] + [(t, (0, 2**b - 1)) for t, b in ((pl.UInt8, 8), (pl.UInt16, 16), (pl.UInt32, 32), (pl.UInt64, 64))]
 
 
 ENGINE = PolarsEngine()
