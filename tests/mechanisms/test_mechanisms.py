@@ -266,3 +266,25 @@ def test_cli_release_outside_the_ranges_is_one_line_exit_2(args: list[str], para
     result = CliRunner().invoke(app, ["release", "--value", "1", *args])
     assert result.exit_code == 2, result.output
     assert result.output.strip().count("\n") == 0 and parameter in result.output and "Traceback" not in result.output
+
+
+def test_a_mechanisms_release_is_the_dataclass_it_would_construct() -> None:
+    """``Release.built`` (the mechanisms' fast constructor) gives the object ``Release(**fields)`` gives:
+    every field equal, the same attributes, still frozen, and a reloaded copy equal to it."""
+    import dataclasses
+
+    from dpwitness.mechanisms.additive import Gaussian
+    from dpwitness.mechanisms.release import Release
+
+    for release in (
+        Laplace(sensitivity=1.0, epsilon=1.0).release(3.0, seed=1, query="q", neighbours="add/remove"),
+        Laplace(sensitivity=1.0, epsilon=1.0).release(3.0),
+        Gaussian(sensitivity=1.0, rho=0.5).release(2.0, seed=2),
+    ):
+        values = {f.name: getattr(release, f.name) for f in dataclasses.fields(Release)}
+        constructed = Release(**values)
+        assert release == constructed and vars(release) == vars(constructed)
+        assert type(release) is Release
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            release.epsilon = 0.0  # type: ignore[misc]
+        assert Release.from_dict(release.to_dict()) == dataclasses.replace(release, mechanism=None)

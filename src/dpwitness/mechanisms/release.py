@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -48,6 +48,16 @@ def _judge(name: str) -> Callable[..., Any]:
     if name not in _JUDGES:
         raise RuntimeError(f"no {name} is registered: import dpwitness.witness first")
     return _JUDGES[name]
+
+
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """The default of every field of ``cls`` that has one."""
+    if cls not in _DEFAULTS:
+        _DEFAULTS[cls] = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    return _DEFAULTS[cls]
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,18 @@ class Release:
         if isinstance(self.value, np.ndarray):
             return (self.value - w, self.value + w)
         return (self.value - w, self.value + w)
+
+    @classmethod
+    def built(cls, **values: Any) -> Release:
+        """``cls(**values)``, the fields not given at their defaults, without the frozen dataclass's
+        ``object.__setattr__`` per field (≈ 2 µs, a third of a one-number release). For the mechanisms'
+        own releases: nothing is checked, so every field without a default must be given.
+
+        :param values: the fields, by name.
+        """
+        release = object.__new__(cls)
+        release.__dict__.update(_defaults(cls), **values)
+        return release
 
     def with_alpha(self, alpha: float) -> Release:
         """The same release, its interval at confidence 1 − alpha."""
