@@ -1,5 +1,6 @@
-"""The Polars engine's clamp (engines/polars.py ``_clamped``): an integer column clipped in its own
-type gives, value for value, what the float64 clamp gives, for every integer type and any bounds."""
+"""The Polars engine's clamp (engines/polars.py ``_clamped``) gives, value for value, what Polars'
+float64 ``clip`` gives, for every integer type and any bounds (nulls stay null), whether the
+integer column is clamped in its own type or cast first."""
 
 from __future__ import annotations
 
@@ -39,16 +40,33 @@ def test_an_integer_column_clamps_to_the_float64_clamp(
     assert got.to_list() == _reference(column, low, high)
 
 
-def test_integral_bounds_clip_in_the_columns_type_and_others_in_float64() -> None:
-    """The fast path is taken only where it is exact (a mutant that always clipped in the integer type
+def test_integral_bounds_clamp_in_the_columns_type_and_others_in_float64() -> None:
+    """The fast path is taken only where it is exact (a mutant that always clamped in the integer type
     would truncate 0.5 to 0 and fail above; this checks that the fast path is used at all)."""
-    plan = pl.LazyFrame(schema={"v": pl.Int64}).select(_clamped(pl.col("v"), pl.Int64, (0.0, 100.0)))
-    assert "dyn int: 100" in plan.explain(optimized=False)
+
+    def plan(dtype: pl.DataType, bounds: tuple[float, float]) -> str:
+        return pl.LazyFrame(schema={"v": dtype}).select(_clamped(pl.col("v"), dtype, bounds)).explain(optimized=False)
+
+    assert 'col("v") < 0' in plan(pl.Int64, (0.0, 100.0))  # compared in Int64, cast after
     for dtype, bounds in [
         (pl.Int64, (0.5, 100.0)),
         (pl.UInt8, (-1.0, 100.0)),
         (pl.Int8, (0.0, 200.0)),
         (pl.Float32, (0.0, 1.0)),
     ]:
-        plan = pl.LazyFrame(schema={"v": dtype}).select(_clamped(pl.col("v"), dtype, bounds))
-        assert "dyn int" not in plan.explain(optimized=False)
+        assert "cast(Float64) <" in plan(dtype, bounds)  # cast first
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    dtype=st.sampled_from([pl.Float32, pl.Float64]),
+    raw=st.lists(st.one_of(st.none(), st.floats(allow_nan=False), st.sampled_from([0.0, -0.0, 1e308, -1e308])), max_size=30),
+    bounds=st.tuples(bound, bound),
+)
+def test_a_float_column_clamps_as_polars_clip_does(
+    dtype: pl.DataType, raw: list[float | None], bounds: tuple[float, float]
+) -> None:
+    low, high = sorted(bounds)
+    column = pl.Series("v", raw, dtype=pl.Float64).cast(dtype)
+    got = pl.DataFrame([column]).select(_clamped(pl.col("v"), dtype, (low, high))).to_series()
+    assert got.to_list() == _reference(column, low, high)

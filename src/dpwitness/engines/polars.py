@@ -409,7 +409,7 @@ def _bin(query: Query) -> pl.Expr:
     assert query.column is not None and query.bounds is not None and query.bins is not None
     low, high = query.bounds
     scale = bin_scale(query.bounds, query.bins)
-    value = pl.col(query.column).cast(pl.Float64).clip(low, high)
+    value = _clamped(pl.col(query.column), pl.Float64, (low, high))
     return ((value - low) * scale).floor().clip(0, query.bins - 1).cast(pl.Int64)
 
 
@@ -440,15 +440,23 @@ def _expressions(query: Query, schema: pl.Schema, *, number: bool = False, prefi
 
 
 def _clamped(value: pl.Expr, dtype: Any, bounds: tuple[float, float]) -> pl.Expr:
-    """clamp(value, L, U) as float64. An integer column whose type holds both bounds, both integers, is
-    clipped in its own type, then cast: one float64 pass less, the same numbers (rounding to float64 is
-    monotone and the bounds are float64 values). Polars would truncate a fractional bound of an integer
-    clip, so those columns are clipped as float64."""
+    """clamp(value, L, U) as float64 (null stays null). An integer column whose type holds both bounds,
+    both integers, is clamped in its own type, then cast: one float64 pass less, the same numbers
+    (rounding to float64 is monotone and the bounds are float64 values); other columns are cast first.
+
+    Written as ``when``/``then`` rather than Polars' ``clip``: in Polars' streaming engine ``clip``
+    cost about twice the CPU and 30–50 MB more at 100M rows (docs/benchmarks.md, issue 31 item 5).
+    NaN, which Polars' comparisons order above every number, becomes U (``clip`` keeps it): the
+    aggregates fill NaN with null first, and a quantile's count skips it either way.
+    """
     low, high = bounds
     held = next((r for t, r in _INTEGER_RANGES if dtype == t), None)
     if held is not None and all(float(b).is_integer() and held[0] <= b <= held[1] for b in bounds):
-        return value.clip(int(low), int(high)).cast(pl.Float64)
-    return value.cast(pl.Float64).clip(low, high)
+        floor, ceiling = pl.lit(int(low), dtype=dtype), pl.lit(int(high), dtype=dtype)
+        return pl.when(value < floor).then(floor).when(value > ceiling).then(ceiling).otherwise(value).cast(pl.Float64)
+    value = value.cast(pl.Float64)
+    floor, ceiling = pl.lit(float(low), dtype=pl.Float64), pl.lit(float(high), dtype=pl.Float64)
+    return pl.when(value < floor).then(floor).when(value > ceiling).then(ceiling).otherwise(value)
 
 
 _INTEGER_RANGES = [
