@@ -269,7 +269,7 @@ def test_cli_release_outside_the_ranges_is_one_line_exit_2(args: list[str], para
 
 
 def test_a_mechanisms_release_is_the_dataclass_it_would_construct() -> None:
-    """``Release.built`` (the mechanisms' fast constructor) gives the object ``Release(**fields)`` gives:
+    """``Release._built`` (the mechanisms' fast constructor) gives the object ``Release(**fields)`` gives:
     every field equal, the same attributes, still frozen, and a reloaded copy equal to it."""
     import dataclasses
 

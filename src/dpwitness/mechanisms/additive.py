@@ -176,7 +176,7 @@ class Laplace:
         released and ``neighbours`` the relation its Δ was derived for (both stated in the release).
         """
         result, bits = _noisy_release(self.noise, self.dimension, value, size, seed)
-        return Release.built(
+        return Release._built(
             value=result,
             epsilon=0.0 if self.noise is None else self.epsilon,
             sensitivity=self.sensitivity,
@@ -397,7 +397,7 @@ class Gaussian:
         notes: tuple[str, ...] = ()
         if noisy and self.rho is not None:
             notes = (f"ρ-zCDP with ρ = {self.rho:g} (δ(ε) from .privacy_profile(ε))",)
-        return Release.built(
+        return Release._built(
             value=result,
             # a ρ-only claim has no single ε: ∞, as in a ρ budget (see dpwitness.privacy.budget.Budget)
             epsilon=(math.inf if self.epsilon is None else self.epsilon) if noisy else 0.0,
