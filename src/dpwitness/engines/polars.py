@@ -453,10 +453,11 @@ def _clamped(value: pl.Expr, dtype: Any, bounds: tuple[float, float]) -> pl.Expr
     held = next((r for t, r in _INTEGER_RANGES if dtype == t), None)
     if held is not None and all(float(b).is_integer() and held[0] <= b <= held[1] for b in bounds):
         floor, ceiling = pl.lit(int(low), dtype=dtype), pl.lit(int(high), dtype=dtype)
-        return pl.when(value < floor).then(floor).when(value > ceiling).then(ceiling).otherwise(value).cast(pl.Float64)
-    value = value.cast(pl.Float64)
-    floor, ceiling = pl.lit(float(low), dtype=pl.Float64), pl.lit(float(high), dtype=pl.Float64)
-    return pl.when(value < floor).then(floor).when(value > ceiling).then(ceiling).otherwise(value)
+    else:
+        value = value.cast(pl.Float64)
+        floor, ceiling = pl.lit(float(low), dtype=pl.Float64), pl.lit(float(high), dtype=pl.Float64)
+    # the cast is a no-op (removed by Polars' optimizer) when the value was cast first
+    return pl.when(value < floor).then(floor).when(value > ceiling).then(ceiling).otherwise(value).cast(pl.Float64)
 
 
 _INTEGER_RANGES = [
