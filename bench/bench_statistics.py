@@ -90,6 +90,14 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _age_aggregate(stat: str, *, clamp: bool) -> Any:
+    """Polars' own ``sum`` or ``mean`` of ``age`` as a user writes it, clamped to BOUNDS with ``clip`` or not."""
+    import polars as pl
+
+    age = pl.col("age").clip(*BOUNDS) if clamp else pl.col("age")
+    return age.sum() if stat == "sum" else age.mean()
+
+
 def worker_polars(path: str, stat: str, repeats: int, first_k: int | None) -> dict[str, Any]:
     """Plain Polars, no privacy: the aggregate as a user would write it (optionally first-k rows per user).
 
@@ -108,8 +116,8 @@ def worker_polars(path: str, stat: str, repeats: int, first_k: int | None) -> di
 
     plans: dict[str, Callable[[], pl.LazyFrame]] = {
         "count": lambda: frame().select(pl.len()),
-        "sum": lambda: frame().select(pl.col("age").sum()),
-        "mean": lambda: frame().select(pl.col("age").mean()),
+        "sum": lambda: frame().select(_age_aggregate("sum", clamp=False)),
+        "mean": lambda: frame().select(_age_aggregate("mean", clamp=False)),
         "histogram": lambda: frame().group_by("category").agg(pl.len()),
         "filtered": lambda: (
             frame()
@@ -122,8 +130,8 @@ def worker_polars(path: str, stat: str, repeats: int, first_k: int | None) -> di
     in_memory, _ = _timed(lambda: plans[stat]().collect(), repeats)
     fastest = min((in_memory, streaming), key=statistics.median)
     clamped: dict[str, Callable[[], pl.LazyFrame]] = {  # what DP must add to the scan: the clamp
-        "sum": lambda: frame().select(pl.col("age").clip(*BOUNDS).sum()),
-        "mean": lambda: frame().select(pl.col("age").clip(*BOUNDS).mean()),
+        "sum": lambda: frame().select(_age_aggregate("sum", clamp=True)),
+        "mean": lambda: frame().select(_age_aggregate("mean", clamp=True)),
     }
     extra: dict[str, Any] = {}
     if stat in clamped:
@@ -537,13 +545,11 @@ def clamped_ratio(path: Path, repeats: int) -> dict[tuple[str, str], dict[str, f
     from machine import interleaved, spread
 
     session = dw.Session(str(path), epsilon=1e12)
-    age = pl.col("age")
     runs: dict[tuple[str, str], Callable[[], object]] = {}
     for stat in ("sum", "mean"):
-        plain = age.sum() if stat == "sum" else age.mean()
-        clamped = age.clip(*BOUNDS).sum() if stat == "sum" else age.clip(*BOUNDS).mean()
-        runs[(stat, "polars")] = lambda e=plain: pl.scan_parquet(path).select(e).collect(engine="streaming")  # type: ignore[misc]
-        runs[(stat, "polars clamped")] = lambda e=clamped: pl.scan_parquet(path).select(e).collect(engine="streaming")  # type: ignore[misc]
+        for side, clamp in (("polars", False), ("polars clamped", True)):
+            aggregate = _age_aggregate(stat, clamp=clamp)
+            runs[(stat, side)] = lambda e=aggregate: pl.scan_parquet(path).select(e).collect(engine="streaming")  # type: ignore[misc]
         runs[(stat, "dpwitness")] = _dp_call(session, stat)
     samples = interleaved(runs, repeats)
     return {key: spread(values) for key, values in samples.items()}
