@@ -33,7 +33,9 @@ def test_a_known_token_costs_one_check_and_any_other_every_check(checks: list[An
     for _ in range(3):
         assert store.analyst_for(tokens["analyst7"]) == "analyst7"
     assert checks == ["analyst7"] * 3  # then found by its HMAC, and checked against its own hash
-    for wrong in ("nope", tokens["analyst7"][:-1], tokens["analyst7"] + "x", tokens["analyst8"][:-1] + "A"):
+    other = tokens["analyst8"]
+    changed = other[:-1] + ("B" if other.endswith("A") else "A")  # one character off (a fixed "A" was the token 1 time in 64)
+    for wrong in ("nope", tokens["analyst7"][:-1], tokens["analyst7"] + "x", changed):
         checks.clear()
         assert store.analyst_for(wrong) is None
         assert len(checks) == 33  # never filed: every analyst's hash, every time
